@@ -1,0 +1,69 @@
+# Switchboard: `make dev` runs the API locally, `make test` runs every test. Both install what they need first.
+SHELL := /bin/bash
+PYTHON ?= $(shell PYENV_VERSION=3.13.0 pyenv which python3.13 2>/dev/null || command -v python3.13)
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+SAM_VENV := .venv-sam
+PORT ?= 3000
+PYTEST_WORKERS ?= 2
+
+.PHONY: install dev test test-unit test-integration test-e2e lint format typecheck openapi build validate bench clean
+
+$(STAMP): requirements-dev.txt layers/core/requirements.txt
+	@test -n "$(PYTHON)" || { echo "python3.13 not found (pyenv install 3.13.0, or set PYTHON=)"; exit 1; }
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --disable-pip-version-check -r requirements-dev.txt
+	@touch $(STAMP)
+
+install: $(STAMP)
+
+$(SAM_VENV)/.installed:
+	$(PYTHON) -m venv $(SAM_VENV)
+	$(SAM_VENV)/bin/pip install --quiet --disable-pip-version-check aws-sam-cli==1.170.0
+	@touch $@
+
+## Run the API on 127.0.0.1:$(PORT) with moto as AWS; prints the URL and a working API key.
+dev: install
+	PORT=$(PORT) $(BIN)/python -m local
+
+## Every test: unit, integration (moto) and e2e (HTTP against the local stack, started by a fixture).
+test: install
+	$(BIN)/python -m pytest -n $(PYTEST_WORKERS) --dist loadgroup
+
+test-unit: install
+	$(BIN)/python -m pytest tests/unit
+
+test-integration: install
+	$(BIN)/python -m pytest tests/integration
+
+test-e2e: install
+	$(BIN)/python -m pytest tests/e2e
+
+lint: install $(SAM_VENV)/.installed
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+	$(BIN)/mypy
+	$(BIN)/cfn-lint template.yaml
+	AWS_DEFAULT_REGION=us-east-1 $(SAM_VENV)/bin/sam validate --lint --region us-east-1
+
+format: install
+	$(BIN)/ruff check --fix .
+	$(BIN)/ruff format .
+
+typecheck: install
+	$(BIN)/mypy
+
+## Regenerate the merged OpenAPI document served by /openapi.json (a test fails when it drifts).
+openapi: install
+	PYTHONPATH=layers/core:. $(BIN)/python -m switchboard.openapi_doc functions
+
+## sam build without a container (needs python3.13 on PATH, which pyenv provides).
+build: $(SAM_VENV)/.installed
+	PATH=$(dir $(PYTHON)):$$PATH $(SAM_VENV)/bin/sam build --build-dir /tmp/switchboard-sam-build
+
+bench: install
+	$(BIN)/python -m bench
+
+clean:
+	rm -rf $(VENV) $(SAM_VENV) .aws-sam .mypy_cache .ruff_cache

@@ -1,0 +1,25 @@
+"""DynamoDB stream → EventBridge: publishes outbox items, reporting only the records that failed."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from aws_lambda_powertools import Logger
+from aws_lambda_powertools.utilities.typing import LambdaContext
+
+from switchboard import aws
+from switchboard.config import get_settings
+from switchboard.events.publisher import outbox_events, publish
+
+logger = Logger()
+
+
+@logger.inject_lambda_context(clear_state=True)
+def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
+    pending = outbox_events(event.get("Records", []))
+    failed = publish(pending, get_settings().event_bus_name, aws.client("events"))
+    if failed:
+        logger.warning("events not published; the stream will retry them", extra={"failed": len(failed)})
+    # For streams, Lambda restarts from the lowest failed sequence number; later records may be re-sent, and
+    # consumers deduplicate by event_id.
+    return {"batchItemFailures": [{"itemIdentifier": seq} for seq in failed]}

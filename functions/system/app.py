@@ -1,0 +1,62 @@
+"""System routes: health, readiness, version and the merged OpenAPI document. All public."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from aws_lambda_powertools.event_handler import Response
+from pydantic import BaseModel
+
+from switchboard import __version__
+from switchboard.api.app import PUBLIC, create_resolver, make_handler
+from switchboard.api.auth import public
+from switchboard.api.envelope import Data
+from switchboard.config import get_settings
+from switchboard.errors import ServiceUnavailable
+from switchboard.openapi_doc import load_openapi
+from switchboard.store import get_store, keys
+
+app = create_resolver()
+
+
+class Health(BaseModel):
+    status: str
+
+
+class Ready(BaseModel):
+    status: str
+    checks: dict[str, str]
+
+
+class Version(BaseModel):
+    version: str
+    commit: str
+    stage: str
+
+
+@app.get("/v1/health", security=PUBLIC, middlewares=public(), tags=["system"], summary="Liveness")
+def health() -> Data[Health]:
+    return Data(data=Health(status="ok"))
+
+
+@app.get("/v1/ready", security=PUBLIC, middlewares=public(), tags=["system"], summary="Readiness")
+def ready() -> Data[Ready]:
+    try:
+        get_store().get(keys.READY_PROBE)
+    except Exception as err:  # noqa: BLE001 - any failure to reach the table means not ready
+        raise ServiceUnavailable("The table is not reachable.") from err
+    return Data(data=Ready(status="ready", checks={"table": "ok"}))
+
+
+@app.get("/v1/version", security=PUBLIC, middlewares=public(), tags=["system"], summary="Version")
+def version() -> Data[Version]:
+    settings = get_settings()
+    return Data(data=Version(version=__version__, commit=settings.git_commit, stage=settings.stage))
+
+
+@app.get("/openapi.json", security=PUBLIC, middlewares=public(), tags=["system"], summary="OpenAPI document")
+def openapi() -> Response[Any]:
+    return Response(status_code=200, content_type="application/json", body=load_openapi())
+
+
+handler = make_handler(app)

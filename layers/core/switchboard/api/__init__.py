@@ -1,0 +1,1 @@
+"""HTTP plumbing shared by every endpoint group."""

@@ -1,0 +1,134 @@
+"""The resolver factory: every endpoint group's resolver is built here, so errors, auth and idempotency behave alike."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import Any
+
+from aws_lambda_powertools import Logger
+from aws_lambda_powertools.event_handler import APIGatewayRestResolver, Response
+from aws_lambda_powertools.event_handler.exceptions import NotFoundError, ServiceError
+from aws_lambda_powertools.event_handler.openapi.exceptions import RequestValidationError
+from aws_lambda_powertools.event_handler.openapi.models import APIKey, APIKeyIn, HTTPBearer
+from aws_lambda_powertools.logging import correlation_paths
+from aws_lambda_powertools.utilities.typing import LambdaContext
+
+from switchboard import __version__
+from switchboard.api.context import request_id
+from switchboard.api.envelope import error_body
+from switchboard.api.idempotency import idempotency_middleware
+from switchboard.errors import DomainError, MethodNotAllowed, PayloadTooLarge, RouteNotFound
+
+logger = Logger()
+
+MAX_BODY_BYTES = 256 * 1024
+SECURITY_SCHEMES = {
+    "ApiKey": APIKey(name="X-Api-Key", in_=APIKeyIn.header, description="API key (sk_live_… / sk_test_…)"),
+    "Bearer": HTTPBearer(description="Session token or API key"),
+}
+DEFAULT_SECURITY: list[dict[str, list[str]]] = [{"ApiKey": []}, {"Bearer": []}]
+PUBLIC: list[dict[str, list[str]]] = []
+
+
+def _json(obj: Any) -> str:
+    from aws_lambda_powertools.shared.json_encoder import Encoder
+
+    return json.dumps(obj, separators=(",", ":"), cls=Encoder)
+
+
+def error_response(app: Any, status: int, code: str, message: str, details: list | None = None, headers=None):
+    return Response(
+        status_code=status,
+        content_type="application/json",
+        body=error_body(code, message, request_id(app), details),
+        headers=headers or {},
+    )
+
+
+def _field_of(loc: Any) -> str:
+    parts = [str(p) for p in (loc or ()) if p != "__root__"]
+    return ".".join(parts) if parts else "body"
+
+
+def _validation_details(errors: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    details = []
+    for err in errors:
+        field = _field_of(err.get("loc"))
+        message = err.get("msg") or err.get("type") or "invalid"
+        if err.get("type") == "missing":
+            message = "Field required"
+        details.append({"field": field, "message": str(message)})
+    return details
+
+
+def _body_limit(app: Any, next_middleware: Callable[[Any], Any]) -> Any:
+    body = app.current_event.body
+    if body and len(body) > MAX_BODY_BYTES:
+        raise PayloadTooLarge()
+    return next_middleware(app)
+
+
+def _allowed_methods(app: APIGatewayRestResolver, path: str) -> list[str]:
+    methods = {r.method for r in app._static_routes + app._dynamic_routes if r.rule.match(path)}
+    return sorted(methods)
+
+
+def create_resolver() -> APIGatewayRestResolver:
+    app = APIGatewayRestResolver(
+        enable_validation=True,
+        response_validation_error_http_code=500,
+        serializer=_json,
+    )
+    app.configure_openapi(
+        title="Switchboard API",
+        version=__version__,
+        security_schemes=SECURITY_SCHEMES,  # type: ignore[arg-type]
+        security=DEFAULT_SECURITY,
+    )
+    app.use(middlewares=[_body_limit, idempotency_middleware])
+
+    @app.exception_handler(DomainError)
+    def _domain(err: DomainError) -> Response:
+        return error_response(app, err.status, err.code, err.message, err.details, err.headers)
+
+    @app.exception_handler(RequestValidationError)
+    def _validation(err: RequestValidationError) -> Response:
+        errors = list(err.errors())
+        if any(e.get("type") == "json_invalid" for e in errors):
+            return error_response(app, 400, "invalid_json", "The request body is not valid JSON.")
+        details = _validation_details(errors)
+        message = "; ".join(f"{d['field']}: {d['message']}" for d in details[:3]) or "The request is not valid."
+        return error_response(app, 400, "validation_failed", message, details)
+
+    @app.exception_handler(ServiceError)
+    def _service(err: ServiceError) -> Response:
+        code = "validation_failed" if err.status_code == 400 else "internal_error"
+        return error_response(app, err.status_code, code, str(err.msg))
+
+    @app.not_found
+    def _not_found(_: NotFoundError) -> Response:
+        path = app.current_event.path
+        allowed = _allowed_methods(app, path)
+        if allowed:
+            err: DomainError = MethodNotAllowed(headers={"Allow": ", ".join(allowed)})
+        else:
+            err = RouteNotFound()
+        return error_response(app, err.status, err.code, err.message, headers=err.headers)
+
+    @app.exception_handler(Exception)
+    def _unexpected(err: Exception) -> Response:
+        logger.exception("unhandled error", extra={"error_type": type(err).__name__})
+        return error_response(app, 500, "internal_error", "Something went wrong on our side.")
+
+    return app
+
+
+def make_handler(app: APIGatewayRestResolver) -> Callable[[dict[str, Any], LambdaContext], dict[str, Any]]:
+    """The Lambda entry point of an endpoint group: correlation id = API Gateway request id."""
+
+    @logger.inject_lambda_context(correlation_id_path=correlation_paths.API_GATEWAY_REST, clear_state=True)
+    def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
+        return app.resolve(event, context)
+
+    return handler

@@ -1,0 +1,117 @@
+"""The caller, as the authorizer described it, and the per-route role requirement."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from switchboard.errors import Forbidden, Unauthenticated
+
+Role = Literal["owner", "admin", "member", "viewer"]
+ROLE_RANK: dict[str, int] = {"viewer": 1, "member": 2, "admin": 3, "owner": 4}
+ROLES: tuple[Role, ...] = ("owner", "admin", "member", "viewer")
+
+
+@dataclass(frozen=True)
+class AuthContext:
+    principal_type: str  # "api_key" | "session"
+    principal_id: str  # key id or session id: who acted, as recorded in audit logs
+    user_id: str | None
+    organization_id: str | None
+    role: str | None
+    credential_id: str
+
+    @classmethod
+    def from_authorizer(cls, ctx: dict[str, Any] | None) -> AuthContext | None:
+        if not ctx or not ctx.get("principal_type"):
+            return None
+        return cls(
+            principal_type=str(ctx["principal_type"]),
+            principal_id=str(ctx.get("principal_id") or ctx.get("principalId") or ""),
+            user_id=str(ctx["user_id"]) if ctx.get("user_id") else None,
+            organization_id=str(ctx["organization_id"]) if ctx.get("organization_id") else None,
+            role=str(ctx["role"]) if ctx.get("role") else None,
+            credential_id=str(ctx.get("credential_id") or ""),
+        )
+
+    def to_authorizer_context(self) -> dict[str, str]:
+        """What the authorizer returns as `context` (API Gateway only carries flat string values)."""
+        return {
+            "principal_type": self.principal_type,
+            "principal_id": self.principal_id,
+            "user_id": self.user_id or "",
+            "organization_id": self.organization_id or "",
+            "role": self.role or "",
+            "credential_id": self.credential_id,
+        }
+
+    def has_role(self, minimum: str) -> bool:
+        return ROLE_RANK.get(self.role or "", 0) >= ROLE_RANK[minimum]
+
+    @property
+    def org_id(self) -> str:
+        """The organization the request acts in; 403 when the credential has none (a session with no org yet)."""
+        if not self.organization_id:
+            raise Forbidden("Select an organization with X-Organization-Id, or create one first.")
+        return self.organization_id
+
+    @property
+    def scope(self) -> str:
+        """The partition that request-scoped records (idempotency) belong to."""
+        return f"ORG#{self.organization_id}" if self.organization_id else f"USER#{self.user_id}"
+
+
+@dataclass(frozen=True)
+class Access:
+    """What a route requires: `public`, any authenticated caller, or a minimum role in the organization."""
+
+    kind: Literal["public", "authenticated", "role"]
+    role: str | None = None
+
+    def check(self, auth: AuthContext | None) -> None:
+        if self.kind == "public":
+            return
+        if auth is None:
+            raise Unauthenticated()
+        if self.kind == "role":
+            assert self.role is not None
+            if not auth.organization_id:
+                raise Forbidden("Select an organization with X-Organization-Id, or create one first.")
+            if not auth.has_role(self.role):
+                raise Forbidden(f"This operation needs the {self.role} role or higher.")
+
+
+class AccessMiddleware:
+    """A route middleware carrying its Access, so tests can read every route's requirement."""
+
+    def __init__(self, access: Access) -> None:
+        self.access = access
+        self.__name__ = f"requires_{access.role or access.kind}"
+
+    def __call__(self, app: Any, next_middleware: Callable[[Any], Any]) -> Any:
+        from switchboard.api.context import current_auth_optional
+
+        self.access.check(current_auth_optional(app))
+        return next_middleware(app)
+
+
+def requires(role: Role) -> list[AccessMiddleware]:
+    """`middlewares=requires("admin")`: the caller's role in the organization must be at least `role`."""
+    return [AccessMiddleware(Access("role", role))]
+
+
+def authenticated() -> list[AccessMiddleware]:
+    """Any valid credential, with or without an organization (e.g. creating the first organization)."""
+    return [AccessMiddleware(Access("authenticated"))]
+
+
+def public() -> list[AccessMiddleware]:
+    return [AccessMiddleware(Access("public"))]
+
+
+def route_access(route: Any) -> Access | None:
+    for mw in getattr(route, "middlewares", []) or []:
+        if isinstance(mw, AccessMiddleware):
+            return mw.access
+    return None

@@ -1,0 +1,43 @@
+"""Per-request values read from the current API Gateway event."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from switchboard.api.auth import AuthContext
+from switchboard.errors import Unauthenticated
+
+
+def request_id(app: Any) -> str:
+    try:
+        return str(app.current_event.request_context.request_id or "")
+    except Exception:  # noqa: BLE001 - no event yet (e.g. an error raised before routing)
+        return ""
+
+
+def current_auth_optional(app: Any) -> AuthContext | None:
+    cached = app.context.get("_auth")
+    if cached is not None:
+        return cached  # type: ignore[no-any-return]
+    raw = (app.current_event.raw_event.get("requestContext") or {}).get("authorizer")
+    auth = AuthContext.from_authorizer(raw)
+    if auth is not None:
+        app.append_context(_auth=auth)
+    return auth
+
+
+def current_auth(app: Any) -> AuthContext:
+    auth = current_auth_optional(app)
+    if auth is None:
+        raise Unauthenticated()
+    return auth
+
+
+def header(app: Any, name: str) -> str | None:
+    value = app.current_event.headers.get(name)
+    if value is None:
+        lower = name.lower()
+        for k, v in (app.current_event.headers or {}).items():
+            if k.lower() == lower:
+                return str(v)
+    return value

@@ -1,0 +1,40 @@
+"""Lazily created, cached boto3 clients: nothing is created at import time.
+
+Endpoints come from the standard AWS_ENDPOINT_URL variables, so the local stack and tests point every client at
+moto without code changes.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+_clients: dict[str, Any] = {}
+_lock = threading.Lock()
+
+
+def client(service: str) -> Any:
+    cached = _clients.get(service)
+    if cached is not None:
+        return cached
+    with _lock:
+        cached = _clients.get(service)
+        if cached is None:
+            import boto3
+            from botocore.config import Config
+
+            config = Config(
+                retries={"mode": "standard", "max_attempts": 4},
+                connect_timeout=3,
+                read_timeout=10,
+                tcp_keepalive=True,
+            )
+            cached = boto3.session.Session().client(service, config=config)  # type: ignore[call-overload]
+            _clients[service] = cached
+    return cached
+
+
+def reset_clients() -> None:
+    """Drop cached clients (tests switch between moto contexts)."""
+    with _lock:
+        _clients.clear()

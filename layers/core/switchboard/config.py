@@ -1,0 +1,46 @@
+"""One settings model of the environment, validated at cold start (first use in a container)."""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from typing import Literal
+
+from pydantic import Field, SecretStr
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+Stage = Literal["dev", "staging", "prod", "local", "test"]
+
+
+class Settings(BaseSettings):
+    """Every variable the functions read. Required ones have no default: a missing one fails loudly."""
+
+    model_config = SettingsConfigDict(extra="ignore", frozen=True)
+
+    stage: Stage
+    table_name: str = Field(min_length=3)
+    event_bus_name: str = Field(min_length=1)
+    media_bucket: str = Field(min_length=3)
+    webhook_events_queue_url: str = Field(min_length=1)
+    webhook_deliveries_queue_url: str = Field(min_length=1)
+    outbound_messages_queue_url: str = Field(min_length=1)
+    cursor_secret: SecretStr = Field(min_length=16)
+    api_key_mode: Literal["test", "live"]
+    mail_sender: str = Field(min_length=3)
+    sandbox_status_delay: float = Field(default=1.0, ge=0)
+    local_time_scale: float = Field(default=1.0, gt=0)
+    git_commit: str = "unknown"
+    aws_region: str = Field(default="us-east-1", validation_alias="AWS_REGION")
+
+    @property
+    def is_local(self) -> bool:
+        return self.stage in ("local", "test")
+
+
+@lru_cache(maxsize=1)
+def get_settings() -> Settings:
+    return Settings()  # type: ignore[call-arg]  # values come from the environment
+
+
+def reset_settings() -> None:
+    """Forget the cached settings (tests and the local stack change the environment)."""
+    get_settings.cache_clear()

@@ -1,0 +1,1 @@
+"""Identity and access: users, organizations, memberships, credentials."""

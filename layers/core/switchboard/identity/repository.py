@@ -1,0 +1,132 @@
+"""Identity items and their keys. Every write that must stay consistent goes through one transaction."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from switchboard import clock
+from switchboard.errors import Conflict
+from switchboard.store import Put, Store, keys
+
+Item = dict[str, Any]
+
+
+def organization_item(org_id: str, name: str, created_by: str | None) -> Item:
+    now = clock.now_iso()
+    return {
+        **keys.organization(org_id),
+        "entity": "Organization",
+        "id": org_id,
+        "name": name,
+        "created_by": created_by,
+        "created_at": now,
+        "updated_at": now,
+        "version": 1,
+    }
+
+
+def user_item(user_id: str, email: str, name: str, password_hash: str | None, *, verified: bool) -> Item:
+    now = clock.now_iso()
+    return {
+        **keys.user(user_id),
+        "entity": "User",
+        "id": user_id,
+        "email": email,
+        "email_verified": verified,
+        "name": name,
+        "password_hash": password_hash,
+        "image": "",
+        "timezone": "UTC",
+        "week_start": "monday",
+        "created_at": now,
+        "updated_at": now,
+        "version": 1,
+    }
+
+
+def membership_ops(org_id: str, user_id: str, role: str, email: str, name: str) -> list[Put]:
+    """The member row in the organization and its mirror in the user's partition (consistent "my orgs" query)."""
+    now = clock.now_iso()
+    member = {
+        **keys.member(org_id, user_id),
+        "entity": "Member",
+        "id": f"mem_{org_id[4:]}_{user_id[4:]}",
+        "organization_id": org_id,
+        "user_id": user_id,
+        "role": role,
+        "user_email": email,
+        "user_name": name,
+        "created_at": now,
+    }
+    mirror = {
+        "PK": keys.user_pk(user_id),
+        "SK": f"MEMBERSHIP#{org_id}",
+        "entity": "Membership",
+        "organization_id": org_id,
+        "role": role,
+        "created_at": now,
+    }
+    already = Conflict("The user is already a member of this organization.")
+    return [
+        Put(item=member, condition="attribute_not_exists(PK)", error=already),
+        Put(item=mirror, condition="attribute_not_exists(PK)", error=already),
+    ]
+
+
+def user_ops(user: Item) -> list[Put]:
+    """The user and its e-mail sentinel: one account per e-mail, enforced by the database."""
+    sentinel = {**keys.user_email(user["email"]), "entity": "EmailSentinel", "user_id": user["id"]}
+    return [
+        Put(item=user, condition="attribute_not_exists(PK)"),
+        Put(
+            item=sentinel,
+            condition="attribute_not_exists(PK)",
+            error=Conflict("An account with this e-mail already exists."),
+        ),
+    ]
+
+
+def api_key_ops(
+    org_id: str, key_id: str, name: str, role: str, token_hash: str, prefix: str, created_by: str | None
+) -> tuple[Item, list[Put]]:
+    now = clock.now_iso()
+    record = {
+        **keys.api_key_record(org_id, key_id),
+        "entity": "ApiKey",
+        "id": key_id,
+        "organization_id": org_id,
+        "name": name,
+        "role": role,
+        "prefix": prefix,
+        "token_hash": token_hash,
+        "created_by": created_by,
+        "created_at": now,
+    }
+    credential = {
+        **keys.credential(token_hash),
+        "entity": "Credential",
+        "kind": "api_key",
+        "credential_id": key_id,
+        "organization_id": org_id,
+        "role": role,
+        "user_id": created_by,
+        "created_at": now,
+    }
+    return record, [
+        Put(item=record, condition="attribute_not_exists(PK)"),
+        Put(item=credential, condition="attribute_not_exists(PK)", error=Conflict("This key already exists.")),
+    ]
+
+
+def get_credential(store: Store, token_hash: str) -> Item | None:
+    # Consistent read: a key works on the request after its creation and stops on the request after revocation.
+    return store.get(keys.credential(token_hash), consistent=True)
+
+
+def get_member(store: Store, org_id: str, user_id: str) -> Item | None:
+    return store.get(keys.member(org_id, user_id), consistent=True)
+
+
+def user_memberships(store: Store, user_id: str, limit: int | None = None) -> list[Item]:
+    page = store.query(keys.user_pk(user_id), sk_prefix="MEMBERSHIP#", consistent=True, limit=limit)
+    return page.items

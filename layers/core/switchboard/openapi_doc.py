@@ -1,0 +1,105 @@
+"""The one OpenAPI document of the whole API.
+
+Each endpoint group is its own Lambda with its own resolver, and the system function cannot import the others'
+code, so the merged document is generated at build time (`make openapi`, Powertools' OpenAPIMerge over every
+`functions/*/app.py`) into this package, and served from here. A test fails when the file drifts from the code.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+DOC_PATH = Path(__file__).with_name("openapi.json")
+
+
+@lru_cache(maxsize=1)
+def load_openapi() -> dict[str, Any]:
+    return json.loads(DOC_PATH.read_text())  # type: ignore[no-any-return]
+
+
+def _error_responses(public: bool) -> dict[str, Any]:
+    ref = {"content": {"application/json": {"schema": {"$ref": "#/components/schemas/ErrorEnvelope"}}}}
+    statuses = {"400": "Invalid request", "429": "Rate limited", "500": "Internal error", "503": "Unavailable"}
+    if not public:
+        statuses |= {"401": "Unauthenticated", "403": "Forbidden", "404": "Not found", "409": "Conflict"}
+    return {code: {"description": text, **ref} for code, text in statuses.items()}
+
+
+def _load_resolver(app_file: Path) -> Any:
+    import importlib
+
+    module = importlib.import_module(f"functions.{app_file.parent.name}.app")
+    return module.app
+
+
+def _resolver_schema(resolver: Any) -> dict[str, Any]:
+    """One resolver's document with the envelope's error responses and explicit security on public routes."""
+    from switchboard.api.auth import route_access
+
+    public_ops = {
+        (route.openapi_path, route.method.lower())
+        for route in resolver._static_routes + resolver._dynamic_routes
+        if (access := route_access(route)) is not None and access.kind == "public"
+    }
+    schema: dict[str, Any] = json.loads(resolver.get_openapi_json_schema())
+    for path, ops in schema.get("paths", {}).items():
+        for method, op in ops.items():
+            is_public = (path, method) in public_ops
+            responses = op.setdefault("responses", {})
+            responses.pop("422", None)
+            if responses.get("500", {}).get("description") == "Response Validation Error":
+                responses.pop("500")
+            for code, response in _error_responses(is_public).items():
+                responses.setdefault(code, response)
+            if is_public:
+                op["security"] = []
+    schemas = schema.setdefault("components", {}).setdefault("schemas", {})
+    for name in ("HTTPValidationError", "ValidationError", "ResponseValidationError"):
+        schemas.pop(name, None)
+    return schema
+
+
+def build_openapi(functions_dir: Path) -> dict[str, Any]:
+    from aws_lambda_powertools.event_handler.openapi.merge import OpenAPIMerge
+
+    from switchboard import __version__
+    from switchboard.api.app import DEFAULT_SECURITY, SECURITY_SCHEMES
+    from switchboard.api.envelope import ErrorEnvelope
+
+    merge = OpenAPIMerge(
+        title="Switchboard API",
+        version=__version__,
+        description="Business messaging on chat channels and CRM data for multi-tenant organizations.",
+        security_schemes=SECURITY_SCHEMES,  # type: ignore[arg-type]
+        security=DEFAULT_SECURITY,
+        on_conflict="error",
+    )
+    for app_file in sorted(functions_dir.glob("*/app.py")):
+        if "create_resolver()" in app_file.read_text():
+            merge.add_schema(_resolver_schema(_load_resolver(app_file)))
+    doc: dict[str, Any] = json.loads(merge.get_openapi_json_schema())
+    doc["paths"] = dict(sorted(doc.get("paths", {}).items()))
+    envelope = ErrorEnvelope.model_json_schema(ref_template="#/components/schemas/{model}")
+    schemas = doc.setdefault("components", {}).setdefault("schemas", {})
+    schemas.update(envelope.pop("$defs", {}))
+    schemas["ErrorEnvelope"] = envelope
+    return doc
+
+
+def render(doc: dict[str, Any]) -> str:
+    return json.dumps(doc, indent=1, sort_keys=True) + "\n"
+
+
+def main(argv: list[str]) -> int:
+    functions_dir = Path(argv[1]) if len(argv) > 1 else Path("functions")
+    DOC_PATH.write_text(render(build_openapi(functions_dir)))
+    print(f"wrote {DOC_PATH}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv))

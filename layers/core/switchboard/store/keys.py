@@ -1,0 +1,59 @@
+"""Key builders: the only place that spells a partition or sort key.
+
+Tenant items live in `ORG#<org_id>`; global lookups that happen before the organization is known use their own
+partitions (credential hashes, e-mail sentinels). docs/data-model.md lists every access pattern against these.
+"""
+
+from __future__ import annotations
+
+Key = dict[str, str]
+
+
+def org_pk(org_id: str) -> str:
+    return f"ORG#{org_id}"
+
+
+def key(pk: str, sk: str) -> Key:
+    return {"PK": pk, "SK": sk}
+
+
+# Organization-scoped items ---------------------------------------------------------------------------------------
+def organization(org_id: str) -> Key:
+    return key(org_pk(org_id), "ORG")
+
+
+def member(org_id: str, user_id: str) -> Key:
+    return key(org_pk(org_id), f"MEMBER#{user_id}")
+
+
+def api_key_record(org_id: str, key_id: str) -> Key:
+    return key(org_pk(org_id), f"APIKEY#{key_id}")
+
+
+def event(org_id: str, ulid: str) -> Key:
+    return key(org_pk(org_id), f"EVENT#{ulid}")
+
+
+def idempotency(scope: str, digest: str) -> Key:
+    return key(scope, f"IDEMP#{digest}")
+
+
+# Global lookups ---------------------------------------------------------------------------------------------------
+def credential(token_hash: str) -> Key:
+    """API key or session token, by the SHA-256 of its plain value."""
+    return key(f"CRED#{token_hash}", "CRED")
+
+
+def user(user_id: str) -> Key:
+    return key(f"USER#{user_id}", "USER")
+
+
+def user_email(email: str) -> Key:
+    return key(f"EMAIL#{email}", "EMAIL")
+
+
+def user_pk(user_id: str) -> str:
+    return f"USER#{user_id}"
+
+
+READY_PROBE: Key = key("SYSTEM#ready", "PROBE")

@@ -1,0 +1,365 @@
+"""The single-table client.
+
+Wraps the low-level DynamoDB client (cheaper at cold start than the resource layer) with Python-native items,
+conditional writes, transactions whose failed conditions become domain errors, queries with opaque continuation,
+and batch gets that retry unprocessed keys.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from decimal import Decimal
+from functools import lru_cache
+from typing import Any
+
+from boto3.dynamodb.types import TypeDeserializer, TypeSerializer
+from botocore.exceptions import ClientError
+
+from switchboard import aws
+from switchboard.errors import Conflict, DomainError, ServiceUnavailable
+
+Item = dict[str, Any]
+
+_serializer = TypeSerializer()
+_deserializer = TypeDeserializer()
+
+_THROTTLE_CODES = {
+    "ProvisionedThroughputExceededException",
+    "ThrottlingException",
+    "RequestLimitExceeded",
+    "LimitExceededException",
+    "InternalServerError",
+    "ServiceUnavailable",
+    "TransactionInProgressException",
+}
+
+
+def _to_dynamo(value: Any) -> Any:
+    if isinstance(value, float):
+        return Decimal(str(value))
+    if isinstance(value, dict):
+        return {k: _to_dynamo(v) for k, v in value.items() if v is not None}
+    if isinstance(value, list | tuple):
+        return [_to_dynamo(v) for v in value]
+    return value
+
+
+def _from_dynamo(value: Any) -> Any:
+    if isinstance(value, Decimal):
+        return int(value) if value == value.to_integral_value() else float(value)
+    if isinstance(value, dict):
+        return {k: _from_dynamo(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_from_dynamo(v) for v in value]
+    if isinstance(value, set):
+        return {_from_dynamo(v) for v in value}
+    return value
+
+
+def serialize(item: Item) -> dict[str, Any]:
+    return {k: _serializer.serialize(_to_dynamo(v)) for k, v in item.items() if v is not None}
+
+
+def deserialize(raw: dict[str, Any]) -> Item:
+    return {k: _from_dynamo(_deserializer.deserialize(v)) for k, v in raw.items()}
+
+
+def _values(values: dict[str, Any] | None) -> dict[str, Any] | None:
+    if not values:
+        return None
+    return {k: _serializer.serialize(_to_dynamo(v)) for k, v in values.items()}
+
+
+@dataclass
+class TxOp:
+    """One operation of a transaction; `error` is raised when its condition is what cancelled the transaction."""
+
+    condition: str | None = None
+    names: dict[str, str] | None = None
+    values: dict[str, Any] | None = None
+    error: DomainError | None = None
+
+    def _common(self) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        if self.condition:
+            out["ConditionExpression"] = self.condition
+        if self.names:
+            out["ExpressionAttributeNames"] = self.names
+        vals = _values(self.values)
+        if vals:
+            out["ExpressionAttributeValues"] = vals
+        return out
+
+    def to_transact(self, table: str) -> dict[str, Any]:  # pragma: no cover - overridden
+        raise NotImplementedError
+
+
+@dataclass
+class Put(TxOp):
+    item: Item = field(default_factory=dict)
+
+    def to_transact(self, table: str) -> dict[str, Any]:
+        return {"Put": {"TableName": table, "Item": serialize(self.item), **self._common()}}
+
+
+@dataclass
+class Update(TxOp):
+    key: dict[str, str] = field(default_factory=dict)
+    expression: str = ""
+
+    def to_transact(self, table: str) -> dict[str, Any]:
+        return {
+            "Update": {
+                "TableName": table,
+                "Key": serialize(self.key),
+                "UpdateExpression": self.expression,
+                **self._common(),
+            }
+        }
+
+
+@dataclass
+class Delete(TxOp):
+    key: dict[str, str] = field(default_factory=dict)
+
+    def to_transact(self, table: str) -> dict[str, Any]:
+        return {"Delete": {"TableName": table, "Key": serialize(self.key), **self._common()}}
+
+
+@dataclass
+class ConditionCheck(TxOp):
+    key: dict[str, str] = field(default_factory=dict)
+
+    def to_transact(self, table: str) -> dict[str, Any]:
+        return {"ConditionCheck": {"TableName": table, "Key": serialize(self.key), **self._common()}}
+
+
+@dataclass
+class Page:
+    items: list[Item]
+    last_key: dict[str, Any] | None
+
+
+def _raise_for(err: ClientError, conflict: DomainError | None = None) -> None:
+    code = err.response.get("Error", {}).get("Code", "")
+    if code == "ConditionalCheckFailedException":
+        raise conflict or Conflict()
+    if code in _THROTTLE_CODES:
+        raise ServiceUnavailable("The data store is busy; retry shortly.") from err
+    raise err
+
+
+class Store:
+    def __init__(self, table_name: str, client: Any | None = None) -> None:
+        self.table_name = table_name
+        self._client = client
+
+    @property
+    def client(self) -> Any:
+        return self._client or aws.client("dynamodb")
+
+    # Reads ----------------------------------------------------------------------------------------------------------
+    def get(self, key: dict[str, str], *, consistent: bool = False) -> Item | None:
+        try:
+            resp = self.client.get_item(TableName=self.table_name, Key=serialize(key), ConsistentRead=consistent)
+        except ClientError as err:
+            _raise_for(err)
+        raw = resp.get("Item")
+        return deserialize(raw) if raw else None
+
+    def batch_get(self, keys: Sequence[dict[str, str]], *, consistent: bool = False) -> list[Item]:
+        """Every existing item among `keys` (≤ 100 per request; unprocessed keys are retried)."""
+        out: list[Item] = []
+        unique = list({(k["PK"], k["SK"]): k for k in keys}.values())
+        for start in range(0, len(unique), 100):
+            request: dict[str, Any] = {
+                self.table_name: {
+                    "Keys": [serialize(k) for k in unique[start : start + 100]],
+                    "ConsistentRead": consistent,
+                }
+            }
+            for _attempt in range(6):
+                try:
+                    resp = self.client.batch_get_item(RequestItems=request)
+                except ClientError as err:
+                    _raise_for(err)
+                out.extend(deserialize(i) for i in resp.get("Responses", {}).get(self.table_name, []))
+                request = resp.get("UnprocessedKeys") or {}
+                if not request:
+                    break
+            else:
+                raise ServiceUnavailable("The data store is busy; retry shortly.")
+        return out
+
+    def query(
+        self,
+        pk: str,
+        *,
+        sk_prefix: str | None = None,
+        sk_between: tuple[str, str] | None = None,
+        index: str | None = None,
+        limit: int | None = None,
+        start_key: dict[str, Any] | None = None,
+        forward: bool = True,
+        consistent: bool = False,
+        filter_expression: str | None = None,
+        names: dict[str, str] | None = None,
+        values: dict[str, Any] | None = None,
+    ) -> Page:
+        pk_attr, sk_attr = ("PK", "SK") if index is None else (f"{index}PK", f"{index}SK")
+        expr_names = {"#pk": pk_attr, **(names or {})}
+        expr_values: dict[str, Any] = {":pk": pk, **(values or {})}
+        condition = "#pk = :pk"
+        if sk_prefix is not None:
+            expr_names["#sk"] = sk_attr
+            expr_values[":skp"] = sk_prefix
+            condition += " AND begins_with(#sk, :skp)"
+        elif sk_between is not None:
+            expr_names["#sk"] = sk_attr
+            expr_values[":lo"], expr_values[":hi"] = sk_between
+            condition += " AND #sk BETWEEN :lo AND :hi"
+        params: dict[str, Any] = {
+            "TableName": self.table_name,
+            "KeyConditionExpression": condition,
+            "ExpressionAttributeNames": expr_names,
+            "ExpressionAttributeValues": _values(expr_values),
+            "ScanIndexForward": forward,
+        }
+        if index:
+            params["IndexName"] = index
+        elif consistent:
+            params["ConsistentRead"] = True
+        if limit:
+            params["Limit"] = limit
+        if start_key:
+            params["ExclusiveStartKey"] = serialize(start_key)
+        if filter_expression:
+            params["FilterExpression"] = filter_expression
+        try:
+            resp = self.client.query(**params)
+        except ClientError as err:
+            _raise_for(err)
+        last = resp.get("LastEvaluatedKey")
+        return Page([deserialize(i) for i in resp.get("Items", [])], deserialize(last) if last else None)
+
+    def query_all(self, pk: str, **kwargs: Any) -> list[Item]:
+        """Every item of a (small, bounded) collection: follows continuation."""
+        items: list[Item] = []
+        start: dict[str, Any] | None = None
+        while True:
+            page = self.query(pk, start_key=start, **kwargs)
+            items.extend(page.items)
+            if not page.last_key:
+                return items
+            start = page.last_key
+
+    # Writes ---------------------------------------------------------------------------------------------------------
+    def put(
+        self,
+        item: Item,
+        *,
+        condition: str | None = None,
+        names: dict[str, str] | None = None,
+        values: dict[str, Any] | None = None,
+        error: DomainError | None = None,
+    ) -> None:
+        params: dict[str, Any] = {"TableName": self.table_name, "Item": serialize(item)}
+        params.update(Put(condition=condition, names=names, values=values)._common())
+        try:
+            self.client.put_item(**params)
+        except ClientError as err:
+            _raise_for(err, error)
+
+    def update(
+        self,
+        key: dict[str, str],
+        expression: str,
+        *,
+        condition: str | None = None,
+        names: dict[str, str] | None = None,
+        values: dict[str, Any] | None = None,
+        error: DomainError | None = None,
+        return_values: str = "ALL_NEW",
+    ) -> Item | None:
+        params: dict[str, Any] = {
+            "TableName": self.table_name,
+            "Key": serialize(key),
+            "UpdateExpression": expression,
+            "ReturnValues": return_values,
+        }
+        params.update(Update(condition=condition, names=names, values=values)._common())
+        try:
+            resp = self.client.update_item(**params)
+        except ClientError as err:
+            _raise_for(err, error)
+        raw = resp.get("Attributes")
+        return deserialize(raw) if raw else None
+
+    def delete(
+        self,
+        key: dict[str, str],
+        *,
+        condition: str | None = None,
+        names: dict[str, str] | None = None,
+        values: dict[str, Any] | None = None,
+        error: DomainError | None = None,
+    ) -> Item | None:
+        params: dict[str, Any] = {"TableName": self.table_name, "Key": serialize(key), "ReturnValues": "ALL_OLD"}
+        params.update(Delete(condition=condition, names=names, values=values)._common())
+        try:
+            resp = self.client.delete_item(**params)
+        except ClientError as err:
+            _raise_for(err, error)
+        raw = resp.get("Attributes")
+        return deserialize(raw) if raw else None
+
+    def transact(self, ops: Iterable[TxOp]) -> None:
+        """All-or-nothing write of up to 100 operations. A failed condition raises that operation's error."""
+        op_list = list(ops)
+        if not op_list:
+            return
+        if len(op_list) > 100:
+            raise ValueError("a transaction holds at most 100 operations")
+        try:
+            self.client.transact_write_items(TransactItems=[op.to_transact(self.table_name) for op in op_list])
+        except ClientError as err:
+            code = err.response.get("Error", {}).get("Code", "")
+            if code != "TransactionCanceledException":
+                _raise_for(err)
+            reasons = err.response.get("CancellationReasons") or _reasons_from_message(
+                err.response.get("Error", {}).get("Message", ""), len(op_list)
+            )
+            for op, reason in zip(op_list, reasons, strict=False):
+                if reason.get("Code") == "ConditionalCheckFailed":
+                    raise op.error or Conflict() from err
+            if any(r.get("Code") in ("TransactionConflict", "ThrottlingError") for r in reasons):
+                raise Conflict("A concurrent change touched the same records; retry.") from err
+            raise ServiceUnavailable("The data store is busy; retry shortly.") from err
+
+
+def _reasons_from_message(message: str, count: int) -> list[dict[str, str]]:
+    """Parse `... reasons [None, ConditionalCheckFailed]` when the client did not return CancellationReasons."""
+    start, end = message.find("["), message.rfind("]")
+    if start < 0 or end < start:
+        return []
+    parts = [p.strip() for p in message[start + 1 : end].split(",")]
+    return [{"Code": p} for p in parts[:count]]
+
+
+def versioned(condition_version: int | None) -> tuple[str, dict[str, str], dict[str, Any]]:
+    """Condition for optimistic concurrency: the stored `version` still equals what the caller read."""
+    if condition_version is None:
+        return "attribute_not_exists(PK)", {}, {}
+    return "#version = :expected_version", {"#version": "version"}, {":expected_version": condition_version}
+
+
+@lru_cache(maxsize=4)
+def _store_for(table_name: str) -> Store:
+    return Store(table_name)
+
+
+def get_store() -> Store:
+    from switchboard.config import get_settings
+
+    return _store_for(get_settings().table_name)
