@@ -43,7 +43,7 @@ def health() -> Data[Health]:
 def ready() -> Data[Ready]:
     try:
         get_store().get(keys.READY_PROBE)
-    except Exception as err:  # noqa: BLE001 - any failure to reach the table means not ready
+    except Exception as err:
         raise ServiceUnavailable("The table is not reachable.") from err
     return Data(data=Ready(status="ready", checks={"table": "ok"}))
 

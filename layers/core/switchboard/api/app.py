@@ -24,7 +24,7 @@ logger = Logger()
 
 MAX_BODY_BYTES = 256 * 1024
 SECURITY_SCHEMES = {
-    "ApiKey": APIKey(name="X-Api-Key", in_=APIKeyIn.header, description="API key (sk_live_… / sk_test_…)"),
+    "ApiKey": APIKey(name="X-Api-Key", in_=APIKeyIn.header, description="API key (sk_live_… / sk_test_…)"),  # type: ignore[call-arg]
     "Bearer": HTTPBearer(description="Session token or API key"),
 }
 DEFAULT_SECURITY: list[dict[str, list[str]]] = [{"ApiKey": []}, {"Bearer": []}]

@@ -1,0 +1,48 @@
+"""Audit log entries: who did what, when, with which credential; written in the transaction of the change."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Any
+
+from switchboard import clock
+from switchboard.api.auth import AuthContext
+from switchboard.ids import new_ulid
+from switchboard.store import Put, keys
+
+AUDIT_RETENTION = timedelta(days=400)
+
+
+def audit_put(
+    auth: AuthContext,
+    action: str,
+    target_type: str,
+    target_id: str,
+    *,
+    before: dict[str, Any] | None = None,
+    after: dict[str, Any] | None = None,
+    org_id: str | None = None,
+) -> Put:
+    ulid = new_ulid()
+    now = clock.now()
+    organization_id = org_id or auth.org_id
+    return Put(
+        item={
+            "PK": keys.org_pk(organization_id),
+            "SK": f"AUDIT#{ulid}",
+            "entity": "AuditLog",
+            "id": f"aud_{ulid.lower()}",
+            "organization_id": organization_id,
+            "action": action,
+            "target_type": target_type,
+            "target_id": target_id,
+            "actor_type": auth.principal_type,
+            "actor_id": auth.principal_id,
+            "actor_user_id": auth.user_id,
+            "before": before,
+            "after": after,
+            "created_at": clock.iso(now),
+            "ttl": clock.epoch(now + AUDIT_RETENTION),
+        },
+        condition="attribute_not_exists(PK)",
+    )

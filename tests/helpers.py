@@ -1,0 +1,72 @@
+"""Builders for Lambda events and contexts, shared by unit and integration tests."""
+
+from __future__ import annotations
+
+import json
+import uuid
+from dataclasses import dataclass
+from typing import Any
+
+
+@dataclass
+class FakeContext:
+    function_name: str = "test-function"
+    memory_limit_in_mb: int = 1024
+    invoked_function_arn: str = "arn:aws:lambda:us-east-1:123456789012:function:test-function"
+    aws_request_id: str = "00000000-0000-0000-0000-000000000000"
+
+    def get_remaining_time_in_millis(self) -> int:
+        return 10_000
+
+
+def api_event(
+    method: str,
+    path: str,
+    *,
+    body: Any = None,
+    headers: dict[str, str] | None = None,
+    query: dict[str, str] | None = None,
+    authorizer: dict[str, str] | None = None,
+    raw_body: str | None = None,
+) -> dict[str, Any]:
+    hdrs = {"Content-Type": "application/json", **(headers or {})}
+    if raw_body is None and body is not None:
+        raw_body = json.dumps(body)
+    return {
+        "resource": path,
+        "path": path,
+        "httpMethod": method,
+        "headers": hdrs,
+        "multiValueHeaders": {k: [v] for k, v in hdrs.items()},
+        "queryStringParameters": query,
+        "multiValueQueryStringParameters": {k: [v] for k, v in query.items()} if query else None,
+        "pathParameters": None,
+        "stageVariables": None,
+        "requestContext": {
+            "requestId": str(uuid.uuid4()),
+            "stage": "test",
+            "path": path,
+            "httpMethod": method,
+            "resourcePath": path,
+            "identity": {"sourceIp": "127.0.0.1"},
+            "authorizer": authorizer,
+        },
+        "body": raw_body,
+        "isBase64Encoded": False,
+    }
+
+
+def owner_auth(org_id: str = "org_a", role: str = "owner", principal: str = "key_a") -> dict[str, str]:
+    return {
+        "principalId": principal,
+        "principal_type": "api_key",
+        "principal_id": principal,
+        "user_id": "usr_a",
+        "organization_id": org_id,
+        "role": role,
+        "credential_id": principal,
+    }
+
+
+def body_of(response: dict[str, Any]) -> Any:
+    return json.loads(response["body"]) if response.get("body") else None
