@@ -36,7 +36,8 @@ def _policy(method_arn: str, principal: str, context: dict[str, str]) -> dict[st
 @logger.inject_lambda_context(clear_state=True)
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     try:
-        auth = authenticate(get_store(), event.get("headers"))
+        source_ip = ((event.get("requestContext") or {}).get("identity") or {}).get("sourceIp")
+        auth = authenticate(get_store(), event.get("headers"), source_ip)
     except Unauthenticated as err:
         logger.info("credential refused", extra={"reason": err.message})
         raise Exception("Unauthorized") from None  # API Gateway's contract for a 401 (gateway response UNAUTHORIZED)

@@ -46,3 +46,48 @@ def audit_put(
         },
         condition="attribute_not_exists(PK)",
     )
+
+
+def list_audit(
+    store: Any,
+    org_id: str,
+    *,
+    limit: int,
+    start_key: dict[str, Any] | None,
+    since: str | None = None,
+    until: str | None = None,
+    action: str | None = None,
+    actor_id: str | None = None,
+    target_type: str | None = None,
+    target_id: str | None = None,
+) -> tuple[list[dict[str, Any]], dict[str, Any] | None]:
+    """Newest first. The time range is a key condition (ULIDs sort by time); the other filters filter that range."""
+    from switchboard.ids import ulid_bound
+
+    low = "AUDIT#" + (ulid_bound(clock.parse_iso(since), high=False) if since else "")
+    high = "AUDIT#" + (ulid_bound(clock.parse_iso(until), high=True) if until else "~")
+    filters = {"action": action, "actor_id": actor_id, "target_type": target_type, "target_id": target_id}
+    active = {k: v for k, v in filters.items() if v}
+    expression = " AND ".join(f"#{k} = :{k}" for k in active) or None
+    items: list[dict[str, Any]] = []
+    last = start_key
+    # A filter may leave a page short: keep reading (bounded) until the page is full or the range ends.
+    for _ in range(10):
+        page = store.query(
+            keys.org_pk(org_id),
+            sk_between=(low, high),
+            forward=False,
+            limit=limit - len(items) if not expression else max(limit, 50),
+            start_key=last,
+            filter_expression=expression,
+            names={f"#{k}": k for k in active} or None,
+            values={f":{k}": v for k, v in active.items()} or None,
+        )
+        items.extend(page.items)
+        last = page.last_key
+        if last is None or len(items) >= limit:
+            break
+    if len(items) > limit:
+        items = items[:limit]
+        last = {"PK": items[-1]["PK"], "SK": items[-1]["SK"]}
+    return items, last

@@ -41,3 +41,19 @@ def header(app: Any, name: str) -> str | None:
             if k.lower() == lower:
                 return str(v)
     return value
+
+
+def base_url(app: Any) -> str:
+    """The public base URL of this API as the client called it (scheme, host and stage prefix)."""
+    host = header(app, "Host") or "localhost"
+    proto = header(app, "X-Forwarded-Proto") or ("http" if host.startswith(("127.", "localhost")) else "https")
+    stage = ""
+    ctx = app.current_event.raw_event.get("requestContext") or {}
+    if ctx.get("stage") and "execute-api" in host:
+        stage = f"/{ctx['stage']}"
+    return f"{proto}://{host}{stage}"
+
+
+def source_ip(app: Any) -> str | None:
+    ctx = app.current_event.raw_event.get("requestContext") or {}
+    return (ctx.get("identity") or {}).get("sourceIp")

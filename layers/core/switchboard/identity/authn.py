@@ -7,12 +7,13 @@ from collections.abc import Mapping
 from switchboard import clock
 from switchboard.api.auth import AuthContext
 from switchboard.errors import Unauthenticated
-from switchboard.identity import repository
+from switchboard.identity import repository, sessions
 from switchboard.identity.credentials import extract_credential, hash_token
+from switchboard.identity.security import ip_allowed, session_idle
 from switchboard.store import Store
 
 
-def authenticate(store: Store, headers: Mapping[str, str] | None) -> AuthContext:
+def authenticate(store: Store, headers: Mapping[str, str] | None, source_ip: str | None = None) -> AuthContext:
     headers = dict(headers or {})
     token = extract_credential(headers)
     if not token:
@@ -22,6 +23,8 @@ def authenticate(store: Store, headers: Mapping[str, str] | None) -> AuthContext
         raise Unauthenticated("The credential is unknown, revoked or expired.")
 
     if cred["kind"] == "api_key":
+        if not ip_allowed(source_ip, cred.get("allowed_cidrs")):
+            raise Unauthenticated("This API key may not be used from this IP address.")
         return AuthContext(
             principal_type="api_key",
             principal_id=cred["credential_id"],
@@ -35,7 +38,10 @@ def authenticate(store: Store, headers: Mapping[str, str] | None) -> AuthContext
         if int(cred.get("expires_at", 0)) <= clock.epoch(clock.now()):
             raise Unauthenticated("The session has expired; log in again.")
         user_id = cred["user_id"]
-        org_id, role = _session_organization(store, user_id, headers)
+        org_id, role, idle_timeout = _session_organization(store, user_id, headers)
+        if session_idle(cred, idle_timeout):
+            raise Unauthenticated("The session was idle too long for this organization; log in again.")
+        sessions.touch(store, cred)
         return AuthContext(
             principal_type="session",
             principal_id=cred["credential_id"],
@@ -47,16 +53,19 @@ def authenticate(store: Store, headers: Mapping[str, str] | None) -> AuthContext
     raise Unauthenticated("The credential is unknown, revoked or expired.")
 
 
-def _session_organization(store: Store, user_id: str, headers: Mapping[str, str]) -> tuple[str | None, str | None]:
+def _session_organization(
+    store: Store, user_id: str, headers: Mapping[str, str]
+) -> tuple[str | None, str | None, int | None]:
     """The organization named by X-Organization-Id, else the user's only one; none when ambiguous or absent."""
     wanted = next((v for k, v in headers.items() if k.lower() == "x-organization-id"), None)
     if wanted:
         member = repository.get_member(store, wanted.strip(), user_id)
         if member is None:
             # Not a member: act with no organization, so org routes answer 403/404 and never another tenant's data.
-            return None, None
-        return member["organization_id"], member["role"]
+            return None, None, None
+        return member["organization_id"], member["role"], member.get("session_idle_timeout_minutes")
     memberships = repository.user_memberships(store, user_id, limit=2)
     if len(memberships) == 1:
-        return memberships[0]["organization_id"], memberships[0]["role"]
-    return None, None
+        only = memberships[0]
+        return only["organization_id"], only["role"], only.get("session_idle_timeout_minutes")
+    return None, None, None

@@ -19,6 +19,7 @@ def organization_item(org_id: str, name: str, created_by: str | None) -> Item:
         "id": org_id,
         "name": name,
         "created_by": created_by,
+        "owner_count": 1 if created_by else 0,
         "created_at": now,
         "updated_at": now,
         "version": 1,
@@ -44,7 +45,9 @@ def user_item(user_id: str, email: str, name: str, password_hash: str | None, *,
     }
 
 
-def membership_ops(org_id: str, user_id: str, role: str, email: str, name: str) -> list[Put]:
+def membership_ops(
+    org_id: str, user_id: str, role: str, email: str, name: str, *, idle_timeout: int | None = None
+) -> list[Put]:
     """The member row in the organization and its mirror in the user's partition (consistent "my orgs" query)."""
     now = clock.now_iso()
     member = {
@@ -56,6 +59,7 @@ def membership_ops(org_id: str, user_id: str, role: str, email: str, name: str) 
         "role": role,
         "user_email": email,
         "user_name": name,
+        "session_idle_timeout_minutes": idle_timeout,
         "created_at": now,
     }
     mirror = {
@@ -64,6 +68,7 @@ def membership_ops(org_id: str, user_id: str, role: str, email: str, name: str) 
         "entity": "Membership",
         "organization_id": org_id,
         "role": role,
+        "session_idle_timeout_minutes": idle_timeout,
         "created_at": now,
     }
     already = Conflict("The user is already a member of this organization.")
@@ -87,7 +92,14 @@ def user_ops(user: Item) -> list[Put]:
 
 
 def api_key_ops(
-    org_id: str, key_id: str, name: str, role: str, token_hash: str, prefix: str, created_by: str | None
+    org_id: str,
+    key_id: str,
+    name: str,
+    role: str,
+    token_hash: str,
+    prefix: str,
+    created_by: str | None,
+    allowed_cidrs: list[str] | None = None,
 ) -> tuple[Item, list[Put]]:
     now = clock.now_iso()
     record = {
@@ -110,6 +122,7 @@ def api_key_ops(
         "organization_id": org_id,
         "role": role,
         "user_id": created_by,
+        "allowed_cidrs": allowed_cidrs or None,
         "created_at": now,
     }
     return record, [

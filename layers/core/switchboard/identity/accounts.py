@@ -1,0 +1,290 @@
+"""Accounts: registration with one-time codes, login, password reset, the caller's own profile and state."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Any
+
+from switchboard import clock
+from switchboard.api.auth import AuthContext
+from switchboard.errors import Conflict, Forbidden, NotFound, Unauthenticated, ValidationFailed
+from switchboard.identity import models, otp, repository, sessions
+from switchboard.identity.passwords import hash_password, verify_password
+from switchboard.ids import new_id, new_ulid
+from switchboard.mail import Mail, MailSender
+from switchboard.ratelimit import hit, peek
+from switchboard.store import Delete, Put, Store, keys
+
+REGISTER = "register"
+RESET = "reset"
+WINDOW = 15 * 60
+LOGIN_FAILURES_PER_WINDOW = 10
+CODE_FAILURES_PER_WINDOW = 5
+CODES_SENT_PER_WINDOW = 5
+
+
+def normalize_email(email: str) -> str:
+    return email.strip().lower()
+
+
+def split_name(name: str) -> tuple[str, str]:
+    parts = name.split()
+    if not parts:
+        return "", ""
+    return parts[0], " ".join(parts[1:])
+
+
+def user_view(item: dict[str, Any]) -> models.User:
+    first, last = split_name(item.get("name") or "")
+    return models.User(
+        id=item["id"],
+        email=item["email"],
+        email_verified=bool(item.get("email_verified")),
+        name=item.get("name") or "",
+        image=item.get("image") or "",
+        timezone=item.get("timezone") or "UTC",
+        week_start=item.get("week_start") or "monday",
+        created_at=item["created_at"],
+        first_name=first,
+        last_name=last,
+    )
+
+
+def require_user(auth: AuthContext) -> str:
+    if auth.principal_type != "session" or not auth.user_id:
+        raise Forbidden("This operation needs a signed-in user (session token), not an API key.")
+    return auth.user_id
+
+
+def get_user(store: Store, user_id: str) -> dict[str, Any]:
+    item = store.get(keys.user(user_id))
+    if item is None:
+        raise NotFound("The user no longer exists.")
+    return item
+
+
+# Codes ------------------------------------------------------------------------------------------------------------
+def _check_code(store: Store, purpose: str, email: str, code: str, *, consume: bool = True) -> None:
+    bucket = f"code:{purpose}:{email}"
+    peek(store, bucket, limit=CODE_FAILURES_PER_WINDOW, window_seconds=WINDOW)
+    try:
+        otp.verify(store, purpose, email, code, consume=consume)
+    except ValidationFailed:
+        hit(store, bucket, limit=CODE_FAILURES_PER_WINDOW, window_seconds=WINDOW)
+        raise
+
+
+def request_email_verification(store: Store, mailer: MailSender, email: str) -> None:
+    email = normalize_email(email)
+    hit(store, f"send:{REGISTER}:{email}", limit=CODES_SENT_PER_WINDOW, window_seconds=WINDOW)
+    code = otp.issue(store, REGISTER, email)
+    mailer.send(
+        Mail(
+            to=email,
+            subject="Your Switchboard verification code",
+            text=f"Your verification code is {code}. It expires in 10 minutes.",
+            otp_code=code,
+        )
+    )
+
+
+def confirm_email(store: Store, email: str, code: str) -> None:
+    email = normalize_email(email)
+    _check_code(store, REGISTER, email, code)
+    otp.mark_verified(store, REGISTER, email)
+
+
+def _create_user(store: Store, email: str, password: str, name: str | None, extra: list[Any]) -> models.User:
+    user_id = new_id("usr")
+    item = repository.user_item(user_id, email, (name or "").strip(), hash_password(password), verified=True)
+    store.transact([*repository.user_ops(item), *extra])
+    return user_view(item)
+
+
+def register(store: Store, body: models.Register) -> models.User:
+    """`POST /v1/auth/register`: needs an e-mail verified by `email-verification/confirm` (used up here)."""
+    email = normalize_email(body.email)
+    if store.get(keys.user_email(email), consistent=True):
+        raise Conflict("An account with this e-mail already exists.")
+    marker = otp.verified_marker_key(REGISTER, email)
+    use_marker = Delete(
+        key=marker,
+        condition="attribute_exists(PK) AND expires_at > :now",
+        values={":now": clock.epoch(clock.now())},
+        error=ValidationFailed(
+            "Verify the e-mail with a one-time code first.",
+            code="email_not_verified",
+            details=[{"field": "body.email", "message": "not verified"}],
+        ),
+    )
+    return _create_user(store, email, body.password, body.name, [use_marker])
+
+
+def register_verify(store: Store, body: models.RegisterVerify) -> models.User:
+    """`POST /v1/auth/register/verify`: verifies the code and registers in one step."""
+    email = normalize_email(body.email)
+    if store.get(keys.user_email(email), consistent=True):
+        raise Conflict("An account with this e-mail already exists.")
+    _check_code(store, REGISTER, email, body.otp_code)
+    return _create_user(store, email, body.password, body.name, [])
+
+
+def login(store: Store, body: models.Login, *, ip: str | None, user_agent: str | None) -> models.LoginResult:
+    email = normalize_email(body.email)
+    bucket = f"login:{email}"
+    peek(store, bucket, limit=LOGIN_FAILURES_PER_WINDOW, window_seconds=WINDOW)
+    sentinel = store.get(keys.user_email(email), consistent=True)
+    user = store.get(keys.user(sentinel["user_id"]), consistent=True) if sentinel else None
+    if user is None or not verify_password(user.get("password_hash") or "", body.password):
+        hit(store, bucket, limit=LOGIN_FAILURES_PER_WINDOW, window_seconds=WINDOW)
+        raise Unauthenticated("The e-mail or the password is wrong.")
+    token, _sid, expires_at = sessions.create_session(store, user["id"], ip=ip, user_agent=user_agent)
+    return models.LoginResult(token=token, expires_at=expires_at, user=user_view(user))
+
+
+def logout(store: Store, auth: AuthContext) -> None:
+    user_id = require_user(auth)
+    sessions.revoke(store, user_id, auth.principal_id)
+
+
+def request_password_reset(store: Store, mailer: MailSender, email: str) -> None:
+    """Always 202: whether the e-mail has an account is not revealed."""
+    email = normalize_email(email)
+    hit(store, f"send:{RESET}:{email}", limit=CODES_SENT_PER_WINDOW, window_seconds=WINDOW)
+    if store.get(keys.user_email(email), consistent=True) is None:
+        return
+    code = otp.issue(store, RESET, email)
+    mailer.send(
+        Mail(
+            to=email,
+            subject="Reset your Switchboard password",
+            text=f"Your password reset code is {code}. It expires in 10 minutes. "
+            "If you did not ask for it, ignore this e-mail.",
+            otp_code=code,
+        )
+    )
+
+
+def confirm_password_reset(store: Store, body: models.PasswordConfirm) -> int:
+    """Set the new password and end every session of the user. Returns how many sessions ended."""
+    email = normalize_email(body.email)
+    _check_code(store, RESET, email, body.otp_code)
+    sentinel = store.get(keys.user_email(email), consistent=True)
+    if sentinel is None:
+        raise ValidationFailed("The code is wrong or has expired.", code="invalid_otp")
+    store.update(
+        keys.user(sentinel["user_id"]),
+        "SET password_hash = :h, updated_at = :now ADD version :one",
+        condition="attribute_exists(PK)",
+        values={":h": hash_password(body.password), ":now": clock.now_iso(), ":one": 1},
+        return_values="NONE",
+    )
+    return sessions.revoke_all(store, sentinel["user_id"])
+
+
+# The caller's own profile and state ---------------------------------------------------------------------------------
+def update_profile(store: Store, auth: AuthContext, body: models.ProfileUpdate) -> models.User:
+    user_id = require_user(auth)
+    changes = body.model_dump(exclude_none=True)
+    if not changes:
+        return user_view(get_user(store, user_id))
+    names = {f"#{k}": k for k in changes}
+    values: dict[str, Any] = {f":{k}": v for k, v in changes.items()}
+    values[":now"] = clock.now_iso()
+    values[":one"] = 1
+    expr = "SET " + ", ".join(f"#{k} = :{k}" for k in changes) + ", updated_at = :now ADD version :one"
+    item = store.update(
+        keys.user(user_id),
+        expr,
+        condition="attribute_exists(PK)",
+        names=names,
+        values=values,
+        error=NotFound("The user no longer exists."),
+    )
+    assert item is not None
+    return user_view(item)
+
+
+def _user_doc_key(user_id: str, name: str) -> dict[str, str]:
+    return {"PK": keys.user_pk(user_id), "SK": name}
+
+
+def get_preferences(store: Store, auth: AuthContext) -> models.Preferences:
+    item = store.get(_user_doc_key(require_user(auth), "PREFERENCES")) or {}
+    return models.Preferences(preferences=item.get("preferences") or {})
+
+
+def put_preferences(store: Store, auth: AuthContext, body: models.Preferences) -> models.Preferences:
+    user_id = require_user(auth)
+    store.put(
+        {
+            **_user_doc_key(user_id, "PREFERENCES"),
+            "entity": "Preferences",
+            "preferences": body.preferences,
+            "updated_at": clock.now_iso(),
+        }
+    )
+    return body
+
+
+def get_presence(store: Store, auth: AuthContext) -> models.PresenceView:
+    item = store.get(_user_doc_key(require_user(auth), "PRESENCE"))
+    if item is None:
+        return models.PresenceView(status="offline", message=None, updated_at=clock.now_iso())
+    return models.PresenceView(status=item["status"], message=item.get("message"), updated_at=item["updated_at"])
+
+
+def put_presence(store: Store, auth: AuthContext, body: models.Presence) -> models.PresenceView:
+    user_id = require_user(auth)
+    view = models.PresenceView(status=body.status, message=body.message, updated_at=clock.now_iso())
+    store.put({**_user_doc_key(user_id, "PRESENCE"), "entity": "Presence", **view.model_dump()})
+    return view
+
+
+def get_onboarding(store: Store, auth: AuthContext) -> models.Onboarding:
+    item = store.get(_user_doc_key(require_user(auth), "ONBOARDING")) or {}
+    steps = sorted(item.get("steps") or [])
+    return models.Onboarding(
+        completed_steps=steps, completed=bool(item.get("completed")), updated_at=item.get("updated_at")
+    )
+
+
+ONBOARDING_STEPS = ("profile", "organization", "channel", "invite_team", "first_message")
+
+
+def update_onboarding(store: Store, auth: AuthContext, body: models.OnboardingStep) -> models.Onboarding:
+    user_id = require_user(auth)
+    key = _user_doc_key(user_id, "ONBOARDING")
+    item = store.get(key, consistent=True) or {}
+    steps = set(item.get("steps") or [])
+    if body.completed:
+        steps.add(body.step)
+    else:
+        steps.discard(body.step)
+    now = clock.now_iso()
+    done = all(s in steps for s in ONBOARDING_STEPS)
+    store.put({**key, "entity": "Onboarding", "steps": sorted(steps), "completed": done, "updated_at": now})
+    return models.Onboarding(completed_steps=sorted(steps), completed=done, updated_at=now)
+
+
+def record_fingerprint(store: Store, auth: AuthContext, body: models.FingerprintEvent) -> str:
+    event_id = f"fpe_{new_ulid().lower()}"
+    now = clock.now()
+    store.put(
+        Put(
+            item={
+                "PK": f"FINGERPRINT#{body.telemetry_id}",
+                "SK": event_id,
+                "entity": "FingerprintEvent",
+                "id": event_id,
+                "event_type": body.event_type,
+                "occurred_at": body.occurred_at or clock.iso(now),
+                "properties": body.properties,
+                "user_id": auth.user_id,
+                "organization_id": auth.organization_id,
+                "received_at": clock.iso(now),
+                "ttl": clock.epoch(now + timedelta(days=90)),
+            }
+        ).item
+    )
+    return event_id

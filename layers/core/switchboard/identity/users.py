@@ -1,0 +1,216 @@
+"""The signed-in user's own area (`/v1/users/me/*`) and account lookups (`/v1/users/lookup/*`)."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, EmailStr, Field
+
+from switchboard import clock, media
+from switchboard.api.auth import AuthContext
+from switchboard.errors import Conflict, NotFound, UnsupportedByProvider, ValidationFailed
+from switchboard.identity import repository
+from switchboard.identity.accounts import get_user, normalize_email, require_user
+from switchboard.identity.models import Strict
+from switchboard.ids import new_ulid
+from switchboard.store import Put, Store, keys
+
+AVATAR_TYPES = {"image/png": "png", "image/jpeg": "jpg", "image/webp": "webp"}
+AVATAR_MAX_BYTES = 5 * 1024 * 1024
+Visibility = Literal["everyone", "contacts", "nobody"]
+
+
+class AvatarUpload(Strict):
+    content_type: Literal["image/png", "image/jpeg", "image/webp"]
+    size: int = Field(gt=0, le=AVATAR_MAX_BYTES, description="bytes")
+
+
+class AvatarUploadTicket(BaseModel):
+    upload_url: str
+    method: str = "PUT"
+    headers: dict[str, str]
+    expires_at: str
+    image: str
+
+
+class AvatarLink(BaseModel):
+    url: str
+    expires_at: str
+
+
+class Privacy(Strict):
+    last_seen: Visibility = "everyone"
+    profile_photo: Visibility = "everyone"
+    about: Visibility = "everyone"
+    read_receipts: bool = True
+    groups_add: Visibility = "everyone"
+
+
+class BlockCreate(Strict):
+    user_ref: str = Field(min_length=1, max_length=320, description="a user id (usr_…) or an e-mail")
+
+
+class BlockedUser(BaseModel):
+    user_id: str
+    name: str
+    email: str
+    blocked_at: str
+
+
+class Contact(BaseModel):
+    user_id: str
+    name: str
+    email: str
+    image: str
+    organizations: list[str]
+
+
+class LookupRequest(Strict):
+    email: EmailStr | None = None
+    phone: str | None = Field(default=None, min_length=3, max_length=32)
+    channel_id: str | None = Field(default=None, min_length=1, max_length=64)
+
+
+class LookupCheck(BaseModel):
+    exists: bool
+
+
+class LookupInfo(LookupCheck):
+    user_id: str | None = None
+    name: str | None = None
+    image: str | None = None
+
+
+def _doc_key(user_id: str, name: str) -> dict[str, str]:
+    return {"PK": keys.user_pk(user_id), "SK": name}
+
+
+def avatar_upload(store: Store, auth: AuthContext, body: AvatarUpload) -> AvatarUploadTicket:
+    user_id = require_user(auth)
+    key = f"avatars/{user_id}/{new_ulid().lower()}.{AVATAR_TYPES[body.content_type]}"
+    url, headers, expires_at = media.presign_upload(key, body.content_type, body.size)
+    store.update(
+        keys.user(user_id),
+        "SET image = :img, updated_at = :now",
+        condition="attribute_exists(PK)",
+        values={":img": key, ":now": clock.now_iso()},
+        error=NotFound("The user no longer exists."),
+        return_values="NONE",
+    )
+    return AvatarUploadTicket(upload_url=url, headers=headers, expires_at=expires_at, image=key)
+
+
+def avatar_link(store: Store, auth: AuthContext) -> AvatarLink:
+    user = get_user(store, require_user(auth))
+    if not user.get("image"):
+        raise NotFound("No avatar was uploaded.")
+    url, expires_at = media.presign_download(user["image"])
+    return AvatarLink(url=url, expires_at=expires_at)
+
+
+def get_privacy(store: Store, auth: AuthContext) -> Privacy:
+    item = store.get(_doc_key(require_user(auth), "PRIVACY"))
+    return Privacy.model_validate({k: v for k, v in (item or {}).items() if k in Privacy.model_fields})
+
+
+def put_privacy(store: Store, auth: AuthContext, body: Privacy) -> Privacy:
+    store.put(
+        {
+            **_doc_key(require_user(auth), "PRIVACY"),
+            "entity": "Privacy",
+            **body.model_dump(),
+            "updated_at": clock.now_iso(),
+        }
+    )
+    return body
+
+
+def _resolve_user_ref(store: Store, ref: str) -> dict[str, Any]:
+    ref = ref.strip()
+    if ref.startswith("usr_"):
+        user = store.get(keys.user(ref))
+    else:
+        sentinel = store.get(keys.user_email(normalize_email(ref)))
+        user = store.get(keys.user(sentinel["user_id"])) if sentinel else None
+    if user is None:
+        raise NotFound("No such user.")
+    return user
+
+
+def block(store: Store, auth: AuthContext, body: BlockCreate) -> BlockedUser:
+    me = require_user(auth)
+    other = _resolve_user_ref(store, body.user_ref)
+    if other["id"] == me:
+        raise ValidationFailed.field("body.user_ref", "you cannot block yourself")
+    row = {
+        **_doc_key(me, f"BLOCK#{other['id']}"),
+        "entity": "UserBlock",
+        "user_id": other["id"],
+        "name": other.get("name") or "",
+        "email": other["email"],
+        "blocked_at": clock.now_iso(),
+    }
+    store.put(Put(item=row).item, condition="attribute_not_exists(PK)", error=Conflict("That user is already blocked."))
+    return BlockedUser.model_validate(row)
+
+
+def unblock(store: Store, auth: AuthContext, user_ref: str) -> None:
+    me = require_user(auth)
+    other = _resolve_user_ref(store, user_ref)
+    store.delete(
+        _doc_key(me, f"BLOCK#{other['id']}"),
+        condition="attribute_exists(PK)",
+        error=NotFound("That user is not blocked."),
+    )
+
+
+def blocklist(store: Store, auth: AuthContext) -> list[BlockedUser]:
+    rows = store.query_all(keys.user_pk(require_user(auth)), sk_prefix="BLOCK#")
+    return [BlockedUser.model_validate(r) for r in rows]
+
+
+def contacts(store: Store, auth: AuthContext) -> list[Contact]:
+    """People who share an organization with the user (minus blocked ones)."""
+    me = require_user(auth)
+    blocked = {b.user_id for b in blocklist(store, auth)}
+    seen: dict[str, Contact] = {}
+    for membership in repository.user_memberships(store, me):
+        org_id = membership["organization_id"]
+        for m in store.query_all(keys.org_pk(org_id), sk_prefix="MEMBER#"):
+            uid = m["user_id"]
+            if uid == me or uid in blocked:
+                continue
+            if uid in seen:
+                seen[uid].organizations.append(org_id)
+            else:
+                seen[uid] = Contact(
+                    user_id=uid,
+                    name=m.get("user_name") or "",
+                    email=m.get("user_email") or "",
+                    image="",
+                    organizations=[org_id],
+                )
+    users = {u["id"]: u for u in store.batch_get([keys.user(uid) for uid in seen])}
+    for uid, contact in seen.items():
+        contact.image = (users.get(uid) or {}).get("image") or ""
+        contact.name = (users.get(uid) or {}).get("name") or contact.name
+    return sorted(seen.values(), key=lambda c: (c.name.lower(), c.user_id))
+
+
+def lookup(store: Store, auth: AuthContext, body: LookupRequest) -> LookupInfo:
+    """Does this e-mail have a Switchboard account, or this phone an account on the channel's network?"""
+    if bool(body.email) == bool(body.phone):
+        raise ValidationFailed.field("body", "give exactly one of email or phone")
+    if body.email:
+        sentinel = store.get(keys.user_email(normalize_email(body.email)))
+        user = store.get(keys.user(sentinel["user_id"])) if sentinel else None
+        if user is None:
+            return LookupInfo(exists=False)
+        return LookupInfo(exists=True, user_id=user["id"], name=user.get("name") or "", image=user.get("image") or "")
+    if not body.channel_id:
+        raise ValidationFailed.field("body.channel_id", "is required to look up a phone on a channel")
+    channel = store.get({"PK": keys.org_pk(auth.org_id), "SK": f"CHANNEL#{body.channel_id}"})
+    if channel is None:
+        raise NotFound("No such channel.")
+    # Channels and their providers arrive with the messaging group; until a provider answers phone lookups, say so.
+    raise UnsupportedByProvider("This channel's provider does not answer phone lookups.")

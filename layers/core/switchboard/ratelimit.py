@@ -1,0 +1,47 @@
+"""Fixed-window counters in the table: one UpdateItem (ADD) per hit, expiring with the window."""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+
+from switchboard import clock
+from switchboard.errors import RateLimited
+from switchboard.store import Store
+
+
+@dataclass(frozen=True)
+class Window:
+    limit: int
+    remaining: int
+    reset_in: int  # seconds until the window ends
+
+
+def _bucket_pk(bucket: str) -> str:
+    return f"RATE#{hashlib.sha256(bucket.encode()).hexdigest()[:32]}"
+
+
+def hit(store: Store, bucket: str, *, limit: int, window_seconds: int, cost: int = 1) -> Window:
+    """Count a hit in the current window; raise 429 with Retry-After once the limit is passed."""
+    now = clock.epoch(clock.now())
+    start = now - now % window_seconds
+    item = store.update(
+        {"PK": _bucket_pk(bucket), "SK": str(start)},
+        "ADD hits :cost SET #ttl = if_not_exists(#ttl, :ttl)",
+        names={"#ttl": "ttl"},
+        values={":cost": cost, ":ttl": start + window_seconds + 60},
+    )
+    hits = int((item or {}).get("hits", cost))
+    reset_in = max(1, start + window_seconds - now)
+    if hits > limit:
+        raise RateLimited(reset_in, "Too many attempts; retry later.")
+    return Window(limit, max(0, limit - hits), reset_in)
+
+
+def peek(store: Store, bucket: str, *, limit: int, window_seconds: int) -> None:
+    """Refuse (429) when the window is already exhausted, without counting a hit."""
+    now = clock.epoch(clock.now())
+    start = now - now % window_seconds
+    item = store.get({"PK": _bucket_pk(bucket), "SK": str(start)}, consistent=True)
+    if item and int(item.get("hits", 0)) >= limit:
+        raise RateLimited(max(1, start + window_seconds - now), "Too many attempts; retry later.")
