@@ -28,6 +28,7 @@ class Settings(BaseSettings):
     mail_sender: str = Field(min_length=3)
     sandbox_status_delay: float = Field(default=1.0, ge=0)
     local_time_scale: float = Field(default=1.0, gt=0)
+    rate_limit_per_minute: int = Field(default=1200, ge=1)
     git_commit: str = "unknown"
     aws_region: str = Field(default="us-east-1", validation_alias="AWS_REGION")
 

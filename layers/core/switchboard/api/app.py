@@ -10,23 +10,21 @@ from aws_lambda_powertools import Logger
 from aws_lambda_powertools.event_handler import APIGatewayRestResolver, Response
 from aws_lambda_powertools.event_handler.exceptions import NotFoundError, ServiceError
 from aws_lambda_powertools.event_handler.openapi.exceptions import RequestValidationError
-from aws_lambda_powertools.event_handler.openapi.models import APIKey, APIKeyIn, HTTPBearer
 from aws_lambda_powertools.logging import correlation_paths
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from switchboard import __version__
-from switchboard.api.context import request_id
+from switchboard import ratelimit
+from switchboard.api.auth import route_access
+from switchboard.api.context import current_auth_optional, request_id
 from switchboard.api.envelope import error_body
 from switchboard.api.idempotency import idempotency_middleware
-from switchboard.errors import DomainError, MethodNotAllowed, PayloadTooLarge, RouteNotFound
+from switchboard.config import get_settings
+from switchboard.errors import DomainError, MethodNotAllowed, PayloadTooLarge, RateLimited, RouteNotFound
+from switchboard.store import get_store
 
 logger = Logger()
 
 MAX_BODY_BYTES = 256 * 1024
-SECURITY_SCHEMES = {
-    "ApiKey": APIKey(name="X-Api-Key", in_=APIKeyIn.header, description="API key (sk_live_… / sk_test_…)"),  # type: ignore[call-arg]
-    "Bearer": HTTPBearer(description="Session token or API key"),
-}
 DEFAULT_SECURITY: list[dict[str, list[str]]] = [{"ApiKey": []}, {"Bearer": []}]
 PUBLIC: list[dict[str, list[str]]] = []
 
@@ -42,8 +40,32 @@ def error_response(app: Any, status: int, code: str, message: str, details: list
         status_code=status,
         content_type="application/json",
         body=error_body(code, message, request_id(app), details),
-        headers=headers or {},
+        headers={**app.context.get("_rate_headers", {}), **(headers or {})},
     )
+
+
+def _rate_limit(app: Any, next_middleware: Callable[[Any], Any]) -> Any:
+    """Per-organization request budget (fixed one-minute window); every response says where the caller stands."""
+    auth = current_auth_optional(app)
+    if auth is None or not auth.organization_id:
+        return next_middleware(app)
+    limit = get_settings().rate_limit_per_minute
+    try:
+        window = ratelimit.hit(get_store(), f"api:{auth.organization_id}", limit=limit, window_seconds=60)
+        remaining, reset = window.remaining, window.reset_in
+    except RateLimited as err:
+        remaining, reset = 0, err.retry_after
+        app.append_context(_rate_headers=_rate_headers(limit, remaining, reset))
+        raise
+    headers = _rate_headers(limit, remaining, reset)
+    app.append_context(_rate_headers=headers)
+    response = next_middleware(app)
+    response.headers.update(headers)
+    return response
+
+
+def _rate_headers(limit: int, remaining: int, reset: int) -> dict[str, str]:
+    return {"RateLimit-Limit": str(limit), "RateLimit-Remaining": str(remaining), "RateLimit-Reset": str(reset)}
 
 
 def _field_of(loc: Any) -> str:
@@ -74,19 +96,28 @@ def _allowed_methods(app: APIGatewayRestResolver, path: str) -> list[str]:
     return sorted(methods)
 
 
-def create_resolver() -> APIGatewayRestResolver:
-    app = APIGatewayRestResolver(
+class Resolver(APIGatewayRestResolver):
+    """Checks the route's declared access before anything else (request validation included), so a caller who may
+    not use a route learns nothing about it beyond 401/403."""
+
+    def _call_route(self, route: Any, route_arguments: dict[str, str]) -> Any:
+        access = route_access(route)
+        if access is not None:
+            try:
+                access.check(current_auth_optional(self))
+            except DomainError as err:
+                response = error_response(self, err.status, err.code, err.message, err.details, err.headers)
+                return self._response_builder_class(response=response, serializer=self._serializer, route=route)
+        return super()._call_route(route, route_arguments)
+
+
+def create_resolver() -> Resolver:
+    app = Resolver(
         enable_validation=True,
         response_validation_error_http_code=500,
         serializer=_json,
     )
-    app.configure_openapi(
-        title="Switchboard API",
-        version=__version__,
-        security_schemes=SECURITY_SCHEMES,  # type: ignore[arg-type]
-        security=DEFAULT_SECURITY,
-    )
-    app.use(middlewares=[_body_limit, idempotency_middleware])
+    app.use(middlewares=[_body_limit, _rate_limit, idempotency_middleware])
 
     @app.exception_handler(DomainError)
     def _domain(err: DomainError) -> Response:
@@ -124,7 +155,7 @@ def create_resolver() -> APIGatewayRestResolver:
     return app
 
 
-def make_handler(app: APIGatewayRestResolver) -> Callable[[dict[str, Any], LambdaContext], dict[str, Any]]:
+def make_handler(app: Resolver) -> Callable[[dict[str, Any], LambdaContext], dict[str, Any]]:
     """The Lambda entry point of an endpoint group: correlation id = API Gateway request id."""
 
     @logger.inject_lambda_context(correlation_id_path=correlation_paths.API_GATEWAY_REST, clear_state=True)

@@ -4,14 +4,14 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, EmailStr, Field
+from pydantic import Field
 
 from switchboard import clock, media
 from switchboard.api.auth import AuthContext
 from switchboard.errors import Conflict, NotFound, UnsupportedByProvider, ValidationFailed
 from switchboard.identity import repository
 from switchboard.identity.accounts import get_user, normalize_email, require_user
-from switchboard.identity.models import Strict
+from switchboard.identity.models import BaseModel, EmailStr, Strict
 from switchboard.ids import new_ulid
 from switchboard.store import Put, Store, keys
 
