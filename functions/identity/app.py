@@ -172,7 +172,7 @@ def get_security_settings() -> Data[models.SecuritySettings]:
 
 @app.patch("/v1/settings/security", middlewares=requires("admin"), tags=SETTINGS)
 def update_security_settings(body: Annotated[models.SecuritySettingsUpdate, Body()]) -> Data[models.SecuritySettings]:
-    return Data(data=security.update_security(get_store(), current_auth(app), body))
+    return Data(data=security.update_security(get_store(), current_auth(app), body, source_ip(app)))
 
 
 # Organizations ---------------------------------------------------------------------------------------------------

@@ -19,6 +19,8 @@ class Thing(BaseModel):
     count: int = Field(ge=0, le=10)
 
 
+pytestmark = pytest.mark.usefixtures("aws_resources")
+
 app = create_resolver()
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Generic, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_serializer
 
 T = TypeVar("T")
 
@@ -27,11 +27,17 @@ class ErrorEnvelope(BaseModel):
 
 
 class Meta(BaseModel):
+    """Pagination meta: offset lists carry `offset`, cursor lists `cursor`; absent values are left out."""
+
     has_more: bool
     limit: int
     offset: int | None = None
     cursor: str | None = None
     total: int | None = None
+
+    @model_serializer(mode="wrap")
+    def _drop_absent(self, handler: Any) -> dict[str, Any]:
+        return {k: v for k, v in handler(self).items() if v is not None}
 
 
 class Data(BaseModel, Generic[T]):

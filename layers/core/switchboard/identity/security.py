@@ -13,6 +13,7 @@ from typing import Any
 from switchboard import clock
 from switchboard.api.auth import AuthContext
 from switchboard.audit import audit_put
+from switchboard.errors import Conflict
 from switchboard.identity import models
 from switchboard.store import Put, Store, keys
 
@@ -26,8 +27,20 @@ def get_security(store: Store, org_id: str) -> models.SecuritySettings:
     return models.SecuritySettings.model_validate(item) if item else models.SecuritySettings()
 
 
-def update_security(store: Store, auth: AuthContext, body: models.SecuritySettingsUpdate) -> models.SecuritySettings:
+def update_security(
+    store: Store, auth: AuthContext, body: models.SecuritySettingsUpdate, source_ip: str | None = None
+) -> models.SecuritySettings:
     org_id = auth.org_id
+    if (
+        auth.principal_type == "api_key"
+        and body.api_key_allowed_cidrs
+        and not ip_allowed(source_ip, body.api_key_allowed_cidrs)
+    ):
+        raise Conflict(
+            "These ranges would lock out the API key making this request; call from an allowed address or "
+            "use a session.",
+            details=[{"field": "body.api_key_allowed_cidrs", "source_ip": source_ip}],
+        )
     current = get_security(store, org_id)
     changes = body.model_dump(exclude_none=True)
     updated = current.model_copy(update={**changes, "updated_at": clock.now_iso()})

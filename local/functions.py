@@ -1,0 +1,189 @@
+"""Function runtimes: each function's handler, imported several times so that each copy acts as one Lambda container.
+
+A Powertools resolver (the module-level `app`) keeps per-request state, so one module instance must never serve
+two requests at once. `FunctionPool` keeps up to `size` independently imported copies of `functions/<x>/app.py`
+(distinct module names; the `switchboard` package itself is shared), hands each to one invocation at a time, and
+imports a new copy only when every existing one is busy.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import logging
+import queue
+import sys
+import threading
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+from local.template import FunctionSpec
+
+log = logging.getLogger("local.functions")
+
+_import_lock = threading.Lock()
+_instance_counter = 0
+_resolve_lock = threading.RLock()
+
+
+def serialize_resolvers() -> None:
+    """Run one Powertools resolver invocation at a time in this process (idempotent).
+
+    Powertools keeps the current request on the `BaseRouter` *class* (`BaseRouter.current_event`), so two resolvers
+    — even separately imported copies of different functions — running at once in one process would read each
+    other's event. In Lambda a container serves one request at a time, so this never happens there; here every
+    function shares the process. Plain handlers (authorizer, stream and queue consumers) are not resolvers and stay
+    parallel, and DynamoDB requests of concurrent API calls still interleave, so races are still exercised.
+    """
+    from aws_lambda_powertools.event_handler.api_gateway import ApiGatewayResolver
+
+    current = ApiGatewayResolver.resolve
+    if getattr(current, "_local_serialized", False):
+        return
+
+    def resolve(self: Any, event: Any, context: Any) -> Any:
+        with _resolve_lock:
+            return current(self, event, context)
+
+    resolve._local_serialized = True  # type: ignore[attr-defined]
+    ApiGatewayResolver.resolve = resolve  # type: ignore[method-assign]
+
+
+@dataclass
+class LambdaContext:
+    """What the Lambda runtime passes as `context` (the attributes Powertools and the handlers read)."""
+
+    function_name: str
+    memory_limit_in_mb: int
+    invoked_function_arn: str
+    timeout_seconds: int
+    aws_request_id: str = field(default_factory=lambda: str(uuid.uuid4()))
+    function_version: str = "$LATEST"
+    log_group_name: str = ""
+    log_stream_name: str = "local"
+    identity: Any = None
+    client_context: Any = None
+    _deadline: float = 0.0
+
+    def __post_init__(self) -> None:
+        self.log_group_name = self.log_group_name or f"/aws/lambda/{self.function_name}"
+        self._deadline = time.monotonic() + self.timeout_seconds
+
+    def get_remaining_time_in_millis(self) -> int:
+        return max(0, int((self._deadline - time.monotonic()) * 1000))
+
+
+class FunctionPool:
+    """Up to `size` imported copies of one function; `invoke` runs the handler on a free copy (blocking)."""
+
+    def __init__(
+        self,
+        spec: FunctionSpec,
+        *,
+        root: Path,
+        size: int,
+        function_name: str,
+        function_arn: str,
+    ) -> None:
+        self.spec = spec
+        self.root = root
+        self.size = max(1, size)
+        self.function_name = function_name
+        self.function_arn = function_arn
+        self._free: queue.LifoQueue[ModuleType] = queue.LifoQueue()
+        self._created = 0
+        self._lock = threading.Lock()
+
+    @property
+    def instances(self) -> int:
+        return self._created
+
+    def warm(self, count: int = 1) -> None:
+        """Import up to `count` copies now (startup), so that import errors surface before the first request."""
+        while self._created < min(count, self.size):
+            with self._lock:
+                self._created += 1
+            try:
+                self._free.put(self._import())
+            except BaseException:
+                with self._lock:
+                    self._created -= 1
+                raise
+
+    def _import(self) -> ModuleType:
+        global _instance_counter
+        path = self.root / self.spec.app_file
+        with _import_lock:
+            _instance_counter += 1
+            package, _, leaf = self.spec.module.rpartition(".")
+            name = f"{package}.{leaf}__local{_instance_counter}" if package else f"{leaf}__local{_instance_counter}"
+            module_spec = importlib.util.spec_from_file_location(name, path)
+            if module_spec is None or module_spec.loader is None:
+                raise ImportError(f"cannot load {path}")
+            module = importlib.util.module_from_spec(module_spec)
+            sys.modules[name] = module  # pydantic and typing resolve annotations through sys.modules
+            try:
+                module_spec.loader.exec_module(module)
+            except BaseException:
+                sys.modules.pop(name, None)
+                raise
+        if not callable(getattr(module, self.spec.handler, None)):
+            raise ImportError(f"{path} has no callable {self.spec.handler!r}")
+        log.debug("imported %s as %s", path, name)
+        return module
+
+    def _acquire(self) -> ModuleType:
+        try:
+            return self._free.get_nowait()
+        except queue.Empty:
+            pass
+        with self._lock:
+            grow = self._created < self.size
+            if grow:
+                self._created += 1
+        if grow:
+            try:
+                return self._import()
+            except BaseException:
+                with self._lock:
+                    self._created -= 1
+                raise
+        return self._free.get()
+
+    def context(self) -> LambdaContext:
+        return LambdaContext(
+            function_name=self.function_name,
+            memory_limit_in_mb=self.spec.memory,
+            invoked_function_arn=self.function_arn,
+            timeout_seconds=self.spec.timeout,
+        )
+
+    def invoke(self, event: dict[str, Any], context: LambdaContext | None = None) -> Any:
+        """Run the handler with `event` on a free copy; exceptions propagate (as a Lambda function error)."""
+        module = self._acquire()
+        try:
+            handler: Callable[[dict[str, Any], Any], Any] = getattr(module, self.spec.handler)
+            return handler(event, context or self.context())
+        finally:
+            self._free.put(module)
+
+
+class FunctionRegistry:
+    """Every function of the template, by logical id."""
+
+    def __init__(self, pools: dict[str, FunctionPool]) -> None:
+        self.pools = pools
+
+    def __getitem__(self, logical_id: str) -> FunctionPool:
+        return self.pools[logical_id]
+
+    def __contains__(self, logical_id: object) -> bool:
+        return logical_id in self.pools
+
+    def warm(self) -> None:
+        for pool in self.pools.values():
+            pool.warm(1)
