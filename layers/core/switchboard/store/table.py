@@ -243,10 +243,10 @@ class Store:
         last = resp.get("LastEvaluatedKey")
         return Page([deserialize(i) for i in resp.get("Items", [])], deserialize(last) if last else None)
 
-    def query_all(self, pk: str, **kwargs: Any) -> list[Item]:
+    def query_all(self, pk: str, *, start_key: dict[str, Any] | None = None, **kwargs: Any) -> list[Item]:
         """Every item of a (small, bounded) collection: follows continuation."""
         items: list[Item] = []
-        start: dict[str, Any] | None = None
+        start = start_key
         while True:
             page = self.query(pk, start_key=start, **kwargs)
             items.extend(page.items)
