@@ -1,0 +1,99 @@
+"""Identity normalisation (CONVENTIONS "Identifiers and data").
+
+`phone`, `whatsapp` and `wa_id` share one number space: digits with country code, no plus sign. E-mails are trimmed
+and lower-cased, Instagram handles lower-cased without `@`, external ids are unique per `(source, value)`. Each
+normalised identity has one sentinel key, the database's guarantee that it belongs to at most one contact.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Literal
+
+from switchboard.errors import ValidationFailed
+
+IdentityType = Literal["phone", "whatsapp", "wa_id", "email", "external_id", "instagram"]
+IDENTITY_TYPES: tuple[str, ...] = ("phone", "whatsapp", "wa_id", "email", "external_id", "instagram")
+NUMBER_TYPES = ("phone", "whatsapp", "wa_id")
+_WA_SUFFIX = re.compile(r"@(s\.whatsapp\.net|c\.us)$", re.IGNORECASE)
+_INSTAGRAM = re.compile(r"^[a-z0-9._]{1,30}$")
+_SOURCE = re.compile(r"^[A-Za-z0-9_.:-]{1,64}$")
+
+
+@dataclass(frozen=True)
+class Identifier:
+    type: str
+    value: str  # normalised
+    source: str | None = None
+
+    @property
+    def space(self) -> str:
+        """The uniqueness space: every number type is one space."""
+        return "phone" if self.type in NUMBER_TYPES else self.type
+
+    @property
+    def sentinel_sk(self) -> str:
+        if self.type == "external_id":
+            return f"IDENT#external_id#{self.source}#{self.value}"
+        return f"IDENT#{self.space}#{self.value}"
+
+
+def _invalid(field: str, message: str) -> ValidationFailed:
+    return ValidationFailed(f"{field}: {message}", details=[{"field": field, "message": message}])
+
+
+def normalize_phone(raw: str, field: str = "phone") -> str:
+    """Any common international form → digits with country code (`+1 555-0100`, `0015550100`, `15550100…`)."""
+    import phonenumbers
+
+    text = _WA_SUFFIX.sub("", str(raw).strip())
+    text = text.split(":", 1)[0] if "@" not in text else text  # whatsapp device suffix `1555…:12`
+    compact = re.sub(r"[\s().\-/]", "", text)
+    if compact.startswith("00"):
+        compact = "+" + compact[2:]
+    elif not compact.startswith("+"):
+        compact = "+" + compact
+    if not re.fullmatch(r"\+\d{4,17}", compact):
+        raise _invalid(field, "is not a phone number in international form (country code and number)")
+    try:
+        number = phonenumbers.parse(compact, None)
+    except phonenumbers.NumberParseException:
+        raise _invalid(field, "is not a phone number in international form (country code and number)") from None
+    if not phonenumbers.is_possible_number(number):
+        raise _invalid(field, "is not a possible phone number for its country code")
+    return f"{number.country_code}{number.national_number}"
+
+
+def normalize_email(raw: str, field: str = "email") -> str:
+    from email_validator import EmailNotValidError, validate_email
+
+    try:
+        return str(validate_email(str(raw).strip(), check_deliverability=False).normalized).lower()
+    except EmailNotValidError as err:
+        raise _invalid(field, f"is not a valid e-mail address ({err})") from None
+
+
+def normalize(type_: str, value: str, source: str | None = None, field: str = "identifier") -> Identifier:
+    if type_ not in IDENTITY_TYPES:
+        raise _invalid(f"{field}.type", f"must be one of {', '.join(IDENTITY_TYPES)}")
+    value = str(value or "").strip()
+    if not value:
+        raise _invalid(f"{field}.value", "must not be empty")
+    if type_ in NUMBER_TYPES:
+        return Identifier(type_, normalize_phone(value, f"{field}.value"))
+    if type_ == "email":
+        return Identifier(type_, normalize_email(value, f"{field}.value"))
+    if type_ == "instagram":
+        handle = value.lstrip("@").lower()
+        if not _INSTAGRAM.fullmatch(handle):
+            raise _invalid(f"{field}.value", "is not an Instagram handle")
+        return Identifier(type_, handle)
+    # external_id
+    if not source:
+        raise _invalid(f"{field}.source", "is required for external_id identifiers")
+    if not _SOURCE.fullmatch(source):
+        raise _invalid(f"{field}.source", "must be 1-64 letters, digits or _ . : -")
+    if len(value) > 256:
+        raise _invalid(f"{field}.value", "must be at most 256 characters")
+    return Identifier(type_, value, source)

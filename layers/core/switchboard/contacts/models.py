@@ -1,0 +1,171 @@
+"""Contact resources as the API shows them, and the request bodies."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import ConfigDict, Field
+
+from switchboard.identity.models import BaseModel, Strict
+
+ResolveType = Literal["contact_id", "phone", "whatsapp", "wa_id", "email", "external_id", "instagram"]
+IdentityTypeIn = Literal["phone", "whatsapp", "wa_id", "email", "external_id", "instagram"]
+ConsentStatus = Literal["opted_in", "opted_out", "unknown"]
+ChannelKind = Field(pattern=r"^[a-z][a-z0-9_]{1,31}$", description="channel kind: whatsapp, sms, email, instagram, …")
+
+
+class IdentityIn(Strict):
+    type: IdentityTypeIn
+    value: str = Field(min_length=1, max_length=320)
+    source: str | None = Field(default=None, min_length=1, max_length=64)
+    channel_id: str | None = Field(default=None, max_length=64)
+
+
+class Identity(BaseModel):
+    type: str
+    value: str
+    source: str | None = None
+    channel_id: str | None = None
+    created_at: str
+
+
+class Contact(BaseModel):
+    id: str
+    organization_id: str
+    name: str | None = None
+    first_name: str | None = None
+    last_name: str | None = None
+    email: str | None = None
+    phone: str | None = None
+    avatar_url: str | None = None
+    company: str | None = None
+    lifecycle_stage: str | None = None
+    attributes: dict[str, Any] = Field(default_factory=dict)
+    tags: list[str] = Field(default_factory=list)
+    identities: list[Identity] = Field(default_factory=list)
+    blocked: bool = False
+    version: int
+    created_at: str
+    updated_at: str
+
+
+Attributes = dict[str, str | int | float | bool | list[str] | None]
+
+
+class ContactFields(Strict):
+    name: str | None = Field(default=None, max_length=200)
+    first_name: str | None = Field(default=None, max_length=100)
+    last_name: str | None = Field(default=None, max_length=100)
+    phone: str | None = Field(default=None, min_length=3, max_length=40)
+    email: str | None = Field(default=None, min_length=3, max_length=320)
+    company: str | None = Field(default=None, max_length=200)
+    avatar_url: str | None = Field(default=None, max_length=2048, pattern=r"^https?://")
+    lifecycle_stage: str | None = Field(default=None, max_length=64)
+    attributes: Attributes | None = Field(default=None, max_length=100)
+
+
+class ContactCreate(ContactFields):
+    identities: list[IdentityIn] = Field(default_factory=list, max_length=20)
+
+
+class ContactUpdate(ContactFields):
+    pass
+
+
+class Identifier(Strict):
+    type: ResolveType
+    value: str = Field(min_length=1, max_length=320)
+    source: str | None = Field(default=None, min_length=1, max_length=64)
+
+
+class ResolveRequest(Strict):
+    identifiers: list[Identifier] = Field(min_length=1, max_length=20)
+
+
+class NoteIn(Strict):
+    body: str = Field(min_length=1, max_length=10_000)
+
+
+class Note(BaseModel):
+    id: str
+    contact_id: str
+    body: str
+    author_id: str | None = None
+    created_at: str
+    updated_at: str
+
+
+class TagCreate(Strict):
+    name: str = Field(min_length=1, max_length=64)
+    color: str | None = Field(default=None, pattern=r"^#[0-9a-fA-F]{6}$")
+
+
+class TagUpdate(Strict):
+    name: str | None = Field(default=None, min_length=1, max_length=64)
+    color: str | None = Field(default=None, pattern=r"^#[0-9a-fA-F]{6}$")
+
+
+class Tag(BaseModel):
+    id: str
+    name: str
+    color: str | None = None
+    created_at: str
+    updated_at: str
+
+
+class TagAssign(Strict):
+    name: str | None = Field(default=None, min_length=1, max_length=64)
+    tag_id: str | None = Field(default=None, min_length=1, max_length=64)
+
+
+class AssignedTag(BaseModel):
+    tag_id: str
+    name: str
+    color: str | None = None
+    assigned_at: str
+
+
+class ConsentIn(Strict):
+    status: ConsentStatus
+    source: str | None = Field(default=None, max_length=100)
+    captured_at: str | None = Field(default=None, pattern=r"^\d{4}-\d{2}-\d{2}T")
+
+
+class Consent(BaseModel):
+    channel: str
+    status: ConsentStatus
+    source: str | None = None
+    captured_at: str
+    updated_at: str
+    history: list[dict[str, Any]] = Field(default_factory=list)
+
+
+class SuppressionIn(Strict):
+    channel: str = ChannelKind
+    reason: str = Field(min_length=1, max_length=200)
+    expires_at: str | None = Field(default=None, pattern=r"^\d{4}-\d{2}-\d{2}T")
+
+
+class Suppression(BaseModel):
+    channel: str
+    reason: str
+    expires_at: str | None = None
+    active: bool
+    created_at: str
+    updated_at: str
+
+
+class BlockIdentifier(Strict):
+    type: ResolveType
+    value: str = Field(min_length=1, max_length=320)
+    source: str | None = Field(default=None, min_length=1, max_length=64)
+
+
+class BlockRequest(Strict):
+    model_config = ConfigDict(extra="forbid", defer_build=True)
+    contact_id: str | None = Field(default=None, min_length=1, max_length=64)
+    identifier: BlockIdentifier | None = None
+
+
+class MergeRequest(Strict):
+    from_contact_id: str = Field(min_length=1, max_length=64)

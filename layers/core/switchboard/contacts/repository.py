@@ -1,0 +1,68 @@
+"""Contact items and keys.
+
+CONTACT#<id>                       the contact (GSI1: org's contacts by updated_at; GSI2: by lifecycle stage)
+CONTACT#<id>#NOTE#<ulid>           notes
+CONTACT#<id>#TAG#<tag_id>          assigned tags        CTAG#<tag_id>#<contact_id>   reverse, for tag filters
+CONTACT#<id>#CONSENT#<channel>     current consent      CONTACT#<id>#CONSENTLOG#<ulid>  history
+CONTACT#<id>#SUPP#<channel>        suppressions
+IDENT#<space>#<value>              identity sentinel → contact_id (uniqueness per organization)
+CNAME#<lower name>#<contact_id>    name prefix search
+TAG#<tag_id> / TAGNAME#<lower>     tag catalogue and its unique names
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from switchboard.store import keys
+
+Item = dict[str, Any]
+
+
+def contact_key(org_id: str, contact_id: str) -> dict[str, str]:
+    return keys.key(keys.org_pk(org_id), f"CONTACT#{contact_id}")
+
+
+def child_prefix(contact_id: str, kind: str = "") -> str:
+    return f"CONTACT#{contact_id}#{kind}"
+
+
+def child_key(org_id: str, contact_id: str, kind: str, child: str) -> dict[str, str]:
+    return keys.key(keys.org_pk(org_id), f"CONTACT#{contact_id}#{kind}#{child}")
+
+
+def sentinel_key(org_id: str, sentinel_sk: str) -> dict[str, str]:
+    return keys.key(keys.org_pk(org_id), sentinel_sk)
+
+
+def name_index_key(org_id: str, name: str, contact_id: str) -> dict[str, str]:
+    return keys.key(keys.org_pk(org_id), f"CNAME#{name.strip().lower()[:100]}#{contact_id}")
+
+
+def tag_key(org_id: str, tag_id: str) -> dict[str, str]:
+    return keys.key(keys.org_pk(org_id), f"TAG#{tag_id}")
+
+
+def tag_name_key(org_id: str, name: str) -> dict[str, str]:
+    return keys.key(keys.org_pk(org_id), f"TAGNAME#{name.strip().lower()}")
+
+
+def tag_reverse_key(org_id: str, tag_id: str, contact_id: str) -> dict[str, str]:
+    return keys.key(keys.org_pk(org_id), f"CTAG#{tag_id}#{contact_id}")
+
+
+def list_pk(org_id: str) -> str:
+    return f"ORG#{org_id}#CONTACTS"
+
+
+def stage_pk(org_id: str, stage: str) -> str:
+    return f"ORG#{org_id}#STAGE#{stage}"
+
+
+def index_attributes(org_id: str, item: Item) -> Item:
+    """GSI keys of a contact: every contact by recency; by lifecycle stage when it has one."""
+    order = f"{item['updated_at']}#{item['id']}"
+    out: Item = {"GSI1PK": list_pk(org_id), "GSI1SK": order}
+    if item.get("lifecycle_stage"):
+        out |= {"GSI2PK": stage_pk(org_id, item["lifecycle_stage"]), "GSI2SK": order}
+    return out

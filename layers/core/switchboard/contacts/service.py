@@ -1,0 +1,468 @@
+"""Contact rules: create-or-upsert by identity, resolution, updates with optimistic concurrency, deletion, merge.
+
+Identity uniqueness lives in the database: every identity has a sentinel item written with
+`attribute_not_exists(PK)` in the same transaction as the contact, so two concurrent creates with the same phone
+yield one contact — the loser re-reads and upserts.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from switchboard import clock
+from switchboard.api.auth import AuthContext
+from switchboard.api.pagination import decode_cursor, encode_cursor, query_fingerprint
+from switchboard.audit import audit_put
+from switchboard.contacts import models
+from switchboard.contacts import repository as repo
+from switchboard.contacts.identifiers import Identifier, normalize, normalize_phone
+from switchboard.errors import Conflict, NotFound
+from switchboard.events.outbox import outbox_put
+from switchboard.ids import new_id
+from switchboard.store import Delete, Put, Store, TxOp
+
+Item = dict[str, Any]
+PROFILE_FIELDS = ("name", "first_name", "last_name", "company", "avatar_url", "lifecycle_stage")
+MAX_ATTEMPTS = 4
+
+
+class IdentityConflict(Conflict):
+    code = "identity_conflict"
+    default_message = "The identifiers belong to different contacts."
+
+    def __init__(self, contact_ids: set[str]) -> None:
+        super().__init__(details=[{"contact_ids": sorted(contact_ids)}])
+
+
+def not_found() -> NotFound:
+    return NotFound("No such contact.")
+
+
+def view(item: Item) -> models.Contact:
+    return models.Contact.model_validate(item)
+
+
+# Reads ------------------------------------------------------------------------------------------------------------
+def get_item(store: Store, org_id: str, contact_id: str, *, consistent: bool = False) -> Item:
+    item = store.get(repo.contact_key(org_id, contact_id), consistent=consistent)
+    if item is None:
+        raise not_found()
+    return item
+
+
+def get(store: Store, auth: AuthContext, contact_id: str) -> models.Contact:
+    return view(get_item(store, auth.org_id, contact_id))
+
+
+def _normalized(ids: list[Any], field: str) -> list[Any]:
+    out: list[Any] = []
+    for n, ident in enumerate(ids):
+        if ident.type == "contact_id":
+            out.append(("contact_id", ident.value.strip()))
+        else:
+            out.append(normalize(ident.type, ident.value, ident.source, f"{field}[{n}]"))
+    return out
+
+
+def resolve(store: Store, auth: AuthContext, identifiers: list[Any], field: str = "body.identifiers") -> Item:
+    """One BatchGetItem for every identifier (sentinels and direct ids), then at most one GetItem: ≤ 2 round trips."""
+    org = auth.org_id
+    parsed = _normalized(identifiers, field)
+    request = [
+        repo.contact_key(org, p[1]) if isinstance(p, tuple) else repo.sentinel_key(org, p.sentinel_sk) for p in parsed
+    ]
+    found = store.batch_get(request)
+    contacts = {i["id"]: i for i in found if i.get("entity") == "Contact"}
+    owners = {i["contact_id"] for i in found if i.get("entity") == "Identity"} | set(contacts)
+    if not owners:
+        raise NotFound("No stored contact matches these identifiers.")
+    if len(owners) > 1:
+        raise IdentityConflict(owners)
+    (contact_id,) = owners
+    return contacts.get(contact_id) or get_item(store, org, contact_id)
+
+
+def by_phone(store: Store, auth: AuthContext, phone: str) -> models.Contact:
+    number = normalize_phone(phone, "path.phone")
+    sentinel = store.get(repo.sentinel_key(auth.org_id, Identifier("phone", number).sentinel_sk))
+    if sentinel is None:
+        raise NotFound("No stored contact has this phone number.")
+    return view(get_item(store, auth.org_id, sentinel["contact_id"]))
+
+
+def list_contacts(
+    store: Store,
+    auth: AuthContext,
+    *,
+    limit: int,
+    cursor: str | None,
+    tag: str | None,
+    lifecycle_stage: str | None,
+    updated_since: str | None,
+    q: str | None,
+) -> tuple[list[models.Contact], str | None]:
+    org = auth.org_id
+    params = {"tag": tag, "lifecycle_stage": lifecycle_stage, "updated_since": updated_since, "q": q}
+    fingerprint = query_fingerprint("contacts", params)
+    start = decode_cursor(cursor, org, fingerprint)
+    if q:
+        items, last = _search(store, org, q.strip(), limit, start)
+    elif tag:
+        items, last = _by_tag(store, org, tag, limit, start)
+    else:
+        index, pk = ("GSI2", repo.stage_pk(org, lifecycle_stage)) if lifecycle_stage else ("GSI1", repo.list_pk(org))
+        low = f"{updated_since}" if updated_since else "0"
+        page = store.query(pk, index=index, sk_between=(low, "~"), forward=False, limit=limit, start_key=start)
+        items, last = page.items, page.last_key
+    items = [i for i in items if _matches(i, lifecycle_stage, updated_since)]
+    return [view(i) for i in items], encode_cursor(org, fingerprint, last)
+
+
+def _matches(item: Item, stage: str | None, since: str | None) -> bool:
+    return (not stage or item.get("lifecycle_stage") == stage) and (not since or item["updated_at"] >= since)
+
+
+def _by_tag(store: Store, org: str, tag_ref: str, limit: int, start: dict | None) -> tuple[list[Item], dict | None]:
+    tag = _find_tag(store, org, tag_ref)
+    page = store.query(f"ORG#{org}", sk_prefix=f"CTAG#{tag['id']}#", limit=limit, start_key=start)
+    contacts = store.batch_get([repo.contact_key(org, r["contact_id"]) for r in page.items])
+    order = {r["contact_id"]: n for n, r in enumerate(page.items)}
+    return sorted(contacts, key=lambda c: order[c["id"]]), page.last_key
+
+
+def _search(store: Store, org: str, q: str, limit: int, start: dict | None) -> tuple[list[Item], dict | None]:
+    """Prefix search over names, e-mail and phone identities; a page is `limit` matches in (kind, key) order."""
+    prefixes = [f"CNAME#{q.lower()}", f"IDENT#email#{q.lower()}"]
+    digits = "".join(ch for ch in q if ch.isdigit())
+    if digits:
+        prefixes.append(f"IDENT#phone#{digits.removeprefix('00')}")
+    after = (start or {}).get("SK", "")
+    ids: list[str] = []
+    last_sk = ""
+    for prefix in sorted(prefixes):
+        for row in store.query_all(f"ORG#{org}", sk_prefix=prefix):
+            if row["SK"] <= after:
+                continue
+            if row["contact_id"] not in ids:
+                ids.append(row["contact_id"])
+                last_sk = row["SK"]
+            if len(ids) > limit:
+                break
+        if len(ids) > limit:
+            break
+    more = len(ids) > limit
+    ids = ids[:limit]
+    contacts = {c["id"]: c for c in store.batch_get([repo.contact_key(org, i) for i in ids])}
+    last = {"PK": f"ORG#{org}", "SK": last_sk} if more else None
+    return [contacts[i] for i in ids if i in contacts], last
+
+
+# Create or upsert -------------------------------------------------------------------------------------------------
+def _identities_of(body: models.ContactCreate) -> list[tuple[Identifier, str | None]]:
+    wanted: list[tuple[Identifier, str | None]] = []
+    if body.phone:
+        wanted.append((normalize("phone", body.phone, None, "body.phone"), None))
+    if body.email:
+        wanted.append((normalize("email", body.email, None, "body.email"), None))
+    for n, given in enumerate(body.identities):
+        wanted.append((normalize(given.type, given.value, given.source, f"body.identities[{n}]"), given.channel_id))
+    unique: dict[str, tuple[Identifier, str | None]] = {}
+    for ident, channel in wanted:
+        unique.setdefault(ident.sentinel_sk, (ident, channel))
+    return list(unique.values())
+
+
+def _identity_record(ident: Identifier, channel_id: str | None, now: str) -> Item:
+    return {
+        "type": ident.type,
+        "value": ident.value,
+        "source": ident.source,
+        "channel_id": channel_id,
+        "created_at": now,
+    }
+
+
+def _sentinel_put(org: str, contact_id: str, ident: Identifier, channel_id: str | None, now: str) -> Put:
+    return Put(
+        item={
+            **repo.sentinel_key(org, ident.sentinel_sk),
+            "entity": "Identity",
+            "contact_id": contact_id,
+            **_identity_record(ident, channel_id, now),
+        },
+        condition="attribute_not_exists(PK)",
+        error=_SentinelTaken(),
+    )
+
+
+class _SentinelTaken(Conflict):
+    """An identity was claimed concurrently: re-read and retry."""
+
+
+def _derive_names(fields: Item) -> Item:
+    name, first, last = fields.get("name"), fields.get("first_name"), fields.get("last_name")
+    if name and not (first or last):
+        parts = name.split()
+        fields["first_name"], fields["last_name"] = (parts[0], " ".join(parts[1:]) or None) if parts else (None, None)
+    elif (first or last) and not name:
+        fields["name"] = " ".join(p for p in (first, last) if p)
+    return fields
+
+
+def _names_for_update(item: Item, fields: Item) -> Item:
+    """Keep name, first_name and last_name consistent with whichever of them the caller changed."""
+    if "name" in fields and not ({"first_name", "last_name"} & fields.keys()):
+        return _derive_names(fields)
+    if {"first_name", "last_name"} & fields.keys() and "name" not in fields:
+        parts = (fields.get("first_name", item.get("first_name")), fields.get("last_name", item.get("last_name")))
+        fields["name"] = " ".join(p for p in parts if p) or None
+    return fields
+
+
+def _merge_attributes(old: Item, patch: Item | None) -> Item:
+    """Attributes merge key by key; a null value removes the key."""
+    merged = {**old, **(patch or {})}
+    return {k: v for k, v in merged.items() if v is not None}
+
+
+def _changed_fields(item: Item, fields: Item) -> Item:
+    """The new values of the fields that really change (attributes merged)."""
+    out: Item = {}
+    for key, value in fields.items():
+        new_value = _merge_attributes(item.get("attributes") or {}, value) if key == "attributes" else value
+        if item.get(key) != new_value:
+            out[key] = new_value
+    return out
+
+
+def upsert(store: Store, auth: AuthContext, body: models.ContactCreate) -> tuple[models.Contact, bool]:
+    """Creates the contact, or updates the single contact that already owns one of the identities (→ created?)."""
+    org = auth.org_id
+    idents = _identities_of(body)
+    for _ in range(MAX_ATTEMPTS):
+        owners = {
+            i["contact_id"] for i in store.batch_get([repo.sentinel_key(org, ident.sentinel_sk) for ident, _ in idents])
+        }
+        if len(owners) > 1:
+            raise IdentityConflict(owners)
+        try:
+            if owners:
+                (owner,) = owners
+                item = get_item(store, org, owner, consistent=True)
+                return view(_apply(store, auth, item, body, idents, action="upserted")), False
+            return view(_create(store, auth, body, idents)), True
+        except _SentinelTaken:
+            continue
+        except Conflict as err:
+            if err.code != "conflict":
+                raise
+            continue
+    raise Conflict("The contact changed concurrently; retry.")
+
+
+def _fields_of(body: models.ContactFields) -> Item:
+    fields = body.model_dump(exclude_unset=True, exclude={"identities", "phone", "email"})
+    return {k: v for k, v in fields.items() if k in PROFILE_FIELDS or k == "attributes"}
+
+
+def _create(store: Store, auth: AuthContext, body: models.ContactCreate, idents: list) -> Item:
+    org, now, contact_id = auth.org_id, clock.now_iso(), new_id("ct")
+    fields = _derive_names(_fields_of(body))
+    item: Item = {
+        **repo.contact_key(org, contact_id),
+        "entity": "Contact",
+        "id": contact_id,
+        "organization_id": org,
+        **{k: fields.get(k) for k in PROFILE_FIELDS},
+        "attributes": fields.get("attributes") or {},
+        "email": next((i.value for i, _ in idents if i.type == "email"), None),
+        "phone": next((i.value for i, _ in idents if i.space == "phone"), None),
+        "tags": [],
+        "identities": [_identity_record(i, ch, now) for i, ch in idents],
+        "blocked": False,
+        "version": 1,
+        "created_at": now,
+        "updated_at": now,
+    }
+    item |= repo.index_attributes(org, item)
+    ops: list[TxOp] = [Put(item=item, condition="attribute_not_exists(PK)")]
+    ops += [_sentinel_put(org, contact_id, i, ch, now) for i, ch in idents]
+    if item.get("name"):
+        ops.append(
+            Put(
+                item={
+                    **repo.name_index_key(org, item["name"], contact_id),
+                    "entity": "ContactName",
+                    "contact_id": contact_id,
+                }
+            )
+        )
+    ops.append(_event(org, item, ["created"], "created"))
+    store.transact(ops)
+    return item
+
+
+def _event(org: str, item: Item, changes: list[str], action: str) -> Put:
+    return outbox_put(
+        org,
+        "contact.updated",
+        {
+            "contact_id": item["id"],
+            "name": item.get("name"),
+            "organization_id": org,
+            "action": action,
+            "changes": changes,
+        },
+    )
+
+
+def write_contact(
+    store: Store, auth: AuthContext, old: Item, new: Item, extra: list[TxOp], changes: list[str], action: str
+) -> Item:
+    """Persist `new` over `old` (optimistic: the version read must still be current), with the side items."""
+    org = auth.org_id
+    if not changes and not extra:
+        return old
+    new = {**new, "version": int(old["version"]) + 1, "updated_at": clock.now_iso()}
+    new = {k: v for k, v in new.items() if not k.startswith("GSI")} | repo.index_attributes(org, new)
+    ops: list[TxOp] = [
+        Put(
+            item=new,
+            condition="#v = :v",
+            names={"#v": "version"},
+            values={":v": old["version"]},
+            error=Conflict("The contact was changed by another request; read it again."),
+        )
+    ]
+    if old.get("name") != new.get("name"):
+        if old.get("name"):
+            ops.append(Delete(key=repo.name_index_key(org, old["name"], old["id"])))
+        if new.get("name"):
+            ops.append(
+                Put(
+                    item={
+                        **repo.name_index_key(org, new["name"], new["id"]),
+                        "entity": "ContactName",
+                        "contact_id": new["id"],
+                    }
+                )
+            )
+    ops += extra
+    if changes:
+        ops.append(_event(org, new, changes, action))
+    store.transact(ops)
+    return new
+
+
+def _apply(store: Store, auth: AuthContext, item: Item, body: models.ContactCreate, idents: list, action: str) -> Item:
+    org, now = auth.org_id, clock.now_iso()
+    changed = _changed_fields(item, _names_for_update(item, _fields_of(body)))
+    new = {**item, **changed}
+    changes = list(changed)
+    owned = {Identifier(i["type"], i["value"], i.get("source")).sentinel_sk for i in item.get("identities", [])}
+    extra: list[TxOp] = []
+    added = []
+    for ident, channel in idents:
+        if ident.sentinel_sk not in owned:
+            extra.append(_sentinel_put(org, item["id"], ident, channel, now))
+            added.append(_identity_record(ident, channel, now))
+    if added:
+        new["identities"] = [*item.get("identities", []), *added]
+        changes.append("identities")
+        new["email"] = new.get("email") or next((a["value"] for a in added if a["type"] == "email"), None)
+        new["phone"] = new.get("phone") or next(
+            (a["value"] for a in added if Identifier(a["type"], a["value"]).space == "phone"), None
+        )
+    return write_contact(store, auth, item, new, extra, changes, action)
+
+
+# Update and delete --------------------------------------------------------------------------------------------------
+def update(
+    store: Store, auth: AuthContext, contact_id: str, body: models.ContactUpdate, if_match: int | None
+) -> models.Contact:
+    org, now = auth.org_id, clock.now_iso()
+    item = get_item(store, org, contact_id, consistent=True)
+    if if_match is not None and int(item["version"]) != if_match:
+        raise Conflict(
+            "The contact's version is not the one in If-Match; read it again.",
+            details=[{"field": "headers.if-match", "current_version": item["version"]}],
+        )
+    changed = _changed_fields(item, _names_for_update(item, _fields_of(body)))
+    new, changes = {**item, **changed}, list(changed)
+    extra: list[TxOp] = []
+    for field, space in (("phone", "phone"), ("email", "email")):
+        raw = getattr(body, field)
+        if field not in body.model_fields_set:
+            continue
+        ident = normalize(space, raw, None, f"body.{field}") if raw else None
+        if (ident.value if ident else None) == item.get(field):
+            continue
+        identities = [
+            i
+            for i in new.get("identities", [])
+            if not (Identifier(i["type"], i["value"]).space == space and i["value"] == item.get(field))
+        ]
+        if item.get(field):
+            old_sk = Identifier(space, item[field]).sentinel_sk
+            extra.append(
+                Delete(key=repo.sentinel_key(org, old_sk), condition="contact_id = :me", values={":me": contact_id})
+            )
+        if ident and not any(
+            i["value"] == ident.value and Identifier(i["type"], i["value"]).space == ident.space for i in identities
+        ):
+            extra.append(_sentinel_put(org, contact_id, ident, None, now))
+            identities.append(_identity_record(ident, None, now))
+        new[field] = ident.value if ident else None
+        new["identities"] = identities
+        changes.append(field)
+    try:
+        return view(write_contact(store, auth, item, new, extra, changes, "updated"))
+    except _SentinelTaken:
+        raise Conflict("That phone or e-mail already belongs to another contact.", code="identity_conflict") from None
+
+
+def delete(store: Store, auth: AuthContext, contact_id: str) -> None:
+    """The contact, its identities (free for reuse at once), notes, tags, consents and suppressions."""
+    org = auth.org_id
+    item = get_item(store, org, contact_id, consistent=True)
+    first: list[TxOp] = [
+        Delete(
+            key=repo.contact_key(org, contact_id),
+            condition="#v = :v",
+            names={"#v": "version"},
+            values={":v": item["version"]},
+            error=Conflict("The contact changed; retry."),
+        )
+    ]
+    for ident in item.get("identities", []):
+        sk = Identifier(ident["type"], ident["value"], ident.get("source")).sentinel_sk
+        first.append(Delete(key=repo.sentinel_key(org, sk)))
+    if item.get("name"):
+        first.append(Delete(key=repo.name_index_key(org, item["name"], contact_id)))
+    first.append(audit_put(auth, "contact.deleted", "contact", contact_id, before={"name": item.get("name")}))
+    store.transact(first)
+    children = store.query_all(f"ORG#{org}", sk_prefix=repo.child_prefix(contact_id))
+    rest: list[TxOp] = [Delete(key={"PK": c["PK"], "SK": c["SK"]}) for c in children]
+    rest += [
+        Delete(key=repo.tag_reverse_key(org, c["tag_id"], contact_id))
+        for c in children
+        if c.get("entity") == "ContactTag"
+    ]
+    for start in range(0, len(rest), 100):
+        store.transact(rest[start : start + 100])
+
+
+def identities(store: Store, auth: AuthContext, contact_id: str) -> list[models.Identity]:
+    return get(store, auth, contact_id).identities
+
+
+# Tags (the catalogue is needed by the list filter) -----------------------------------------------------------------
+def _find_tag(store: Store, org: str, ref: str) -> Item:
+    if ref.startswith("tag_"):
+        tag = store.get(repo.tag_key(org, ref))
+    else:
+        pointer = store.get(repo.tag_name_key(org, ref))
+        tag = store.get(repo.tag_key(org, pointer["tag_id"])) if pointer else None
+    if tag is None:
+        raise NotFound("No such tag.")
+    return tag
