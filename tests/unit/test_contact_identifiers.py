@@ -60,3 +60,39 @@ def test_other_identity_types():
         normalize("email", "not-an-email")
     with pytest.raises(ValidationFailed):
         normalize("telegram", "x")
+
+
+_local = st.text(alphabet="abcdefghijklmnopqrstuvwxyz0123456789._+-", min_size=1, max_size=20)
+_label = st.text(alphabet="abcdefghijklmnopqrstuvwxyz0123456789-", min_size=1, max_size=12)
+
+
+@settings(max_examples=300, deadline=None)
+@given(local=_local, labels=st.lists(_label, min_size=1, max_size=3), tld=st.sampled_from(["com", "io", "org", "de"]))
+def test_email_fast_path_agrees_with_email_validator(local: str, labels: list[str], tld: str):
+    from email_validator import EmailNotValidError, validate_email
+
+    address = f"{local}@{'.'.join(labels)}.{tld}"
+    try:
+        expected: str | None = str(validate_email(address, check_deliverability=False).normalized).lower()
+    except EmailNotValidError:
+        expected = None
+    try:
+        got: str | None = normalize("email", address.upper()).value
+    except ValidationFailed:
+        got = None
+    assert got == expected, address
+
+
+@pytest.mark.parametrize("address", ["a@b.local", "x@y.test", "üser@example.com", '"q"@example.com'])
+def test_unusual_addresses_take_the_full_validator(address: str):
+    from email_validator import EmailNotValidError, validate_email
+
+    try:
+        expected: str | None = str(validate_email(address, check_deliverability=False).normalized).lower()
+    except EmailNotValidError:
+        expected = None
+    try:
+        got: str | None = normalize("email", address).value
+    except ValidationFailed:
+        got = None
+    assert got == expected

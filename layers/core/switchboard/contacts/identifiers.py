@@ -65,7 +65,23 @@ def normalize_phone(raw: str, field: str = "phone") -> str:
     return f"{number.country_code}{number.national_number}"
 
 
+_SIMPLE_EMAIL = re.compile(
+    r"^(?=.{3,254}$)[a-z0-9!#$%&'*+/=?^_`{|}~-]+(?:\.[a-z0-9!#$%&'*+/=?^_`{|}~-]+)*"
+    r"@(?:[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?\.)+[a-z]{2,63}$"
+)
+_SPECIAL_USE_TLDS = frozenset({"arpa", "invalid", "local", "localhost", "onion", "test"})
+
+
 def normalize_email(raw: str, field: str = "email") -> str:
+    """Trimmed and lower-cased. Plain ASCII addresses take a strict fast path; anything else (internationalised,
+    quoted, special-use domains) goes through email_validator."""
+    text = str(raw).strip().lower()
+    if (
+        _SIMPLE_EMAIL.match(text)
+        and len(text.split("@", 1)[0]) <= 64
+        and text.rsplit(".", 1)[1] not in _SPECIAL_USE_TLDS
+    ):
+        return text
     from email_validator import EmailNotValidError, validate_email
 
     try:

@@ -57,18 +57,66 @@ def _from_dynamo(value: Any) -> Any:
     return value
 
 
+def _ser(value: Any) -> dict[str, Any]:
+    """One Python value → DynamoDB JSON; the common types directly, the rest through boto3's serializer."""
+    if isinstance(value, str):
+        return {"S": value}
+    if isinstance(value, bool):
+        return {"BOOL": value}
+    if isinstance(value, int):
+        return {"N": str(value)}
+    if isinstance(value, float):
+        return {"N": str(Decimal(str(value)))}
+    if isinstance(value, dict):
+        return {"M": {k: _ser(v) for k, v in value.items() if v is not None}}
+    if isinstance(value, list | tuple):
+        return {"L": [_ser(v) for v in value]}
+    if value is None:
+        return {"NULL": True}
+    return dict(_serializer.serialize(_to_dynamo(value)))
+
+
+def _number(text: str) -> int | float:
+    if "." in text or "e" in text or "E" in text:
+        number = Decimal(text)
+        return int(number) if number == number.to_integral_value() else float(number)
+    return int(text)
+
+
+def _de(raw: dict[str, Any]) -> Any:
+    """DynamoDB JSON → Python (int for integral numbers, float otherwise)."""
+    ((tag, value),) = raw.items()
+    if tag == "S":
+        return value
+    if tag == "N":
+        return _number(value)
+    if tag == "BOOL":
+        return value
+    if tag == "M":
+        return {k: _de(v) for k, v in value.items()}
+    if tag == "L":
+        return [_de(v) for v in value]
+    if tag == "NULL":
+        return None
+    if tag == "SS":
+        return set(value)
+    if tag == "NS":
+        return {_number(v) for v in value}
+    return _from_dynamo(_deserializer.deserialize(raw))  # type: ignore[arg-type]
+
+
 def serialize(item: Item) -> dict[str, Any]:
-    return {k: _serializer.serialize(_to_dynamo(v)) for k, v in item.items() if v is not None}
+    return {k: _ser(v) for k, v in item.items() if v is not None}
 
 
 def deserialize(raw: dict[str, Any]) -> Item:
-    return {k: _from_dynamo(_deserializer.deserialize(v)) for k, v in raw.items()}
+    return {k: _de(v) for k, v in raw.items()}
 
 
 def _values(values: dict[str, Any] | None) -> dict[str, Any] | None:
     if not values:
         return None
-    return {k: _serializer.serialize(_to_dynamo(v)) for k, v in values.items()}
+    return {k: _ser(v) for k, v in values.items()}
 
 
 @dataclass

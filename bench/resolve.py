@@ -1,0 +1,145 @@
+"""Contact resolution: DynamoDB calls per request and handler time as a ratio to its floor.
+
+Floor: a bare Powertools route (validation on) that parses the same body and makes the same DynamoDB calls the
+route needs at minimum — the rate-limit UpdateItem, one BatchGetItem for every identifier, one GetItem for the
+owner — on the same fake client, and returns the item. Target: ≤ 1.3x the floor, ≤ 2 calls for the resolution.
+Run: `python -m bench.resolve [--runs N]`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+from typing import Annotated, Any
+
+from aws_lambda_powertools.event_handler import APIGatewayRestResolver
+from aws_lambda_powertools.event_handler.openapi.params import Body
+from pydantic import BaseModel
+
+from bench._harness import Ctx, FakeDynamoDB, api_event, bench_env, interleaved
+
+TARGET_RATIO = 1.3
+TARGET_CALLS = 2
+ORG = "org_bench"
+
+
+def _items() -> list[dict[str, Any]]:
+    contact = {
+        "PK": f"ORG#{ORG}",
+        "SK": "CONTACT#ct_1",
+        "entity": "Contact",
+        "id": "ct_1",
+        "organization_id": ORG,
+        "name": "Ada Lovelace",
+        "first_name": "Ada",
+        "last_name": "Lovelace",
+        "phone": "14155552671",
+        "email": "ada@example.com",
+        "attributes": {"tier": "gold"},
+        "tags": ["vip"],
+        "blocked": False,
+        "identities": [
+            {"type": "phone", "value": "14155552671", "created_at": "2026-11-01T00:00:00.000Z"},
+            {"type": "email", "value": "ada@example.com", "created_at": "2026-11-01T00:00:00.000Z"},
+        ],
+        "version": 3,
+        "created_at": "2026-11-01T00:00:00.000Z",
+        "updated_at": "2026-11-02T00:00:00.000Z",
+    }
+    sentinels = [
+        {"PK": f"ORG#{ORG}", "SK": sk, "entity": "Identity", "contact_id": "ct_1"}
+        for sk in ("IDENT#phone#14155552671", "IDENT#email#ada@example.com")
+    ]
+    return [contact, *sentinels]
+
+
+BODY = {"identifiers": [{"type": "phone", "value": "+1 415 555 2671"}, {"type": "email", "value": "ada@example.com"}]}
+
+
+class Ident(BaseModel):
+    type: str
+    value: str
+
+
+class Req(BaseModel):
+    identifiers: list[Ident]
+
+
+def build_floor(fake: FakeDynamoDB) -> Any:
+    from switchboard.store.table import deserialize, serialize
+
+    floor = APIGatewayRestResolver(enable_validation=True)
+
+    @floor.post("/v1/contacts/resolve")
+    def resolve(req: Annotated[Req, Body()]) -> dict:
+        fake.update_item(TableName="bench", Key={}, UpdateExpression="ADD hits :one")
+        keys = [
+            serialize({"PK": f"ORG#{ORG}", "SK": "IDENT#phone#14155552671"}),
+            serialize({"PK": f"ORG#{ORG}", "SK": "IDENT#email#ada@example.com"}),
+        ]
+        found = fake.batch_get_item(RequestItems={"bench": {"Keys": keys}})["Responses"]["bench"]
+        owner = deserialize(found[0])["contact_id"]
+        item = fake.get_item(TableName="bench", Key=serialize({"PK": f"ORG#{ORG}", "SK": f"CONTACT#{owner}"}))
+        return {"data": deserialize(item["Item"])}
+
+    return floor
+
+
+def run(runs: int) -> dict[str, Any]:
+    fake = FakeDynamoDB(_items())
+    with bench_env(fake):
+        return _measure(fake, runs)
+
+
+def _measure(fake: FakeDynamoDB, runs: int) -> dict[str, Any]:
+    from functions.contacts.app import handler
+
+    floor = build_floor(fake)
+    event = api_event("POST", "/v1/contacts/resolve", BODY, ORG)
+    ctx = Ctx()
+
+    def route() -> Any:
+        resp = handler(event, ctx)
+        assert resp["statusCode"] == 200, resp
+        return resp
+
+    def bare() -> Any:
+        resp = floor.resolve(event, ctx)
+        assert resp["statusCode"] == 200, resp
+        return resp
+
+    assert json.loads(route()["body"])["data"]["id"] == json.loads(bare()["body"])["data"]["id"] == "ct_1"
+    fake.calls.clear()
+    route()
+    calls = dict(fake.calls)
+    medians = interleaved({"route": route, "floor": bare}, rounds=runs, per_round=50)
+    resolution_calls = calls.get("BatchGetItem", 0) + calls.get("GetItem", 0)
+    return {
+        "calls": calls,
+        "resolution_calls": resolution_calls,
+        "route_us": medians["route"],
+        "floor_us": medians["floor"],
+        "ratio": medians["route"] / medians["floor"],
+    }
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="bench.resolve")
+    parser.add_argument("--runs", type=int, default=15)
+    parser.add_argument("--check", action="store_true")
+    args, _ = parser.parse_known_args(argv)
+    r = run(args.runs)
+    print("POST /v1/contacts/resolve (2 identifiers, one owner), botocore replaced by an in-memory fake")
+    print(f"  DynamoDB calls per request: {r['calls']}  → resolution {r['resolution_calls']} (target ≤ {TARGET_CALLS})")
+    print(
+        f"  handler {r['route_us']:.0f} µs vs floor {r['floor_us']:.0f} µs  → {r['ratio']:.2f}x "
+        f"(target ≤ {TARGET_RATIO}x) {'PASS' if r['ratio'] <= TARGET_RATIO else 'OVER'}"
+    )
+    over = r["ratio"] > TARGET_RATIO or r["resolution_calls"] > TARGET_CALLS
+    return 1 if args.check and over else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
