@@ -1,0 +1,35 @@
+"""SQS consumer of the outbound-messages queue: hands queued messages to their provider and advances sandbox
+statuses. Partial batch failures: only records whose provider was unreachable are retried (then the DLQ)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from aws_lambda_powertools import Logger
+from aws_lambda_powertools.utilities.batch import BatchProcessor, EventType, process_partial_response
+from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
+from aws_lambda_powertools.utilities.typing import LambdaContext
+
+from switchboard.messaging import messages
+from switchboard.store import get_store
+
+logger = Logger()
+processor = BatchProcessor(event_type=EventType.SQS)
+
+
+def record_handler(record: SQSRecord) -> str:
+    body: dict[str, Any] = json.loads(record.body)
+    if body.get("kind") == "sandbox_status":
+        messages.advance_sandbox(get_store(), body["organization_id"], body["message_id"], body["status"])
+        return "advanced"
+    detail = body.get("detail") or {}  # an EventBridge event: message.queued
+    data = detail.get("data") or {}
+    outcome = messages.deliver(get_store(), detail["organization_id"], data["message_id"])
+    logger.info("message handled", extra={"message_id": data["message_id"], "outcome": outcome})
+    return outcome
+
+
+@logger.inject_lambda_context(clear_state=True)
+def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
+    return process_partial_response(event=event, record_handler=record_handler, processor=processor, context=context)

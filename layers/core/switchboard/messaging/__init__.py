@@ -1,0 +1,1 @@
+"""Messaging: channels, messages, conversations, inbound traffic and delivery statuses."""

@@ -1,0 +1,295 @@
+"""Channels: connected messaging accounts. The provider adapter does the remote work; this module keeps the record,
+its lifecycle (disconnected → pairing → connected / error), its settings documents and its log."""
+
+from __future__ import annotations
+
+import contextlib
+import re
+from typing import Any
+
+from switchboard import clock
+from switchboard.api.auth import AuthContext
+from switchboard.api.pagination import decode_cursor, encode_cursor, query_fingerprint
+from switchboard.audit import audit_put
+from switchboard.contacts.identifiers import normalize_phone
+from switchboard.errors import Conflict, NotFound, UnsupportedByProvider, ValidationFailed
+from switchboard.ids import new_id, new_ulid
+from switchboard.messaging import models
+from switchboard.providers import ProviderRejected, ProviderUnavailable, provider_for
+from switchboard.providers.base import Provider
+from switchboard.store import Delete, Put, Store, TxOp, keys
+
+Item = dict[str, Any]
+_SECRET = re.compile(r"(token|secret|password|api_key|apikey|key|pin)$", re.IGNORECASE)
+
+
+def channel_key(org: str, channel_id: str) -> dict[str, str]:
+    return keys.key(keys.org_pk(org), f"CHANNEL#{channel_id}")
+
+
+def pointer_key(channel_id: str) -> dict[str, str]:
+    """Global: channel id → organization, for provider callbacks that arrive before any credential."""
+    return keys.key(f"CHANNEL#{channel_id}", "CHANNEL")
+
+
+def _mask(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: ("••••" + str(v)[-4:] if _SECRET.search(k) and v else _mask(v)) for k, v in value.items()}
+    return value
+
+
+def view(item: Item) -> models.Channel:
+    """Secrets in config are never returned (only their last four characters)."""
+    return models.Channel.model_validate({**item, "config": _mask(item.get("config") or {})})
+
+
+def get_item(store: Store, org: str, channel_id: str, *, consistent: bool = False) -> Item:
+    item = store.get(channel_key(org, channel_id), consistent=consistent)
+    if item is None:
+        raise NotFound("No such channel.")
+    return item
+
+
+def _log(org: str, channel_id: str, event: str, detail: dict[str, Any] | None = None) -> Put:
+    ulid = new_ulid()
+    return Put(
+        item={
+            "PK": keys.org_pk(org),
+            "SK": f"CHANNEL#{channel_id}#LOG#{ulid}",
+            "entity": "ChannelLog",
+            "id": f"log_{ulid.lower()}",
+            "event": event,
+            "detail": detail or {},
+            "created_at": clock.now_iso(),
+            "ttl": clock.epoch(clock.now()) + 90 * 86400,
+        }
+    )
+
+
+def create(store: Store, auth: AuthContext, body: models.ChannelCreate) -> models.Channel:
+    org, now, channel_id = auth.org_id, clock.now_iso(), new_id("ch")
+    phone = normalize_phone(body.phone_number, "body.phone_number") if body.phone_number else None
+    item: Item = {
+        **channel_key(org, channel_id),
+        "entity": "Channel",
+        "id": channel_id,
+        "organization_id": org,
+        "name": body.name,
+        "phone_number": phone,
+        "platform": body.platform,
+        "mode": "sandbox" if body.platform == "sandbox" else "live",
+        "status": "disconnected",
+        "is_active": True,
+        "last_connected_at": None,
+        "last_error": None,
+        "linked_channel_id": body.linked_channel_id,
+        "metadata": {},
+        "config": body.config,
+        "settings": {},
+        "created_at": now,
+        "updated_at": now,
+        "version": 1,
+    }
+    provider_for(item)  # the platform has an adapter
+    store.transact(
+        [
+            Put(item=item, condition="attribute_not_exists(PK)"),
+            Put(item={**pointer_key(channel_id), "entity": "ChannelPointer", "organization_id": org}),
+            _log(org, channel_id, "created", {"platform": body.platform}),
+            audit_put(
+                auth, "channel.created", "channel", channel_id, after={"name": body.name, "platform": body.platform}
+            ),
+        ]
+    )
+    return view(item)
+
+
+def list_channels(store: Store, auth: AuthContext, limit: int, offset: int) -> tuple[list[models.Channel], int]:
+    items = [i for i in store.query_all(keys.org_pk(auth.org_id), sk_prefix="CHANNEL#") if i.get("entity") == "Channel"]
+    items.sort(key=lambda i: i["created_at"])
+    return [view(i) for i in items[offset : offset + limit]], len(items)
+
+
+def _save(
+    store: Store,
+    auth: AuthContext,
+    old: Item,
+    changes: Item,
+    event: str,
+    detail: dict[str, Any] | None = None,
+    extra: list[TxOp] | None = None,
+) -> Item:
+    new = {**old, **changes, "updated_at": clock.now_iso(), "version": int(old.get("version", 1)) + 1}
+    store.transact(
+        [
+            Put(
+                item=new,
+                condition="#v = :v",
+                names={"#v": "version"},
+                values={":v": old.get("version", 1)},
+                error=Conflict("The channel changed meanwhile; retry."),
+            ),
+            _log(auth.org_id, old["id"], event, detail),
+            *(extra or []),
+        ]
+    )
+    return new
+
+
+def update(store: Store, auth: AuthContext, channel_id: str, body: models.ChannelUpdate) -> models.Channel:
+    item = get_item(store, auth.org_id, channel_id, consistent=True)
+    changes = body.model_dump(exclude_unset=True)
+    if changes.get("phone_number"):
+        changes["phone_number"] = normalize_phone(changes["phone_number"], "body.phone_number")
+    if "config" in changes:
+        changes["config"] = {**(item.get("config") or {}), **(changes["config"] or {})}
+    changes = {k: v for k, v in changes.items() if item.get(k) != v}
+    if not changes:
+        return view(item)
+    audit = audit_put(
+        auth, "channel.updated", "channel", channel_id, after={k: v for k, v in changes.items() if k != "config"}
+    )
+    return view(_save(store, auth, item, changes, "updated", {"fields": sorted(changes)}, [audit]))
+
+
+def delete(store: Store, auth: AuthContext, channel_id: str) -> None:
+    item = get_item(store, auth.org_id, channel_id, consistent=True)
+    # The channel goes anyway; a remote session that cannot be logged out now expires on its own.
+    with contextlib.suppress(ProviderUnavailable, ProviderRejected, UnsupportedByProvider):
+        provider_for(item).disconnect()
+    store.transact(
+        [
+            Delete(key=channel_key(auth.org_id, channel_id), condition="attribute_exists(PK)", error=NotFound()),
+            Delete(key=pointer_key(channel_id)),
+            audit_put(auth, "channel.deleted", "channel", channel_id, before={"name": item["name"]}),
+        ]
+    )
+
+
+def provider(store: Store, auth: AuthContext, channel_id: str) -> tuple[Item, Provider]:
+    item = get_item(store, auth.org_id, channel_id)
+    return item, provider_for(item)
+
+
+def connect(store: Store, auth: AuthContext, channel_id: str, *, force: bool = False) -> models.Channel:
+    item = get_item(store, auth.org_id, channel_id, consistent=True)
+    if item["status"] == "connected" and not force:
+        return view(item)
+    adapter = provider_for(item)
+    if force:
+        with contextlib.suppress(ProviderUnavailable, ProviderRejected):
+            adapter.disconnect()
+    try:
+        result = adapter.connect()
+    except ProviderRejected as err:
+        return view(
+            _save(store, auth, item, {"status": "error", "last_error": err.message}, "error", {"error": err.message})
+        )
+    except ProviderUnavailable as err:
+        return view(
+            _save(
+                store,
+                auth,
+                item,
+                {"status": "error", "last_error": str(err) or "provider unavailable"},
+                "error",
+                {"error": str(err)},
+            )
+        )
+    changes: Item = {
+        "status": result.status,
+        "last_error": None,
+        "metadata": {**(item.get("metadata") or {}), **result.metadata},
+    }
+    if result.status == "connected":
+        changes["last_connected_at"] = clock.now_iso()
+    return view(_save(store, auth, item, changes, "reconnected" if force else result.status))
+
+
+def disconnect(store: Store, auth: AuthContext, channel_id: str) -> models.Channel:
+    item = get_item(store, auth.org_id, channel_id, consistent=True)
+    try:
+        provider_for(item).disconnect()
+    except ProviderUnavailable as err:
+        raise Conflict(f"The provider could not be reached to disconnect: {err}") from None
+    if item["status"] == "disconnected":
+        return view(item)
+    return view(_save(store, auth, item, {"status": "disconnected"}, "disconnected"))
+
+
+def reconnect(store: Store, auth: AuthContext, channel_id: str, *, force: bool) -> models.Channel:
+    return connect(store, auth, channel_id, force=True) if force else _reconnect_soft(store, auth, channel_id)
+
+
+def _reconnect_soft(store: Store, auth: AuthContext, channel_id: str) -> models.Channel:
+    item = get_item(store, auth.org_id, channel_id, consistent=True)
+    if item["status"] == "connected":
+        return view(item)
+    return connect(store, auth, channel_id)
+
+
+def status(store: Store, auth: AuthContext, channel_id: str) -> models.ChannelStatusView:
+    item, adapter = provider(store, auth, channel_id)
+    return models.ChannelStatusView(
+        channel_id=item["id"],
+        status=adapter.status(),
+        is_active=item["is_active"],
+        last_connected_at=item.get("last_connected_at"),
+        last_error=item.get("last_error"),
+    )
+
+
+def logs(
+    store: Store, auth: AuthContext, channel_id: str, limit: int, cursor: str | None
+) -> tuple[list[models.ChannelLog], str | None]:
+    org = auth.org_id
+    get_item(store, org, channel_id)
+    fingerprint = query_fingerprint(f"channel-logs:{channel_id}", {})
+    page = store.query(
+        keys.org_pk(org),
+        sk_prefix=f"CHANNEL#{channel_id}#LOG#",
+        forward=False,
+        limit=limit,
+        start_key=decode_cursor(cursor, org, fingerprint),
+    )
+    return [models.ChannelLog.model_validate(i) for i in page.items], encode_cursor(org, fingerprint, page.last_key)
+
+
+# Settings documents: stored on the channel, applied through the provider where it has the notion -------------------
+DOCUMENTS = ("advanced", "phone", "two_step", "proxy", "network_proxy")
+
+
+def get_document(store: Store, auth: AuthContext, channel_id: str, name: str) -> dict[str, Any]:
+    item = get_item(store, auth.org_id, channel_id)
+    return _mask((item.get("settings") or {}).get(name) or {})  # type: ignore[no-any-return]
+
+
+def put_document(store: Store, auth: AuthContext, channel_id: str, name: str, doc: dict[str, Any]) -> dict[str, Any]:
+    if len(str(doc)) > 16_384:
+        raise ValidationFailed.field("body", "settings documents are limited to 16 KiB")
+    item = get_item(store, auth.org_id, channel_id, consistent=True)
+    settings = {**(item.get("settings") or {}), name: doc}
+    _save(
+        store,
+        auth,
+        item,
+        {"settings": settings},
+        "settings_changed",
+        {"document": name},
+        [audit_put(auth, "channel.settings_changed", "channel", channel_id, after={"document": name})],
+    )
+    return _mask(doc)  # type: ignore[no-any-return]
+
+
+def account_document(
+    store: Store, auth: AuthContext, channel_id: str, name: str, changes: dict[str, Any] | None
+) -> dict[str, Any]:
+    """Profile, business profile and privacy live at the provider; the last known copy is kept in metadata."""
+    item, adapter = provider(store, auth, channel_id)
+    call = adapter.privacy if name == "privacy" else adapter.profile
+    result = call(changes) if name != "business_profile" else call({**(changes or {}), "business": True})
+    if changes:
+        item = get_item(store, auth.org_id, channel_id, consistent=True)
+        metadata = {**(item.get("metadata") or {}), name: result}
+        _save(store, auth, item, {"metadata": metadata}, "settings_changed", {"document": name})
+    return result

@@ -1,0 +1,323 @@
+"""Conversations: one per (channel, contact), threading every message between them; state actions and the lock."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Any
+
+from switchboard import clock
+from switchboard.api.auth import AuthContext
+from switchboard.api.pagination import decode_cursor, encode_cursor, query_fingerprint
+from switchboard.errors import Conflict, Forbidden, NotFound, ValidationFailed
+from switchboard.events.outbox import outbox_put
+from switchboard.ids import new_id
+from switchboard.messaging import models
+from switchboard.store import Put, Store, TxOp, keys
+
+Item = dict[str, Any]
+LOCK_TTL = timedelta(seconds=120)
+
+
+def conv_key(org: str, conv_id: str) -> dict[str, str]:
+    return keys.key(keys.org_pk(org), f"CONV#{conv_id}")
+
+
+def pair_key(org: str, channel_id: str, contact_id: str) -> dict[str, str]:
+    return keys.key(keys.org_pk(org), f"CONVKEY#{channel_id}#{contact_id}")
+
+
+def lock_key(org: str, conv_id: str) -> dict[str, str]:
+    return keys.key(keys.org_pk(org), f"CONV#{conv_id}#LOCK")
+
+
+def list_pk(org: str) -> str:
+    return f"ORG#{org}#CONVS"
+
+
+def messages_pk(org: str, conv_id: str) -> str:
+    return f"ORG#{org}#CONV#{conv_id}"
+
+
+def view(item: Item) -> models.Conversation:
+    muted_until = item.get("muted_until")
+    muted = bool(item.get("muted")) and (not muted_until or clock.parse_iso(muted_until) > clock.now())
+    return models.Conversation.model_validate({**item, "muted": muted})
+
+
+def get_item(store: Store, org: str, conv_id: str, *, consistent: bool = False) -> Item:
+    item = store.get(conv_key(org, conv_id), consistent=consistent)
+    if item is None:
+        raise NotFound("No such conversation.")
+    return item
+
+
+def get_or_create(store: Store, org: str, channel_id: str, contact_id: str) -> Item:
+    """The conversation of a channel and a contact; created once (a sentinel guards the pair)."""
+    for _ in range(3):
+        pointer = store.get(pair_key(org, channel_id, contact_id), consistent=True)
+        if pointer:
+            return get_item(store, org, pointer["conversation_id"], consistent=True)
+        now, conv_id = clock.now_iso(), new_id("cv")
+        item: Item = {
+            **conv_key(org, conv_id),
+            "entity": "Conversation",
+            "id": conv_id,
+            "organization_id": org,
+            "channel_id": channel_id,
+            "contact_id": contact_id,
+            "status": "open",
+            "archived": False,
+            "muted": False,
+            "pinned": False,
+            "unread_count": 0,
+            "assignee": None,
+            "labels": [],
+            "last_message_at": None,
+            "created_at": now,
+            "updated_at": now,
+            "version": 1,
+            "GSI1PK": list_pk(org),
+            "GSI1SK": f"{now}#{conv_id}",
+        }
+        try:
+            store.transact(
+                [
+                    Put(
+                        item={
+                            **pair_key(org, channel_id, contact_id),
+                            "entity": "ConversationKey",
+                            "conversation_id": conv_id,
+                        },
+                        condition="attribute_not_exists(PK)",
+                    ),
+                    Put(item=item, condition="attribute_not_exists(PK)"),
+                ]
+            )
+            return item
+        except Conflict:
+            continue
+    raise Conflict("The conversation was created concurrently; retry.")
+
+
+def touch_ops(org: str, conv: Item, *, at: str, preview: str, inbound: bool) -> list[TxOp]:
+    """The conversation's side of a new message: last message, unread count, reopened when closed."""
+    changes: Item = {
+        "last_message_at": at,
+        "last_message_preview": preview[:120],
+        "updated_at": at,
+        "GSI1SK": f"{at}#{conv['id']}",
+    }
+    if inbound:
+        changes |= {
+            "unread_count": int(conv.get("unread_count", 0)) + 1,
+            "last_inbound_at": at,
+            "status": "open",
+            "archived": False,
+        }
+    new = {**conv, **changes, "version": int(conv.get("version", 1)) + 1}
+    return [
+        Put(
+            item=new,
+            condition="#v = :v",
+            names={"#v": "version"},
+            values={":v": conv.get("version", 1)},
+            error=Conflict("The conversation changed meanwhile; retry."),
+        )
+    ]
+
+
+def list_conversations(
+    store: Store,
+    auth: AuthContext,
+    *,
+    limit: int,
+    cursor: str | None,
+    status: str | None,
+    assignee: str | None,
+    label: str | None,
+    channel_id: str | None,
+    unread: bool | None,
+) -> tuple[list[models.Conversation], str | None]:
+    org = auth.org_id
+    params = {"status": status, "assignee": assignee, "label": label, "channel_id": channel_id, "unread": unread}
+    fingerprint = query_fingerprint("conversations", params)
+    start = decode_cursor(cursor, org, fingerprint)
+
+    def keep(i: Item) -> bool:
+        a = i.get("assignee") or {}
+        return (
+            (not status or i["status"] == status)
+            and (not channel_id or i["channel_id"] == channel_id)
+            and (not label or label in (i.get("labels") or []))
+            and (not assignee or a.get("id") == assignee or (assignee == "none" and not a))
+            and (unread is None or (int(i.get("unread_count", 0)) > 0) == unread)
+        )
+
+    items, last = _filtered_page(store, list_pk(org), limit, start, keep)
+    return [view(i) for i in items], encode_cursor(org, fingerprint, last)
+
+
+def _filtered_page(
+    store: Store, pk: str, limit: int, start: dict[str, Any] | None, keep: Any
+) -> tuple[list[Item], dict[str, Any] | None]:
+    """Up to `limit` items passing `keep`, newest first; reads on (bounded) when filters thin a page. The
+    continuation key is the last returned item's, so the next page starts right after it."""
+    items: list[Item] = []
+    for _ in range(20):
+        page = store.query(pk, index="GSI1", forward=False, limit=max(limit, 25), start_key=start)
+        for n, item in enumerate(page.items):
+            if keep(item):
+                items.append(item)
+                if len(items) == limit:
+                    more = n + 1 < len(page.items) or page.last_key is not None
+                    return items, ({k: item[k] for k in ("PK", "SK", "GSI1PK", "GSI1SK")} if more else None)
+        if page.last_key is None:
+            return items, None
+        start = page.last_key
+    return items, start
+
+
+def messages(
+    store: Store, auth: AuthContext, conv_id: str, limit: int, cursor: str | None
+) -> tuple[list[models.ConversationMessage], str | None]:
+    org = auth.org_id
+    get_item(store, org, conv_id)
+    fingerprint = query_fingerprint(f"conversation-messages:{conv_id}", {})
+    page = store.query(
+        messages_pk(org, conv_id),
+        index="GSI2",
+        forward=False,
+        limit=limit,
+        start_key=decode_cursor(cursor, org, fingerprint),
+    )
+    return (
+        [models.ConversationMessage.model_validate(i) for i in page.items],
+        encode_cursor(org, fingerprint, page.last_key),
+    )
+
+
+def _change(store: Store, auth: AuthContext, conv_id: str, changes: Item) -> models.Conversation:
+    """Apply state changes; one `conversation.updated` event when something really changed."""
+    org = auth.org_id
+    item = get_item(store, org, conv_id, consistent=True)
+    changed = {k: v for k, v in changes.items() if item.get(k) != v}
+    if not changed:
+        return view(item)
+    new = {**item, **changed, "updated_at": clock.now_iso(), "version": int(item.get("version", 1)) + 1}
+    store.transact(
+        [
+            Put(
+                item=new,
+                condition="#v = :v",
+                names={"#v": "version"},
+                values={":v": item.get("version", 1)},
+                error=Conflict("The conversation changed meanwhile; retry."),
+            ),
+            outbox_put(
+                org,
+                "conversation.updated",
+                {
+                    "conversation_id": conv_id,
+                    "status": new["status"],
+                    "organization_id": org,
+                    "changes": sorted(changed),
+                },
+            ),
+        ]
+    )
+    return view(new)
+
+
+ACTIONS: dict[str, Item] = {
+    "archive": {"archived": True},
+    "unarchive": {"archived": False},
+    "close": {"status": "closed"},
+    "reopen": {"status": "open"},
+    "pin": {"pinned": True},
+    "unpin": {"pinned": False},
+    "unmute": {"muted": False, "muted_until": None},
+    "read": {"unread_count": 0},
+}
+
+
+def act(store: Store, auth: AuthContext, conv_id: str, action: str) -> models.Conversation:
+    return _change(store, auth, conv_id, ACTIONS[action])
+
+
+def mute(store: Store, auth: AuthContext, conv_id: str, body: models.MuteRequest) -> models.Conversation:
+    if body.until and clock.parse_iso(body.until) <= clock.now():
+        raise ValidationFailed.field("body.until", "must be in the future")
+    return _change(store, auth, conv_id, {"muted": True, "muted_until": body.until})
+
+
+def assign(store: Store, auth: AuthContext, conv_id: str, body: models.AssignRequest) -> models.Conversation:
+    if body.user_id and body.team_id:
+        raise ValidationFailed.field("body", "give user_id or team_id, not both")
+    org = auth.org_id
+    assignee = None
+    if body.user_id:
+        if store.get(keys.member(org, body.user_id)) is None:
+            raise NotFound("No such member.")
+        assignee = {"type": "user", "id": body.user_id}
+    elif body.team_id:
+        if store.get(keys.key(keys.org_pk(org), f"TEAM#{body.team_id}")) is None:
+            raise NotFound("No such team.")
+        assignee = {"type": "team", "id": body.team_id}
+    return _change(store, auth, conv_id, {"assignee": assignee})
+
+
+def get(store: Store, auth: AuthContext, conv_id: str) -> models.Conversation:
+    return view(get_item(store, auth.org_id, conv_id))
+
+
+# Lock --------------------------------------------------------------------------------------------------------------
+def _lock_view(item: Item) -> models.ConversationLock:
+    return models.ConversationLock.model_validate(item)
+
+
+def claim_lock(store: Store, auth: AuthContext, conv_id: str, body: models.LockRequest) -> models.ConversationLock:
+    """Claim or refresh: the owner is the calling user (or API key); 120 s from the last refresh."""
+    org = auth.org_id
+    get_item(store, org, conv_id)
+    owner = auth.user_id if auth.principal_type == "session" and auth.user_id else auth.principal_id
+    now = clock.now()
+    item = {
+        **lock_key(org, conv_id),
+        "entity": "ConversationLock",
+        "conversation_id": conv_id,
+        "organization_id": org,
+        "lock_owner_id": owner,
+        "lock_owner_name": body.lock_owner_name,
+        "draft_id": body.draft_id,
+        "expires_at": clock.iso(now + LOCK_TTL),
+        "expires_epoch_ms": int((now + LOCK_TTL).timestamp() * 1000),
+        "updated_at": clock.iso(now),
+        "ttl": clock.epoch(now + LOCK_TTL) + 3600,
+    }
+    try:
+        store.put(
+            item,
+            condition="attribute_not_exists(PK) OR lock_owner_id = :me OR expires_epoch_ms < :now",
+            values={":me": owner, ":now": int(now.timestamp() * 1000)},
+        )
+    except Conflict:
+        current = store.get(lock_key(org, conv_id), consistent=True)
+        details = [_lock_view(current).model_dump()] if current else []
+        raise Conflict("Another user holds the lock on this conversation.", code="lock_held", details=details) from None
+    return _lock_view(item)
+
+
+def release_lock(store: Store, auth: AuthContext, conv_id: str) -> None:
+    """The owner (or an admin) releases the lock; releasing a lock nobody holds is a no-op."""
+    org = auth.org_id
+    get_item(store, org, conv_id)
+    current = store.get(lock_key(org, conv_id), consistent=True)
+    if current is None:
+        return
+    owner = auth.user_id if auth.principal_type == "session" and auth.user_id else auth.principal_id
+    expired = int(current.get("expires_epoch_ms", 0)) < int(clock.now().timestamp() * 1000)
+    if current["lock_owner_id"] != owner and not expired and not auth.has_role("admin"):
+        raise Forbidden("Only the lock's owner or an admin can release it.")
+    store.delete(
+        lock_key(org, conv_id), condition="lock_owner_id = :owner", values={":owner": current["lock_owner_id"]}
+    )

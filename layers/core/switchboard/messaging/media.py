@@ -1,0 +1,235 @@
+"""Media (download through the provider, uploads and assets in S3), message actions, channel-level blocks."""
+
+from __future__ import annotations
+
+import base64
+from typing import Any, Literal
+
+from pydantic import Field
+
+from switchboard import aws, clock, media
+from switchboard.api.auth import AuthContext
+from switchboard.api.pagination import decode_cursor, encode_cursor, query_fingerprint
+from switchboard.config import get_settings
+from switchboard.contacts.identifiers import normalize_phone
+from switchboard.errors import Conflict, NotFound, ValidationFailed
+from switchboard.identity.models import BaseModel, Strict
+from switchboard.ids import new_id
+from switchboard.messaging import channels, messages
+from switchboard.store import Put, Store, keys
+
+Item = dict[str, Any]
+UPLOAD_TYPES = {
+    "image/png",
+    "image/jpeg",
+    "image/webp",
+    "video/mp4",
+    "audio/ogg",
+    "audio/mpeg",
+    "application/pdf",
+    "text/plain",
+}
+MAX_UPLOAD = 16 * 1024 * 1024
+
+
+class MediaDownloadRequest(Strict):
+    channel_id: str = Field(min_length=1, description="channel id")
+    media_id: str = Field(min_length=1, description="media id")
+    message_id: str = Field(min_length=1, description="provider message id")
+    message_payload: str = Field(min_length=2, description="raw message payload that the provider download needs")
+
+
+class DownloadedMediaView(BaseModel):
+    """The spec's Downloaded media (`data` base64)."""
+
+    media_id: str
+    data: str
+    file_name: str
+    mime_type: str
+    source_url: str
+
+
+def download(
+    store: Store, auth: AuthContext, channel_id: str, media_id: str, message_id: str, payload: str
+) -> DownloadedMediaView:
+    _, adapter = channels.provider(store, auth, channel_id)
+    got = adapter.download_media(media_id, message_id, payload)
+    key = f"media/{auth.org_id}/{channel_id}/{media_id}"
+    aws.client("s3").put_object(Bucket=get_settings().media_bucket, Key=key, Body=got.data, ContentType=got.mime_type)
+    return DownloadedMediaView(
+        media_id=media_id,
+        data=base64.b64encode(got.data).decode(),
+        file_name=got.file_name,
+        mime_type=got.mime_type,
+        source_url=got.source_url,
+    )
+
+
+class MessageRef(Strict):
+    message_id: str = Field(min_length=1, max_length=64, description="our message id (UUID)")
+
+
+class EditRequest(MessageRef):
+    text: str = Field(min_length=1, max_length=4096)
+
+
+class ReactRequest(MessageRef):
+    emoji: str = Field(min_length=0, max_length=16, description="empty removes the reaction")
+
+
+class PresenceRequest(Strict):
+    channel_id: str = Field(min_length=1, max_length=64)
+    to: str = Field(min_length=3, max_length=64)
+    state: Literal["typing", "recording", "paused", "available", "unavailable"]
+
+
+def message_action(store: Store, auth: AuthContext, action: str, body: MessageRef) -> dict[str, Any]:
+    """Edit, delete, react or mark read a message through its channel's provider, and record it."""
+    org = auth.org_id
+    message = messages.get_item(store, org, body.message_id, consistent=True)
+    if not message.get("provider_message_id"):
+        raise Conflict("The message has not reached its provider yet.")
+    _, adapter = channels.provider(store, auth, message["channel_id"])
+    pmid = message["provider_message_id"]
+    changes: Item = {}
+    if action == "edit":
+        assert isinstance(body, EditRequest)
+        adapter.edit(pmid, body.text)
+        changes = {"text": body.text, "edited_at": clock.now_iso()}
+    elif action == "delete":
+        adapter.delete(pmid)
+        changes = {"deleted": True, "deleted_at": clock.now_iso()}
+    elif action == "react":
+        assert isinstance(body, ReactRequest)
+        adapter.react(pmid, body.emoji)
+        changes = {"reaction": body.emoji or None}
+    else:
+        adapter.read(pmid)
+        changes = {"read_at": clock.now_iso()}
+    sets = ", ".join(f"{k} = :{k}" for k in changes) + ", updated_at = :now"
+    store.update(
+        status_key(org, body.message_id),
+        f"SET {sets}",
+        condition="attribute_exists(PK)",
+        values={**{f":{k}": v for k, v in changes.items()}, ":now": clock.now_iso()},
+        return_values="NONE",
+    )
+    return {"message_id": body.message_id, "action": action, **changes}
+
+
+def status_key(org: str, message_id: str) -> dict[str, str]:
+    return keys.key(keys.org_pk(org), f"MSG#{message_id}")
+
+
+def presence(store: Store, auth: AuthContext, body: PresenceRequest) -> dict[str, Any]:
+    _, adapter = channels.provider(store, auth, body.channel_id)
+    to = normalize_phone(body.to, "body.to")
+    adapter.presence(to, body.state)
+    return {"channel_id": body.channel_id, "to": to, "state": body.state}
+
+
+# Uploads and assets ------------------------------------------------------------------------------------------------
+class UploadRequest(Strict):
+    content_type: str = Field(min_length=3, max_length=100)
+    size: int = Field(gt=0, le=MAX_UPLOAD, description="bytes")
+    file_name: str | None = Field(default=None, max_length=255)
+
+
+class Asset(BaseModel):
+    id: str
+    content_type: str
+    size: int
+    file_name: str | None = None
+    created_at: str
+
+
+class UploadTicket(Asset):
+    upload_url: str
+    method: str = "PUT"
+    headers: dict[str, str]
+    expires_at: str
+
+
+def _asset_key(org: str, asset_id: str) -> dict[str, str]:
+    return keys.key(keys.org_pk(org), f"ASSET#{asset_id}")
+
+
+def create_upload(store: Store, auth: AuthContext, body: UploadRequest) -> UploadTicket:
+    if body.content_type not in UPLOAD_TYPES:
+        raise ValidationFailed.field("body.content_type", f"must be one of {', '.join(sorted(UPLOAD_TYPES))}")
+    asset_id = new_id("asset")
+    object_key = f"assets/{auth.org_id}/{asset_id}"
+    url, headers, expires_at = media.presign_upload(object_key, body.content_type, body.size)
+    item = {
+        **_asset_key(auth.org_id, asset_id),
+        "entity": "Asset",
+        "id": asset_id,
+        "content_type": body.content_type,
+        "size": body.size,
+        "file_name": body.file_name,
+        "object_key": object_key,
+        "created_at": clock.now_iso(),
+    }
+    store.put(Put(item=item).item, condition="attribute_not_exists(PK)")
+    return UploadTicket(
+        **Asset.model_validate(item).model_dump(), upload_url=url, headers=headers, expires_at=expires_at
+    )
+
+
+def list_assets(store: Store, auth: AuthContext, limit: int, cursor: str | None) -> tuple[list[Asset], str | None]:
+    org = auth.org_id
+    fingerprint = query_fingerprint("assets", {})
+    page = store.query(
+        keys.org_pk(org),
+        sk_prefix="ASSET#",
+        forward=False,
+        limit=limit,
+        start_key=decode_cursor(cursor, org, fingerprint),
+    )
+    return [Asset.model_validate(i) for i in page.items], encode_cursor(org, fingerprint, page.last_key)
+
+
+def get_asset(store: Store, auth: AuthContext, asset_id: str) -> Asset:
+    item = store.get(_asset_key(auth.org_id, asset_id))
+    if item is None:
+        raise NotFound("No such asset.")
+    return Asset.model_validate(item)
+
+
+def delete_asset(store: Store, auth: AuthContext, asset_id: str) -> None:
+    item = store.delete(
+        _asset_key(auth.org_id, asset_id), condition="attribute_exists(PK)", error=NotFound("No such asset.")
+    )
+    if item:
+        aws.client("s3").delete_object(Bucket=get_settings().media_bucket, Key=item["object_key"])
+
+
+# Channel-level blocks and contacts -----------------------------------------------------------------------------------
+def blocked_on_channel(store: Store, auth: AuthContext, channel_id: str) -> list[Any]:
+    from switchboard.messaging.models import BlockedOnChannel
+
+    channels.get_item(store, auth.org_id, channel_id)
+    rows = store.query_all(keys.org_pk(auth.org_id), sk_prefix=f"CHANNEL#{channel_id}#BLOCK#")
+    return [BlockedOnChannel.model_validate(r) for r in rows]
+
+
+def block_on_channel(store: Store, auth: AuthContext, channel_id: str, body: Any) -> dict[str, Any]:
+    _, adapter = channels.provider(store, auth, channel_id)
+    phone = normalize_phone(body.phone, "body.phone")
+    adapter.block(phone, body.blocked)
+    key = keys.key(keys.org_pk(auth.org_id), f"CHANNEL#{channel_id}#BLOCK#{phone}")
+    if body.blocked:
+        store.put({**key, "entity": "ChannelBlock", "phone": phone, "blocked_at": clock.now_iso()})
+    else:
+        store.delete(key)
+    return {"channel_id": channel_id, "phone": phone, "blocked": body.blocked}
+
+
+def channel_contacts(store: Store, auth: AuthContext, channel_id: str) -> list[dict[str, Any]]:
+    from switchboard.contacts import service as contacts
+
+    channels.get_item(store, auth.org_id, channel_id)
+    pairs = store.query_all(keys.org_pk(auth.org_id), sk_prefix=f"CONVKEY#{channel_id}#")
+    ids = [p["SK"].rsplit("#", 1)[1] for p in pairs]
+    found = store.batch_get([keys.key(keys.org_pk(auth.org_id), f"CONTACT#{i}") for i in ids])
+    return [contacts.view(c).model_dump() for c in sorted(found, key=lambda c: c["id"])]

@@ -1,0 +1,316 @@
+"""Messages: sending (queued through the outbox), the sender's provider call, sandbox status timers, inbound
+messages and provider status callbacks."""
+
+from __future__ import annotations
+
+import json
+from datetime import timedelta
+from typing import Any
+
+from switchboard import aws, clock, ratelimit
+from switchboard.api.auth import AuthContext
+from switchboard.config import get_settings
+from switchboard.contacts import models as contact_models
+from switchboard.contacts import service as contacts
+from switchboard.contacts.identifiers import Identifier, normalize_phone
+from switchboard.errors import Conflict, NotFound, ValidationFailed
+from switchboard.events.outbox import outbox_put
+from switchboard.ids import new_message_id
+from switchboard.messaging import channels, conversations, models, status
+from switchboard.providers import OutboundMessage, ProviderRejected, provider_for
+from switchboard.providers.base import InboundMessage, StatusCallback
+from switchboard.store import Put, Store, TxOp, keys
+
+Item = dict[str, Any]
+CHANNEL_KIND = "whatsapp"  # every platform here is a WhatsApp flavour: consent and suppressions use this kind
+WINDOW = timedelta(hours=24)
+SENDS_PER_MINUTE = 600
+
+
+def system_auth(org: str) -> AuthContext:
+    return AuthContext("system", "system", None, org, "owner", "system")
+
+
+def provider_key(org: str, channel_id: str, provider_message_id: str) -> dict[str, str]:
+    return keys.key(keys.org_pk(org), f"PMSG#{channel_id}#{provider_message_id}")
+
+
+def get_item(store: Store, org: str, message_id: str, *, consistent: bool = False) -> Item:
+    item = store.get(status.message_key(org, message_id), consistent=consistent)
+    if item is None:
+        raise NotFound("No such message.")
+    return item
+
+
+def view(item: Item) -> models.Message:
+    return models.Message.model_validate(item)
+
+
+def _content(body: models.SendMessage) -> tuple[str | None, dict[str, Any] | None, str]:
+    """(text, media/template/location payload, preview) — and the type's required part is present."""
+    if body.type == "text":
+        if not body.text:
+            raise ValidationFailed.field("body.text", "is required for text messages")
+        return body.text.body, None, body.text.body
+    if body.type == "template":
+        if not body.template:
+            raise ValidationFailed.field("body.template", "is required for template messages")
+        return None, {"template": body.template.model_dump()}, f"[template {body.template.name}]"
+    if body.type == "location":
+        if not body.location:
+            raise ValidationFailed.field("body.location", "is required for location messages")
+        return None, {"location": body.location.model_dump()}, "[location]"
+    if not body.media or not (body.media.url or body.media.id or body.media.asset_id):
+        raise ValidationFailed.field("body.media", f"a url, id or asset_id is required for {body.type} messages")
+    return body.media.caption, {"media": body.media.model_dump(exclude_none=True)}, f"[{body.type}]"
+
+
+def _recipient(store: Store, auth: AuthContext, body: models.SendMessage) -> tuple[Item, str]:
+    if bool(body.to) == bool(body.contact_id):
+        raise ValidationFailed.field("body", "give exactly one of to or contact_id")
+    if body.contact_id:
+        contact = contacts.get_item(store, auth.org_id, body.contact_id)
+        phone = contact.get("phone") or next(
+            (i["value"] for i in contact.get("identities", []) if Identifier(i["type"], i["value"]).space == "phone"),
+            None,
+        )
+        if not phone:
+            raise ValidationFailed.field("body.contact_id", "the contact has no phone or WhatsApp identity")
+        return contact, phone
+    phone = normalize_phone(body.to or "", "body.to")
+    created, _ = contacts.upsert(store, auth, contact_models.ContactCreate(phone=phone))
+    return contacts.get_item(store, auth.org_id, created.id, consistent=True), phone
+
+
+def _check_recipient(store: Store, org: str, contact: Item, conv: Item | None, reply: bool) -> None:
+    if contact.get("blocked"):
+        raise Conflict("The recipient is blocked.", code="recipient_blocked")
+    in_window = bool(
+        reply
+        and conv
+        and conv.get("last_inbound_at")
+        and clock.now() - clock.parse_iso(conv["last_inbound_at"]) < WINDOW
+    )
+    keys_ = [
+        keys.key(keys.org_pk(org), f"CONTACT#{contact['id']}#SUPP#{CHANNEL_KIND}"),
+        keys.key(keys.org_pk(org), f"CONTACT#{contact['id']}#CONSENT#{CHANNEL_KIND}"),
+    ]
+    found = {i["SK"].rsplit("#", 2)[-2]: i for i in store.batch_get(keys_)}
+    supp = found.get("SUPP")
+    if supp and (not supp.get("expires_at") or clock.parse_iso(supp["expires_at"]) > clock.now()) and not in_window:
+        raise Conflict(f"The recipient is suppressed on {CHANNEL_KIND}: {supp['reason']}.", code="recipient_suppressed")
+    consent = found.get("CONSENT")
+    if consent and consent.get("status") == "opted_out" and not in_window:
+        raise Conflict(f"The recipient opted out of {CHANNEL_KIND} messages.", code="recipient_opted_out")
+
+
+def send(store: Store, auth: AuthContext, body: models.SendMessage) -> models.Message:
+    """Accept a message for sending: stored `pending`, queued through the outbox (→ message_sender), 202."""
+    org = auth.org_id
+    text, payload, preview = _content(body)
+    channel = channels.get_item(store, org, body.channel_id)
+    if channel["status"] != "connected" or not channel.get("is_active", True):
+        raise Conflict("The channel is not connected.", details=[{"channel_status": channel["status"]}])
+    ratelimit.hit(store, f"send:{org}", limit=SENDS_PER_MINUTE, window_seconds=60)
+    contact, phone = _recipient(store, auth, body)
+    conv = conversations.get_or_create(store, org, channel["id"], contact["id"])
+    _check_recipient(store, org, contact, conv, reply=bool(body.reply_to))
+    now, message_id = clock.now_iso(), new_message_id()
+    item: Item = {
+        **status.message_key(org, message_id),
+        "entity": "Message",
+        "id": message_id,
+        "organization_id": org,
+        "channel_id": channel["id"],
+        "conversation_id": conv["id"],
+        "contact_id": contact["id"],
+        "direction": "outbound",
+        "to_phone": phone,
+        "from_phone": channel.get("phone_number"),
+        "type": body.type,
+        "text": text,
+        "media": payload,
+        "reply_to": body.reply_to,
+        "status": "pending",
+        "provider_message_id": None,
+        "last_error": None,
+        "created_at": now,
+        "updated_at": now,
+        "sent_by": auth.principal_id,
+        "GSI2PK": conversations.messages_pk(org, conv["id"]),
+        "GSI2SK": message_id,
+    }
+    store.transact(
+        [
+            Put(item=item, condition="attribute_not_exists(PK)"),
+            *conversations.touch_ops(org, conv, at=now, preview=preview, inbound=False),
+            status.history_put(org, message_id, "pending", True, None),
+            outbox_put(
+                org, "message.queued", {"message_id": message_id, "organization_id": org, "channel_id": channel["id"]}
+            ),
+        ]
+    )
+    return view(item)
+
+
+def get(store: Store, auth: AuthContext, message_id: str) -> models.Message:
+    return view(get_item(store, auth.org_id, message_id))
+
+
+def status_of(store: Store, auth: AuthContext, message_id: str) -> models.MessageStatus:
+    item = get_item(store, auth.org_id, message_id)
+    rows = store.query_all(keys.org_pk(auth.org_id), sk_prefix=f"MSG#{message_id}#STATUS#")
+    history = [{k: r.get(k) for k in ("status", "applied", "error", "at")} for r in rows]
+    return models.MessageStatus(
+        message_id=message_id, status=item["status"], last_error=item.get("last_error"), history=history
+    )
+
+
+# The sender (message_sender function) ---------------------------------------------------------------------------------
+def deliver(store: Store, org: str, message_id: str) -> str:
+    """Hand a pending message to its provider. Idempotent: a redelivered queue message for a message that is no
+    longer pending does nothing. Provider outages raise ProviderUnavailable (the queue retries)."""
+    message = get_item(store, org, message_id, consistent=True)
+    if message["status"] != "pending":
+        return "skipped"
+    channel = channels.get_item(store, org, message["channel_id"])
+    media = message.get("media") or {}
+    outbound = OutboundMessage(
+        message_id=message_id,
+        to_phone=message["to_phone"],
+        type=message["type"],
+        text=message.get("text"),
+        media=media.get("media"),
+        template=media.get("template"),
+        reply_to=message.get("reply_to"),
+    )
+    try:
+        result = provider_for(channel).send(outbound)
+    except ProviderRejected as err:
+        status.apply(store, org, message, "failed", error=err.message)
+        return "failed"
+    sentinel = Put(
+        item={
+            **provider_key(org, channel["id"], result.provider_message_id),
+            "entity": "ProviderMessage",
+            "message_id": message_id,
+        }
+    )
+    status.apply(
+        store, org, message, "sent", extra=[sentinel], extra_set={"provider_message_id": result.provider_message_id}
+    )
+    if channel["platform"] == "sandbox":
+        schedule_sandbox_status(org, message_id, "delivered")
+    return "sent"
+
+
+def schedule_sandbox_status(org: str, message_id: str, next_status: str) -> None:
+    settings = get_settings()
+    delay = settings.sandbox_status_delay * settings.local_time_scale
+    aws.client("sqs").send_message(
+        QueueUrl=settings.outbound_messages_queue_url,
+        MessageBody=json.dumps(
+            {"kind": "sandbox_status", "organization_id": org, "message_id": message_id, "status": next_status}
+        ),
+        DelaySeconds=min(900, round(delay)),
+    )
+
+
+def advance_sandbox(store: Store, org: str, message_id: str, next_status: str) -> None:
+    message = get_item(store, org, message_id, consistent=True)
+    if status.apply(store, org, message, next_status) and next_status == "delivered":
+        schedule_sandbox_status(org, message_id, "read")
+
+
+# Inbound -------------------------------------------------------------------------------------------------------------
+def receive(store: Store, org: str, channel: Item, inbound: InboundMessage) -> models.InboundAccepted:
+    """A customer's message: stored once (duplicate callbacks are no-ops), resolved or created as a contact,
+    threaded into the conversation, announced as `message.new`."""
+    existing = store.get(provider_key(org, channel["id"], inbound.provider_message_id), consistent=True)
+    if existing:
+        message = get_item(store, org, existing["message_id"])
+        return models.InboundAccepted(
+            message_id=message["id"],
+            conversation_id=message["conversation_id"],
+            contact_id=message["contact_id"],
+            duplicate=True,
+        )
+    auth = system_auth(org)
+    identity = contact_models.IdentityIn(type="whatsapp", value=inbound.from_phone, channel_id=channel["id"])
+    contact, created = contacts.upsert(store, auth, contact_models.ContactCreate(identities=[identity]))
+    if created and inbound.contact_name:
+        contacts.update(store, auth, contact.id, contact_models.ContactUpdate(name=inbound.contact_name), None)
+    conv = conversations.get_or_create(store, org, channel["id"], contact.id)
+    now, message_id = clock.now_iso(), new_message_id()
+    item: Item = {
+        **status.message_key(org, message_id),
+        "entity": "Message",
+        "id": message_id,
+        "organization_id": org,
+        "channel_id": channel["id"],
+        "conversation_id": conv["id"],
+        "contact_id": contact.id,
+        "direction": "inbound",
+        "from_phone": inbound.from_phone,
+        "to_phone": channel.get("phone_number"),
+        "type": inbound.type,
+        "text": inbound.text,
+        "media": inbound.media,
+        "status": "received",
+        "provider_message_id": inbound.provider_message_id,
+        "last_error": None,
+        "created_at": now,
+        "updated_at": now,
+        "received_at": inbound.timestamp or now,
+        "GSI2PK": conversations.messages_pk(org, conv["id"]),
+        "GSI2SK": message_id,
+    }
+    ops: list[TxOp] = [
+        Put(
+            item={
+                **provider_key(org, channel["id"], inbound.provider_message_id),
+                "entity": "ProviderMessage",
+                "message_id": message_id,
+            },
+            condition="attribute_not_exists(PK)",
+            error=Conflict("duplicate"),
+        ),
+        Put(item=item, condition="attribute_not_exists(PK)"),
+        *conversations.touch_ops(org, conv, at=now, preview=inbound.text or f"[{inbound.type}]", inbound=True),
+        outbox_put(
+            org,
+            "message.new",
+            {
+                "message_id": message_id,
+                "conversation_id": conv["id"],
+                "contact_id": contact.id,
+                "channel_id": channel["id"],
+                "direction": "inbound",
+                "from_phone": inbound.from_phone,
+                "msg_type": inbound.type,
+                "text": inbound.text,
+                "organization_id": org,
+            },
+        ),
+    ]
+    try:
+        store.transact(ops)
+    except Conflict:
+        again = store.get(provider_key(org, channel["id"], inbound.provider_message_id), consistent=True)
+        if again is None:
+            raise
+        return models.InboundAccepted(
+            message_id=again["message_id"], conversation_id=conv["id"], contact_id=contact.id, duplicate=True
+        )
+    return models.InboundAccepted(message_id=message_id, conversation_id=conv["id"], contact_id=contact.id)
+
+
+def status_callback(store: Store, org: str, channel: Item, callback: StatusCallback) -> bool:
+    """A provider's status for one of our messages; unknown ids are ignored, order never moves a status back."""
+    pointer = store.get(provider_key(org, channel["id"], callback.provider_message_id), consistent=True)
+    if pointer is None:
+        return False
+    message = get_item(store, org, pointer["message_id"], consistent=True)
+    if callback.status not in status.RANK and callback.status not in status.TERMINAL:
+        return False
+    return status.apply(store, org, message, callback.status, error=callback.error)

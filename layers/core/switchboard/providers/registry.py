@@ -1,0 +1,16 @@
+"""Platform name → adapter class."""
+
+from __future__ import annotations
+
+from switchboard.errors import ValidationFailed
+from switchboard.providers.base import Channel, Provider
+from switchboard.providers.sandbox import SandboxProvider
+
+PLATFORMS: dict[str, type[Provider]] = {"sandbox": SandboxProvider}
+
+
+def provider_for(channel: Channel) -> Provider:
+    cls = PLATFORMS.get(str(channel.get("platform")))
+    if cls is None:
+        raise ValidationFailed.field("platform", f"unknown platform {channel.get('platform')!r}")
+    return cls(channel)
