@@ -336,3 +336,19 @@ def test_viewers_read_but_do_not_write(api: Api, role: str):
     )
     api.assert_error(api.post("/v1/contacts", json={"name": "x"}, headers=h), 403, "forbidden")
     api.assert_error(api.delete(f"/v1/contacts/{ada['id']}", headers=h), 403, "forbidden")
+
+
+def test_blocking_a_contact_applies_the_provider_block_on_connected_channels(api: Api):
+    channel = api.post("/v1/channels", json={"name": "sbx", "platform": "sandbox"}).json()["data"]
+    idle = api.post("/v1/channels", json={"name": "idle", "platform": "sandbox"}).json()["data"]
+    assert api.post(f"/v1/channels/{channel['id']}/connect").json()["data"]["status"] == "connected"
+    ada = create(api, phone="+14155552671")
+    resp = api.post("/v1/contacts/block", json={"contact_id": ada["id"]})
+    assert resp.status_code == 200, resp.text
+    blocked = api.get(f"/v1/channels/{channel['id']}/blocked-contacts").json()["data"]
+    assert [b["phone"] for b in blocked] == ["14155552671"]
+    assert api.get(f"/v1/channels/{idle['id']}/blocked-contacts").json()["data"] == []
+    logs = api.get(f"/v1/channels/{channel['id']}/logs").json()["data"]
+    assert logs[0]["event"] == "contact_block" and logs[0]["detail"]["blocked"] is True
+    api.post("/v1/contacts/unblock", json={"contact_id": ada["id"]})
+    assert api.get(f"/v1/channels/{channel['id']}/blocked-contacts").json()["data"] == []

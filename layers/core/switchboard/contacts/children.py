@@ -374,11 +374,39 @@ def set_blocked(store: Store, auth: AuthContext, body: models.BlockRequest, bloc
     if bool(item.get("blocked")) == blocked:
         return view(item)
     audit = audit_put(auth, "contact.blocked" if blocked else "contact.unblocked", "contact", item["id"])
-    return view(
-        write_contact(
-            store, auth, item, {**item, "blocked": blocked}, [audit], ["blocked"], "blocked" if blocked else "unblocked"
-        )
-    )
+    action = "blocked" if blocked else "unblocked"
+    saved = write_contact(store, auth, item, {**item, "blocked": blocked}, [audit], ["blocked"], action)
+    _apply_provider_blocks(store, auth, saved, blocked)
+    return view(saved)
+
+
+def _apply_provider_blocks(store: Store, auth: AuthContext, contact: Item, blocked: bool) -> None:
+    """Mirror the block on every connected channel whose provider can block numbers (best effort: the stored
+    block already stops our own sends; a provider that is down is recorded in the channel's log)."""
+    from switchboard.messaging import channels
+    from switchboard.providers import ProviderRejected, ProviderUnavailable, provider_for
+
+    numbers = {i["value"] for i in contact.get("identities", []) if Identifier(i["type"], i["value"]).space == "phone"}
+    if not numbers:
+        return
+    rows = store.query_all(f"ORG#{auth.org_id}", sk_prefix="CHANNEL#")
+    for channel in (r for r in rows if r.get("entity") == "Channel" and r.get("status") == "connected"):
+        adapter = provider_for(channel)
+        if "block" not in adapter.capabilities():
+            continue
+        for phone in sorted(numbers):
+            outcome: dict[str, Any] = {"phone": phone, "blocked": blocked, "contact_id": contact["id"]}
+            try:
+                adapter.block(phone, blocked)
+            except (ProviderUnavailable, ProviderRejected) as err:
+                outcome["error"] = str(err)
+            key = {"PK": f"ORG#{auth.org_id}", "SK": f"CHANNEL#{channel['id']}#BLOCK#{phone}"}
+            if "error" not in outcome:
+                if blocked:
+                    store.put({**key, "entity": "ChannelBlock", "phone": phone, "blocked_at": clock.now_iso()})
+                else:
+                    store.delete(key)
+            store.put(channels.log_entry(auth.org_id, channel["id"], "contact_block", outcome).item)
 
 
 # Merge -------------------------------------------------------------------------------------------------------------

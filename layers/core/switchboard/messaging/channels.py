@@ -50,7 +50,7 @@ def get_item(store: Store, org: str, channel_id: str, *, consistent: bool = Fals
     return item
 
 
-def _log(org: str, channel_id: str, event: str, detail: dict[str, Any] | None = None) -> Put:
+def log_entry(org: str, channel_id: str, event: str, detail: dict[str, Any] | None = None) -> Put:
     ulid = new_ulid()
     return Put(
         item={
@@ -95,7 +95,7 @@ def create(store: Store, auth: AuthContext, body: models.ChannelCreate) -> model
         [
             Put(item=item, condition="attribute_not_exists(PK)"),
             Put(item={**pointer_key(channel_id), "entity": "ChannelPointer", "organization_id": org}),
-            _log(org, channel_id, "created", {"platform": body.platform}),
+            log_entry(org, channel_id, "created", {"platform": body.platform}),
             audit_put(
                 auth, "channel.created", "channel", channel_id, after={"name": body.name, "platform": body.platform}
             ),
@@ -129,7 +129,7 @@ def _save(
                 values={":v": old.get("version", 1)},
                 error=Conflict("The channel changed meanwhile; retry."),
             ),
-            _log(auth.org_id, old["id"], event, detail),
+            log_entry(auth.org_id, old["id"], event, detail),
             *(extra or []),
         ]
     )
