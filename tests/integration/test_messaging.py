@@ -1,0 +1,215 @@
+"""Messaging rules through the API and the services: status precedence, duplicates, capabilities, idempotency."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from switchboard.messaging import messages, status
+from switchboard.providers.base import InboundMessage, StatusCallback
+from switchboard.store import get_store
+from tests.integration.support import Api
+
+
+@pytest.fixture
+def channel(api: Api) -> dict:
+    ch = api.post("/v1/channels", json={"name": "sbx", "platform": "sandbox", "config": {"api_token": "secret-1234"}})
+    assert ch.status_code == 201, ch.text
+    assert ch.json()["data"]["config"] == {"api_token": "••••1234"}
+    return api.post(f"/v1/channels/{ch.json()['data']['id']}/connect").json()["data"]
+
+
+def _events(api: Api, kind: str) -> list[dict]:
+    return [e for e in get_store().query_all(f"ORG#{api.org_id}", sk_prefix="EVENT#") if e["event_type"] == kind]
+
+
+def _send(api: Api, channel: dict, to: str = "+14155552671", **extra) -> dict:
+    resp = api.post("/v1/messages", json={"channel_id": channel["id"], "to": to, "text": {"body": "hi"}}, **extra)
+    assert resp.status_code == 202, resp.text
+    return resp.json()["data"]
+
+
+def test_channel_fields_list_and_lifecycle(api: Api, channel: dict):
+    expected = {
+        "id",
+        "organization_id",
+        "name",
+        "phone_number",
+        "platform",
+        "mode",
+        "status",
+        "is_active",
+        "last_connected_at",
+        "last_error",
+        "linked_channel_id",
+        "metadata",
+        "config",
+        "created_at",
+        "updated_at",
+    }
+    assert set(channel) == expected and channel["status"] == "connected" and channel["mode"] == "sandbox"
+    listed = api.get("/v1/channels", params={"limit": 1, "offset": 0}).json()
+    assert listed["meta"] == {"has_more": False, "limit": 1, "offset": 0, "total": 1}
+    api.assert_error(api.get("/v1/channels", params={"limit": 101}), 400, "validation_failed")
+    api.assert_error(api.get("/v1/channels", params={"offset": -1}), 400, "validation_failed")
+    assert api.post(f"/v1/channels/{channel['id']}/disconnect").json()["data"]["status"] == "disconnected"
+    assert api.post(f"/v1/channels/{channel['id']}/reconnect").json()["data"]["status"] == "connected"
+    assert api.post(f"/v1/channels/{channel['id']}/reconnect/force").json()["data"]["status"] == "connected"
+    assert api.get(f"/v1/channels/{channel['id']}/status").json()["data"]["status"] == "connected"
+    events = [e["event"] for e in api.get(f"/v1/channels/{channel['id']}/logs").json()["data"]]
+    assert events[:3] == ["reconnected", "connected", "disconnected"]
+    caps = api.get(f"/v1/channels/{channel['id']}/capabilities").json()["data"]["capabilities"]
+    assert "send" in caps and "qr" not in caps
+    api.assert_error(api.get(f"/v1/channels/{channel['id']}/qr"), 400, "unsupported_by_provider")
+    api.assert_error(api.post("/v1/channels", json={"name": "x", "platform": "telegram"}), 400, "validation_failed")
+
+
+def test_settings_documents_and_provider_lookup(api: Api, channel: dict):
+    cid = channel["id"]
+    assert api.put(f"/v1/channels/{cid}/settings/advanced", json={"auto_read": True}).json()["data"] == {
+        "auto_read": True
+    }
+    assert api.get(f"/v1/channels/{cid}/settings/advanced").json()["data"] == {"auto_read": True}
+    proxy = {"host": "proxy.example.com", "port": 8080, "password": "hunter22"}
+    assert api.put(f"/v1/channels/{cid}/proxy", json=proxy).json()["data"]["password"] == "••••er22"
+    api.assert_error(api.put(f"/v1/channels/{cid}/proxy", json={"host": "x", "port": 0}), 400, "validation_failed")
+    enabled = api.post(f"/v1/channels/{cid}/settings/phone/two-step/enable", json={"pin": "123456"}).json()["data"]
+    assert enabled == {"enabled": True, "email": None}
+    assert "pin" not in api.get(f"/v1/channels/{cid}/settings/phone/two-step").text
+    looked = api.post(f"/v1/channels/{cid}/contacts/lookup", json={"phone": "+1 415 555 2671"}).json()["data"]
+    assert looked["exists"] is True and looked["phone"] == "14155552671"
+    assert api.put(f"/v1/channels/{cid}/profile", json={"about": "Hi"}).json()["data"]["about"] == "Hi"
+
+
+def test_status_never_moves_backwards_and_each_change_emits_one_event(api: Api, channel: dict):
+    msg = _send(api, channel)
+    store, org = get_store(), api.org_id
+    item = messages.get_item(store, org, msg["id"])
+    assert messages.deliver(store, org, msg["id"]) == "sent"
+    assert messages.deliver(store, org, msg["id"]) == "skipped"  # a redelivered queue message does nothing
+    sent = messages.get_item(store, org, msg["id"])
+    assert sent["status"] == "sent" and sent["provider_message_id"].startswith("sbx_")
+    ch = {"id": channel["id"]}
+    pmid = sent["provider_message_id"]
+    assert messages.status_callback(store, org, ch, StatusCallback(pmid, "read")) is True
+    assert messages.status_callback(store, org, ch, StatusCallback(pmid, "delivered")) is False  # late: recorded only
+    assert messages.status_callback(store, org, ch, StatusCallback(pmid, "failed", error="late")) is False
+    assert messages.status_callback(store, org, ch, StatusCallback("unknown", "read")) is False
+    final = api.get(f"/v1/messages/{msg['id']}").json()["data"]
+    assert final["status"] == "read" and final["last_error"] is None
+    updates = [
+        e["payload"]["status"] for e in _events(api, "message.status_update") if e["payload"]["message_id"] == msg["id"]
+    ]
+    assert sorted(updates) == ["read", "sent"]
+    assert len([e for e in _events(api, "message.sent") if e["payload"]["message_id"] == msg["id"]]) == 1
+    history = api.get(f"/v1/messages/{msg['id']}/status").json()["data"]["history"]
+    assert [(h["status"], h["applied"]) for h in history] == [
+        ("pending", True),
+        ("sent", True),
+        ("read", True),
+        ("delivered", False),
+        ("failed", False),
+    ]
+    assert item["status"] == "pending"
+
+
+def test_failed_replaces_only_pending_or_sent():
+    assert status.allowed_from("failed") == ["pending", "sent"]
+    assert status.allowed_from("read") == ["pending", "sent", "delivered"]
+    assert "read" not in status.allowed_from("delivered")
+
+
+def test_refused_recipient_fails_with_last_error(api: Api, channel: dict):
+    msg = _send(api, channel, to="+14155550000")
+    assert messages.deliver(get_store(), api.org_id, msg["id"]) == "failed"
+    failed = api.get(f"/v1/messages/{msg['id']}").json()["data"]
+    assert failed["status"] == "failed" and "0000" in failed["last_error"]
+
+
+def test_duplicate_inbound_callbacks_store_one_message_and_one_event(api: Api, channel: dict):
+    store, org = get_store(), api.org_id
+    ch = store.get({"PK": f"ORG#{org}", "SK": f"CHANNEL#{channel['id']}"})
+    inbound = InboundMessage(provider_message_id="wamid.X1", from_phone="14155552671", type="text", text="hi")
+    first = messages.receive(store, org, ch, inbound)
+    second = messages.receive(store, org, ch, inbound)
+    assert second.duplicate is True and second.message_id == first.message_id
+    assert len([e for e in _events(api, "message.new") if e["payload"]["message_id"] == first.message_id]) == 1
+    thread = api.get(f"/v1/conversations/{first.conversation_id}/messages").json()["data"]
+    assert len(thread) == 1
+
+
+def test_send_honours_idempotency_key(api: Api, channel: dict):
+    headers = {**api.owner_headers, "Idempotency-Key": "send-1"}
+    body = {"channel_id": channel["id"], "to": "+14155552671", "text": {"body": "once"}}
+    first = api.post("/v1/messages", json=body, headers=headers)
+    again = api.post("/v1/messages", json=body, headers=headers)
+    assert first.status_code == again.status_code == 202
+    assert first.json() == again.json() and again.headers["idempotent-replayed"] == "true"
+    other = api.post("/v1/messages", json={**body, "text": {"body": "twice"}}, headers=headers)
+    api.assert_error(other, 409, "idempotency_key_reused")
+    queued = _events(api, "message.queued")
+    assert len(queued) == 1
+
+
+def test_conversation_actions_and_filters(api: Api, channel: dict):
+    msg = _send(api, channel)
+    conv_id = messages.get_item(get_store(), api.org_id, msg["id"])["conversation_id"]
+    for action, field, value in (("archive", "archived", True), ("pin", "pinned", True), ("close", "status", "closed")):
+        assert api.post(f"/v1/conversations/{conv_id}/{action}").json()["data"][field] == value
+    assert api.get("/v1/conversations", params={"status": "closed"}).json()["data"][0]["id"] == conv_id
+    assert api.get("/v1/conversations", params={"status": "open"}).json()["data"] == []
+    muted = api.post(f"/v1/conversations/{conv_id}/mute", json={"until": "2999-01-01T00:00:00Z"}).json()["data"]
+    assert muted["muted"] is True
+    owner_id = api.get("/v1/members").json()["data"][0]["user_id"]
+    assigned = api.post(f"/v1/conversations/{conv_id}/assign", json={"user_id": owner_id}).json()["data"]
+    assert assigned["assignee"] == {"type": "user", "id": owner_id}
+    assert api.get("/v1/conversations", params={"assignee": owner_id}).json()["data"][0]["id"] == conv_id
+    api.assert_error(api.post(f"/v1/conversations/{conv_id}/assign", json={"user_id": "usr_x"}), 404, "not_found")
+    updates = _events(api, "conversation.updated")
+    assert len(updates) == 5 and all(e["payload"]["conversation_id"] == conv_id for e in updates)
+    before = len(updates)
+    api.post(f"/v1/conversations/{conv_id}/archive")  # no change, no event
+    assert len(_events(api, "conversation.updated")) == before
+
+
+def test_lock_claim_refresh_conflict_release(api: Api, channel: dict):
+    msg = _send(api, channel)
+    conv_id = messages.get_item(get_store(), api.org_id, msg["id"])["conversation_id"]
+    mine = api.post(f"/v1/conversations/{conv_id}/lock", json={"lock_owner_name": "Ann", "draft_id": "d1"})
+    assert mine.status_code == 200 and mine.json()["data"]["draft_id"] == "d1"
+    assert api.post(f"/v1/conversations/{conv_id}/lock", json={"lock_owner_name": "Ann"}).status_code == 200
+    other_key = api.post("/v1/api-keys", json={"name": "agent", "role": "member"}).json()["data"]["key"]
+    other = {"X-Api-Key": other_key}
+    held = api.post(f"/v1/conversations/{conv_id}/lock", json={"lock_owner_name": "Bob"}, headers=other)
+    err = api.assert_error(held, 409, "lock_held")
+    assert err["details"][0]["lock_owner_name"] == "Ann"
+    api.assert_error(api.delete(f"/v1/conversations/{conv_id}/lock", headers=other), 403, "forbidden")
+    assert api.delete(f"/v1/conversations/{conv_id}/lock").status_code == 204
+    assert (
+        api.post(f"/v1/conversations/{conv_id}/lock", json={"lock_owner_name": "Bob"}, headers=other).status_code == 200
+    )
+    api.assert_error(
+        api.post(f"/v1/conversations/{conv_id}/lock", json={"lock_owner_name": ""}), 400, "validation_failed"
+    )
+
+
+def test_media_download_and_uploads(api: Api, channel: dict):
+    body = {"channel_id": channel["id"], "media_id": "m1", "message_id": "wamid.1", "message_payload": "{}"}
+    got = api.post("/v1/messages/media/download", json=body).json()["data"]
+    assert set(got) == {"media_id", "data", "file_name", "mime_type", "source_url"} and got["media_id"] == "m1"
+    short = api.post("/v1/messages/media/download", json={**body, "message_payload": "x"})
+    assert api.assert_error(short, 400, "validation_failed")["details"][0]["field"] == "body.message_payload"
+    ticket = api.post("/v1/media/uploads", json={"content_type": "image/png", "size": 10, "file_name": "a.png"})
+    assert ticket.status_code == 201 and ticket.json()["data"]["upload_url"].startswith("http")
+    asset_id = ticket.json()["data"]["id"]
+    assert api.get(f"/v1/media/assets/{asset_id}").json()["data"]["file_name"] == "a.png"
+    assert [a["id"] for a in api.get("/v1/media/assets").json()["data"]] == [asset_id]
+    api.assert_error(
+        api.post("/v1/media/uploads", json={"content_type": "application/x-sh", "size": 1}), 400, "validation_failed"
+    )
+    assert api.delete(f"/v1/media/assets/{asset_id}").status_code == 204
+    api.assert_error(
+        api.post("/v1/messages/uploads/image", json={"content_type": "text/plain", "size": 1}), 400, "validation_failed"
+    )
+    assert json.dumps(got)
