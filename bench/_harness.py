@@ -84,6 +84,15 @@ class FakeDynamoDB:
         self.calls["UpdateItem"] += 1
         return {"Attributes": {"hits": {"N": "1"}}}
 
+    def put_item(self, **kw: Any) -> dict[str, Any]:
+        self.calls["PutItem"] += 1
+        return {}
+
+    def transact_write_items(self, **kw: Any) -> dict[str, Any]:
+        """Accepted without applying: each benchmark request starts from the same state."""
+        self.calls["TransactWriteItems"] += 1
+        return {}
+
 
 def api_event(method: str, path: str, body: Any, org_id: str, role: str = "owner") -> dict[str, Any]:
     raw = json.dumps(body) if body is not None else None

@@ -51,10 +51,12 @@ def get_item(store: Store, org: str, conv_id: str, *, consistent: bool = False) 
     return item
 
 
-def get_or_create(store: Store, org: str, channel_id: str, contact_id: str) -> Item:
-    """The conversation of a channel and a contact; created once (a sentinel guards the pair)."""
-    for _ in range(3):
-        pointer = store.get(pair_key(org, channel_id, contact_id), consistent=True)
+def get_or_create(store: Store, org: str, channel_id: str, contact_id: str, pointer: Item | None = None) -> Item:
+    """The conversation of a channel and a contact; created once (a sentinel guards the pair). `pointer` is the
+    pair item when the caller already read it (saves a round trip)."""
+    for attempt in range(3):
+        if attempt or pointer is None:
+            pointer = store.get(pair_key(org, channel_id, contact_id), consistent=True)
         if pointer:
             return get_item(store, org, pointer["conversation_id"], consistent=True)
         now, conv_id = clock.now_iso(), new_id("cv")

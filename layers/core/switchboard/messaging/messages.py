@@ -66,6 +66,7 @@ def _content(body: models.SendMessage) -> tuple[str | None, dict[str, Any] | Non
 
 
 def _recipient(store: Store, auth: AuthContext, body: models.SendMessage) -> tuple[Item, str]:
+    """The contact (created on first contact) and the number to send to."""
     if bool(body.to) == bool(body.contact_id):
         raise ValidationFailed.field("body", "give exactly one of to or contact_id")
     if body.contact_id:
@@ -79,10 +80,21 @@ def _recipient(store: Store, auth: AuthContext, body: models.SendMessage) -> tup
         return contact, phone
     phone = normalize_phone(body.to or "", "body.to")
     created, _ = contacts.upsert(store, auth, contact_models.ContactCreate(phone=phone))
-    return contacts.get_item(store, auth.org_id, created.id, consistent=True), phone
+    return created.model_dump(), phone
 
 
-def _check_recipient(store: Store, org: str, contact: Item, conv: Item | None, reply: bool) -> None:
+def _recipient_state(store: Store, org: str, channel_id: str, contact_id: str) -> dict[str, Item]:
+    """Conversation key, suppression and consent of the recipient in one BatchGetItem."""
+    wanted = {
+        "conversation": conversations.pair_key(org, channel_id, contact_id),
+        "suppression": keys.key(keys.org_pk(org), f"CONTACT#{contact_id}#SUPP#{CHANNEL_KIND}"),
+        "consent": keys.key(keys.org_pk(org), f"CONTACT#{contact_id}#CONSENT#{CHANNEL_KIND}"),
+    }
+    by_sk = {i["SK"]: i for i in store.batch_get(list(wanted.values()), consistent=True)}
+    return {name: by_sk[key["SK"]] for name, key in wanted.items() if key["SK"] in by_sk}
+
+
+def _check_recipient(contact: Item, state: dict[str, Item], conv: Item | None, reply: bool) -> None:
     if contact.get("blocked"):
         raise Conflict("The recipient is blocked.", code="recipient_blocked")
     in_window = bool(
@@ -91,15 +103,10 @@ def _check_recipient(store: Store, org: str, contact: Item, conv: Item | None, r
         and conv.get("last_inbound_at")
         and clock.now() - clock.parse_iso(conv["last_inbound_at"]) < WINDOW
     )
-    keys_ = [
-        keys.key(keys.org_pk(org), f"CONTACT#{contact['id']}#SUPP#{CHANNEL_KIND}"),
-        keys.key(keys.org_pk(org), f"CONTACT#{contact['id']}#CONSENT#{CHANNEL_KIND}"),
-    ]
-    found = {i["SK"].rsplit("#", 2)[-2]: i for i in store.batch_get(keys_)}
-    supp = found.get("SUPP")
+    supp = state.get("suppression")
     if supp and (not supp.get("expires_at") or clock.parse_iso(supp["expires_at"]) > clock.now()) and not in_window:
         raise Conflict(f"The recipient is suppressed on {CHANNEL_KIND}: {supp['reason']}.", code="recipient_suppressed")
-    consent = found.get("CONSENT")
+    consent = state.get("consent")
     if consent and consent.get("status") == "opted_out" and not in_window:
         raise Conflict(f"The recipient opted out of {CHANNEL_KIND} messages.", code="recipient_opted_out")
 
@@ -113,8 +120,11 @@ def send(store: Store, auth: AuthContext, body: models.SendMessage) -> models.Me
         raise Conflict("The channel is not connected.", details=[{"channel_status": channel["status"]}])
     ratelimit.hit(store, f"send:{org}", limit=SENDS_PER_MINUTE, window_seconds=60)
     contact, phone = _recipient(store, auth, body)
-    conv = conversations.get_or_create(store, org, channel["id"], contact["id"])
-    _check_recipient(store, org, contact, conv, reply=bool(body.reply_to))
+    state = _recipient_state(store, org, channel["id"], contact["id"])
+    if contact.get("blocked"):
+        _check_recipient(contact, state, None, reply=False)
+    conv = conversations.get_or_create(store, org, channel["id"], contact["id"], state.get("conversation", {}))
+    _check_recipient(contact, state, conv, reply=bool(body.reply_to))
     now, message_id = clock.now_iso(), new_message_id()
     item: Item = {
         **status.message_key(org, message_id),
