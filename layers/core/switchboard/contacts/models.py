@@ -6,7 +6,7 @@ from typing import Any, Literal
 
 from pydantic import ConfigDict, Field
 
-from switchboard.identity.models import BaseModel, Strict
+from switchboard.models import BaseModel, Strict
 
 ResolveType = Literal["contact_id", "phone", "whatsapp", "wa_id", "email", "external_id", "instagram"]
 IdentityTypeIn = Literal["phone", "whatsapp", "wa_id", "email", "external_id", "instagram"]

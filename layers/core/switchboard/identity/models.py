@@ -3,34 +3,14 @@
 from __future__ import annotations
 
 import ipaddress
-from typing import Annotated, Any, Literal
+from typing import Any, Literal
 
-from pydantic import AfterValidator, ConfigDict, Field, field_validator
-from pydantic import BaseModel as _PydanticModel
+from pydantic import ConfigDict, Field, field_validator
 
+from switchboard.models import BaseModel, EmailStr, Strict
 
-class BaseModel(_PydanticModel):
-    """Schemas are built on first use, not at import: a cold start pays only for the models its route needs."""
-
-    model_config = ConfigDict(defer_build=True)
-
-
-def _valid_email(value: str) -> str:
-    from email_validator import EmailNotValidError, validate_email  # imported on first use (~25 ms)
-
-    try:
-        return str(validate_email(value, check_deliverability=False).normalized)
-    except EmailNotValidError as err:
-        raise ValueError(f"not a valid e-mail address: {err}") from None
-
-
-EmailStr = Annotated[str, Field(max_length=320), AfterValidator(_valid_email)]
 RoleName = Literal["owner", "admin", "member", "viewer"]
 Otp = Field(min_length=6, max_length=6, pattern=r"^[0-9]{6}$", description="6-digit one-time code")
-
-
-class Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", str_strip_whitespace=True, defer_build=True)
 
 
 # Users and accounts ---------------------------------------------------------------------------------------------

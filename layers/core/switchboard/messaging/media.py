@@ -13,9 +13,9 @@ from switchboard.api.pagination import decode_cursor, encode_cursor, query_finge
 from switchboard.config import get_settings
 from switchboard.contacts.identifiers import normalize_phone
 from switchboard.errors import Conflict, NotFound, ValidationFailed
-from switchboard.identity.models import BaseModel, Strict
 from switchboard.ids import new_id
 from switchboard.messaging import channels, messages
+from switchboard.models import BaseModel, Strict
 from switchboard.store import Put, Store, keys
 
 Item = dict[str, Any]

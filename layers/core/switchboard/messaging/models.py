@@ -6,7 +6,7 @@ from typing import Any, Literal
 
 from pydantic import Field
 
-from switchboard.identity.models import BaseModel, Strict
+from switchboard.models import BaseModel, Strict
 
 Platform = Literal["sandbox", "whatsapp_cloud", "whatsapp_web"]
 ChannelStatus = Literal["disconnected", "pairing", "connected", "error"]
