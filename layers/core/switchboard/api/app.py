@@ -20,6 +20,7 @@ from switchboard.api.envelope import error_body
 from switchboard.api.idempotency import idempotency_middleware
 from switchboard.config import get_settings
 from switchboard.errors import DomainError, MethodNotAllowed, PayloadTooLarge, RateLimited, RouteNotFound
+from switchboard.providers.base import ProviderUnavailable
 from switchboard.store import get_store
 
 logger = Logger()
@@ -122,6 +123,17 @@ def create_resolver() -> Resolver:
     @app.exception_handler(DomainError)
     def _domain(err: DomainError) -> Response:
         return error_response(app, err.status, err.code, err.message, err.details, err.headers)
+
+    @app.exception_handler(ProviderUnavailable)
+    def _provider_down(err: ProviderUnavailable) -> Response:
+        message = f"The channel's provider is unavailable; retry shortly. ({err})" if str(err) else None
+        return error_response(
+            app,
+            503,
+            "service_unavailable",
+            message or "The channel's provider is unavailable; retry shortly.",
+            headers={"Retry-After": "5"},
+        )
 
     @app.exception_handler(RequestValidationError)
     def _validation(err: RequestValidationError) -> Response:

@@ -34,8 +34,13 @@ def pointer_key(channel_id: str) -> dict[str, str]:
 
 def _mask(value: Any) -> Any:
     if isinstance(value, dict):
-        return {k: ("••••" + str(v)[-4:] if _SECRET.search(k) and v else _mask(v)) for k, v in value.items()}
+        return {k: (_hide(str(v)) if _SECRET.search(k) and v else _mask(v)) for k, v in value.items()}
     return value
+
+
+def _hide(secret: str) -> str:
+    """Only long secrets show their last four characters; short ones show nothing."""
+    return "••••" + secret[-4:] if len(secret) >= 16 else "••••"
 
 
 def view(item: Item) -> models.Channel:
@@ -196,9 +201,12 @@ def connect(store: Store, auth: AuthContext, channel_id: str, *, force: bool = F
                 {"error": str(err)},
             )
         )
+    error = None
+    if result.status == "error":
+        error = str(result.metadata.get("gateway_error") or result.metadata.get("error") or "The provider refused.")
     changes: Item = {
         "status": result.status,
-        "last_error": None,
+        "last_error": error,
         "metadata": {**(item.get("metadata") or {}), **result.metadata},
     }
     if result.status == "connected":

@@ -184,15 +184,15 @@ def deliver(store: Store, org: str, message_id: str) -> str:
     if message["status"] != "pending":
         return "skipped"
     channel = channels.get_item(store, org, message["channel_id"])
-    media = message.get("media") or {}
+    content = message.get("media") or {}
     outbound = OutboundMessage(
         message_id=message_id,
         to_phone=message["to_phone"],
         type=message["type"],
         text=message.get("text"),
-        media=media.get("media"),
-        template=media.get("template"),
-        reply_to=message.get("reply_to"),
+        media=_provider_media(store, org, content),
+        template=content.get("template"),
+        reply_to=_provider_reply_to(store, org, message.get("reply_to")),
     )
     try:
         result = provider_for(channel).send(outbound)
@@ -212,6 +212,36 @@ def deliver(store: Store, org: str, message_id: str) -> str:
     if channel["platform"] == "sandbox":
         schedule_sandbox_status(org, message_id, "delivered")
     return "sent"
+
+
+def _provider_reply_to(store: Store, org: str, reply_to: str | None) -> str | None:
+    """Clients reply with our message id; providers need theirs."""
+    if not reply_to:
+        return None
+    original = store.get(status.message_key(org, reply_to))
+    return (original or {}).get("provider_message_id") or None
+
+
+def _provider_media(store: Store, org: str, content: dict[str, Any]) -> dict[str, Any] | None:
+    """Media as the provider takes it: an uploaded asset becomes a short-lived download link; a location is
+    passed as its coordinates."""
+    if "location" in content:
+        return dict(content["location"])
+    media_part = content.get("media")
+    if not media_part or not media_part.get("asset_id"):
+        return media_part
+    asset = store.get(keys.key(keys.org_pk(org), f"ASSET#{media_part['asset_id']}"))
+    if asset is None:
+        raise ProviderRejected("The media asset no longer exists.")
+    from switchboard import media as s3_media
+
+    url, _ = s3_media.presign_download(asset["object_key"])
+    return {
+        **{k: v for k, v in media_part.items() if k != "asset_id"},
+        "link": url,
+        "url": url,
+        "mime_type": media_part.get("mime_type") or asset["content_type"],
+    }
 
 
 def schedule_sandbox_status(org: str, message_id: str, next_status: str) -> None:

@@ -5,8 +5,14 @@ from __future__ import annotations
 from switchboard.errors import ValidationFailed
 from switchboard.providers.base import Channel, Provider
 from switchboard.providers.sandbox import SandboxProvider
+from switchboard.providers.whatsapp_cloud import WhatsAppCloudProvider
+from switchboard.providers.whatsapp_web import WhatsAppWebProvider
 
-PLATFORMS: dict[str, type[Provider]] = {"sandbox": SandboxProvider}
+PLATFORMS: dict[str, type[Provider]] = {
+    "sandbox": SandboxProvider,
+    "whatsapp_cloud": WhatsAppCloudProvider,
+    "whatsapp_web": WhatsAppWebProvider,
+}
 
 
 def provider_for(channel: Channel) -> Provider:

@@ -1,0 +1,498 @@
+"""WhatsApp Business Platform, Cloud API (Meta Graph API) adapter.
+
+Channel config: `base_url` (default `https://graph.facebook.com/v21.0`), `access_token` (a system-user token, sent as
+`Authorization: Bearer`), `phone_number_id`, `waba_id` (templates), `app_secret` (callback signatures) and
+`verify_token` (Meta's subscription handshake).
+
+Wire format (Graph API):
+- connect: `GET /{phone_number_id}?fields=display_phone_number,verified_name,quality_rating`.
+- send, react, read: `POST /{phone_number_id}/messages` with `messaging_product: "whatsapp"`; the answer's
+  `messages[0].id` (a `wamid.…`) is the provider message id.
+- media: `GET /{media_id}` → `{url, mime_type, sha256, file_size}`, then `GET url` with the same bearer token.
+- business profile: `GET/POST /{phone_number_id}/whatsapp_business_profile`.
+- templates: `GET/POST/DELETE /{waba_id}/message_templates`.
+- errors: `{"error": {"message", "type", "code", "error_subcode"?, "error_data": {"details"}?, "fbtrace_id"}}`.
+  Graph reports its throttling (codes 4, 80007, 130429, …) as HTTP 400, so those codes, and any error flagged
+  `is_transient`, are treated as "retry later" rather than a refusal.
+- callbacks: `POST` signed with `X-Hub-Signature-256: sha256=<hex HMAC-SHA256(app_secret, raw body)>`; the body is
+  `{"object": "whatsapp_business_account", "entry": [{"id", "changes": [{"field": "messages", "value": {...}}]}]}`.
+  Changes for another phone number of the same app (`value.metadata.phone_number_id`) are ignored.
+
+The Cloud API has no edit, delete, presence, QR, pairing code, privacy, contact lookup or block, so those stay
+unsupported (`400 unsupported_by_provider`).
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import hashlib
+import hmac
+import json
+from datetime import UTC, datetime
+from typing import Any
+
+from switchboard import clock
+from switchboard.errors import Forbidden, Unauthenticated, ValidationFailed
+from switchboard.providers.base import (
+    Channel,
+    ConnectResult,
+    DownloadedMedia,
+    InboundMessage,
+    OutboundMessage,
+    Provider,
+    ProviderRejected,
+    ProviderUnavailable,
+    SendResult,
+    StatusCallback,
+)
+from switchboard.providers.http import (
+    DEFAULT_TIMEOUT,
+    MAX_MEDIA,
+    MEDIA_DEADLINE,
+    HttpApi,
+    ProviderError,
+    Reply,
+    segment,
+)
+
+PROVIDER = "WhatsApp Cloud API"
+DEFAULT_BASE_URL = "https://graph.facebook.com/v21.0"
+SIGNATURE_HEADER = "x-hub-signature-256"
+
+# Graph error codes that mean "slow down / try again", even when the HTTP status is 400.
+TRANSIENT_CODES = frozenset({1, 2, 4, 17, 32, 613, 80007, 130429, 131016, 131048, 131056, 133004})
+
+MEDIA_TYPES = ("image", "video", "audio", "document", "sticker")
+CAPTIONED = ("image", "video", "document")
+PROFILE_FIELDS = ("about", "address", "description", "email", "profile_picture_url", "websites", "vertical")
+PROFILE_WRITABLE = frozenset(
+    {"about", "address", "description", "email", "websites", "vertical", "profile_picture_handle"}
+)
+TEMPLATE_LIST_PARAMS = ("limit", "after", "before", "name", "status", "category", "language", "fields")
+TEMPLATE_CREATE_KEYS = ("name", "language", "category", "components", "allow_category_change", "parameter_format")
+STATUSES = frozenset({"sent", "delivered", "read", "failed"})
+
+
+def graph_error(reply: Reply) -> ProviderError:
+    body = reply.json()
+    error = body.get("error") if isinstance(body, dict) else None
+    if not isinstance(error, dict):
+        return ProviderError(reply.text() or f"HTTP {reply.status}")
+    message = str(error.get("message") or f"HTTP {reply.status}")
+    data = error.get("error_data")
+    extra = data.get("details") if isinstance(data, dict) else None
+    if extra and str(extra) not in message:
+        message = f"{message} ({extra})"
+    code = error.get("code")
+    details = {k: error[k] for k in ("code", "error_subcode", "type", "fbtrace_id") if error.get(k) is not None}
+    transient = bool(error.get("is_transient")) or code in TRANSIENT_CODES
+    return ProviderError(message, transient=transient, details={f"provider_{k}": v for k, v in details.items()})
+
+
+def recipient_of(wamid: str) -> str | None:
+    """The counterpart's phone number inside a `wamid.…` id (base64 of a Thrift struct whose first field is the
+    phone number), or None when the id does not have that shape. The Cloud API wants `to` on a reaction, and the
+    protocol's `react()` only gets the message id."""
+    if not wamid.startswith("wamid."):
+        return None
+    raw = wamid.removeprefix("wamid.").replace("-", "+").replace("_", "/")
+    try:
+        data = base64.b64decode(raw + "=" * (-len(raw) % 4), validate=True)
+    except (binascii.Error, ValueError):
+        return None
+    if len(data) < 4 or data[0] != 0x1C or data[1] != 0x18:
+        return None
+    size = data[2]
+    phone = data[3 : 3 + size]
+    if len(phone) != size or not phone.isdigit():
+        return None
+    return phone.decode("ascii")
+
+
+def _iso(epoch: Any) -> str | None:
+    try:
+        return clock.iso(datetime.fromtimestamp(int(epoch), UTC))
+    except (TypeError, ValueError, OverflowError, OSError):
+        return None
+
+
+def _digits(value: Any) -> str:
+    return "".join(ch for ch in str(value or "") if ch.isdigit())
+
+
+def _obj(value: Any) -> dict[str, Any]:
+    """The value when it is a JSON object, else an empty one (provider payloads are not trusted to be well formed)."""
+    return value if isinstance(value, dict) else {}
+
+
+def _header(headers: dict[str, str], name: str) -> str | None:
+    for key, value in (headers or {}).items():
+        if key.lower() == name:
+            return value
+    return None
+
+
+class WhatsAppCloudProvider(Provider):
+    platform = "whatsapp_cloud"
+
+    def __init__(self, channel: Channel) -> None:
+        super().__init__(channel)
+        self.config: dict[str, Any] = dict(channel.get("config") or {})
+        self.timeout = DEFAULT_TIMEOUT
+
+    # Plumbing ---------------------------------------------------------------------------------------------------------
+    def _setting(self, key: str) -> str:
+        value = self.config.get(key)
+        if not isinstance(value, str) or not value.strip():
+            raise ProviderRejected(f"config.{key} is required for a whatsapp_cloud channel.")
+        return value.strip()
+
+    def _api(self) -> HttpApi:
+        base = self.config.get("base_url") or DEFAULT_BASE_URL
+        return HttpApi(
+            PROVIDER,
+            str(base),
+            {"Authorization": f"Bearer {self._setting('access_token')}"},
+            timeout=self.timeout,
+            read_error=graph_error,
+        )
+
+    def _phone_path(self, suffix: str = "") -> str:
+        return f"/{segment(self._setting('phone_number_id'))}{suffix}"
+
+    def _post_message(self, body: dict[str, Any]) -> dict[str, Any]:
+        return self._api().call(
+            "POST", self._phone_path("/messages"), json_body={"messaging_product": "whatsapp", **body}
+        )
+
+    # Connection -------------------------------------------------------------------------------------------------------
+    def connect(self) -> ConnectResult:
+        data = self._api().call(
+            "GET", self._phone_path(), params={"fields": "display_phone_number,verified_name,quality_rating"}
+        )
+        metadata: dict[str, Any] = {
+            k: data[k] for k in ("display_phone_number", "verified_name", "quality_rating") if k in data
+        }
+        metadata["phone_number_id"] = str(data.get("id") or self._setting("phone_number_id"))
+        return ConnectResult("connected", metadata)
+
+    # Messages ---------------------------------------------------------------------------------------------------------
+    def send(self, message: OutboundMessage) -> SendResult:
+        to = _digits(message.to_phone)
+        if not to:
+            raise ProviderRejected("The recipient has no phone number.")
+        body: dict[str, Any] = {"recipient_type": "individual", "to": to, "type": message.type}
+        body.update(self._content(message))
+        if message.reply_to:
+            body["context"] = {"message_id": message.reply_to}
+        data = self._post_message(body)
+        messages = data.get("messages")
+        if (
+            not isinstance(messages, list)
+            or not messages
+            or not isinstance(messages[0], dict)
+            or not messages[0].get("id")
+        ):
+            raise ProviderUnavailable(f"{PROVIDER} accepted the message but answered without its id.")
+        return SendResult(str(messages[0]["id"]))
+
+    def _content(self, message: OutboundMessage) -> dict[str, Any]:
+        kind = message.type
+        if kind == "text":
+            if not message.text:
+                raise ProviderRejected("A text message needs a body.")
+            preview = bool(getattr(message, "preview_url", False))
+            return {"text": {"preview_url": preview, "body": message.text}}
+        if kind in MEDIA_TYPES:
+            media = message.media or {}
+            obj: dict[str, Any] = {}
+            if media.get("id"):
+                obj["id"] = str(media["id"])
+            elif media.get("url"):
+                obj["link"] = str(media["url"])
+            else:
+                raise ProviderRejected(f"A {kind} message needs media.url or media.id for the {PROVIDER}.")
+            caption = media.get("caption") or message.text
+            if kind in CAPTIONED and caption:
+                obj["caption"] = str(caption)
+            if kind == "document" and media.get("filename"):
+                obj["filename"] = str(media["filename"])
+            return {kind: obj}
+        if kind == "template":
+            template = message.template or {}
+            if not template.get("name"):
+                raise ProviderRejected("A template message needs template.name.")
+            language = template.get("language") or "en_US"
+            code = language.get("code") if isinstance(language, dict) else language
+            out: dict[str, Any] = {"name": str(template["name"]), "language": {"code": str(code)}}
+            if template.get("components"):
+                out["components"] = template["components"]
+            return {"template": out}
+        if kind == "location":
+            where = message.media or {}
+            if "latitude" not in where or "longitude" not in where:
+                raise ProviderRejected("A location message needs latitude and longitude.")
+            return {"location": {k: where[k] for k in ("latitude", "longitude", "name", "address") if where.get(k)}}
+        raise ProviderRejected(f"The {PROVIDER} cannot send messages of type {kind!r}.")
+
+    def react(self, provider_message_id: str, emoji: str) -> None:
+        to = recipient_of(provider_message_id)
+        if to is None:
+            raise ProviderRejected(f"Cannot tell the recipient of {provider_message_id!r}: not a WhatsApp message id.")
+        self._post_message(
+            {
+                "recipient_type": "individual",
+                "to": to,
+                "type": "reaction",
+                "reaction": {"message_id": provider_message_id, "emoji": emoji},
+            }
+        )
+
+    def read(self, provider_message_id: str) -> None:
+        self._post_message({"status": "read", "message_id": provider_message_id})
+
+    def download_media(self, media_id: str, message_id: str, payload: str) -> DownloadedMedia:
+        api = self._api()
+        info = api.call("GET", f"/{segment(media_id)}")
+        url = info.get("url")
+        if not isinstance(url, str) or not url:
+            raise ProviderUnavailable(f"{PROVIDER} answered without a media URL.")
+        reply = api.request("GET", url, max_bytes=MAX_MEDIA, deadline=MEDIA_DEADLINE)
+        _check_digest(reply.content, info.get("sha256"))
+        mime = str(info.get("mime_type") or reply.headers.get("content-type") or "application/octet-stream")
+        mime = mime.split(";", 1)[0].strip()
+        return DownloadedMedia(
+            data=reply.content,
+            mime_type=mime,
+            file_name=_file_name(payload, media_id, mime),
+            source_url=url,
+        )
+
+    # Account ----------------------------------------------------------------------------------------------------------
+    def profile(self, changes: dict[str, Any] | None = None) -> dict[str, Any]:
+        """The business profile (the Cloud API's only profile). A `business` marker key is ignored."""
+        updates = {k: v for k, v in (changes or {}).items() if k != "business"}
+        unknown = sorted(set(updates) - PROFILE_WRITABLE)
+        if unknown:
+            raise ValidationFailed(
+                f"Not WhatsApp business profile fields: {', '.join(unknown)}.",
+                details=[{"field": f"body.{k}", "message": "not a WhatsApp business profile field"} for k in unknown],
+            )
+        api = self._api()
+        path = self._phone_path("/whatsapp_business_profile")
+        if updates:
+            api.call("POST", path, json_body={"messaging_product": "whatsapp", **updates})
+        data = api.call("GET", path, params={"fields": ",".join(PROFILE_FIELDS)})
+        rows = data.get("data")
+        current = rows[0] if isinstance(rows, list) and rows and isinstance(rows[0], dict) else {}
+        return {k: v for k, v in current.items() if k != "messaging_product"}
+
+    def templates(self, action: str, payload: dict[str, Any]) -> dict[str, Any]:
+        api = self._api()
+        path = f"/{segment(self._setting('waba_id'))}/message_templates"
+        if action == "list":
+            params = {k: str(payload[k]) for k in TEMPLATE_LIST_PARAMS if payload.get(k) is not None}
+            data = api.call("GET", path, params=params)
+            paging = _obj(data.get("paging"))
+            cursors = _obj(paging.get("cursors"))
+            return {
+                "templates": list(data.get("data") or []),
+                "next_cursor": cursors.get("after") if paging.get("next") else None,
+            }
+        if action == "create":
+            body = {k: payload[k] for k in TEMPLATE_CREATE_KEYS if k in payload}
+            missing = [k for k in ("name", "language", "category", "components") if k not in body]
+            if missing:
+                raise ValidationFailed(
+                    f"A template needs {', '.join(missing)}.",
+                    details=[{"field": f"body.{k}", "message": "is required"} for k in missing],
+                )
+            return api.call("POST", path, json_body=body)
+        if action == "delete":
+            name = payload.get("name")
+            if not name:
+                raise ValidationFailed.field("body.name", "is required to delete a template")
+            params = {"name": str(name)}
+            if payload.get("id") or payload.get("hsm_id"):
+                params["hsm_id"] = str(payload.get("hsm_id") or payload.get("id"))
+            data = api.call("DELETE", path, params=params)
+            return {"deleted": bool(data.get("success", True)), "name": str(name)}
+        raise ValidationFailed.field("action", f"unknown template action {action!r} (list, create, delete)")
+
+    # Callbacks --------------------------------------------------------------------------------------------------------
+    @staticmethod
+    def verify_subscription(params: dict[str, str], verify_token: str) -> str:
+        """Meta's `GET` handshake: echo `hub.challenge` when the mode is `subscribe` and the token matches."""
+        if params.get("hub.mode") != "subscribe" or "hub.challenge" not in params:
+            raise ValidationFailed("Expected hub.mode=subscribe with hub.verify_token and hub.challenge.")
+        given = str(params.get("hub.verify_token") or "")
+        if not verify_token or not hmac.compare_digest(given.encode(), str(verify_token).encode()):
+            raise Forbidden("The verify token does not match this channel's verify_token.")
+        return str(params["hub.challenge"])
+
+    def verify_callback(self, headers: dict[str, str], body: bytes) -> None:
+        secret = self.config.get("app_secret")
+        if not isinstance(secret, str) or not secret:
+            raise Unauthenticated("This channel has no app_secret, so its callbacks cannot be verified.")
+        given = (_header(headers, SIGNATURE_HEADER) or "").strip()
+        if not given.lower().startswith("sha256="):
+            raise Unauthenticated("Missing or malformed X-Hub-Signature-256 header.")
+        expected = hmac.new(secret.encode(), body, hashlib.sha256).hexdigest()
+        if not hmac.compare_digest(given[len("sha256=") :].lower().encode(), expected.encode()):
+            raise Unauthenticated("The X-Hub-Signature-256 signature does not match the body.")
+
+    def parse_callback(self, body: bytes) -> list[InboundMessage | StatusCallback]:
+        try:
+            doc = json.loads(body)
+        except ValueError:
+            raise ValidationFailed.field("body", "is not valid JSON") from None
+        if not isinstance(doc, dict) or doc.get("object") != "whatsapp_business_account":
+            raise ValidationFailed.field("body.object", "must be whatsapp_business_account")
+        entries = doc.get("entry")
+        if not isinstance(entries, list):
+            raise ValidationFailed.field("body.entry", "must be a list")
+        own_number = str(self.config.get("phone_number_id") or "")
+        events: list[InboundMessage | StatusCallback] = []
+        for entry in entries:
+            changes = entry.get("changes") if isinstance(entry, dict) else None
+            if not isinstance(changes, list):
+                raise ValidationFailed.field("body.entry.changes", "must be a list")
+            for change in changes:
+                value = change.get("value") if isinstance(change, dict) else None
+                if not isinstance(value, dict) or change.get("field", "messages") != "messages":
+                    continue  # template, account and quality updates: nothing to store
+                metadata = _obj(value.get("metadata"))
+                number = str(metadata.get("phone_number_id") or "")
+                if own_number and number and number != own_number:
+                    continue  # another number of the same app
+                names = _contact_names(value.get("contacts"))
+                events.extend(_inbound(m, names) for m in _list(value, "messages"))
+                events.extend(s for s in (_status(s) for s in _list(value, "statuses")) if s is not None)
+        return events
+
+
+# Callback parsing helpers ---------------------------------------------------------------------------------------------
+def _list(value: dict[str, Any], key: str) -> list[dict[str, Any]]:
+    items = value.get(key)
+    if items is None:
+        return []
+    if not isinstance(items, list) or not all(isinstance(i, dict) for i in items):
+        raise ValidationFailed.field(f"body.entry.changes.value.{key}", "must be a list of objects")
+    return items
+
+
+def _contact_names(contacts: Any) -> dict[str, str]:
+    names: dict[str, str] = {}
+    for contact in contacts if isinstance(contacts, list) else []:
+        if not isinstance(contact, dict):
+            continue
+        profile = _obj(contact.get("profile"))
+        if contact.get("wa_id") and profile.get("name"):
+            names[_digits(contact["wa_id"])] = str(profile["name"])
+    return names
+
+
+def _inbound(message: dict[str, Any], names: dict[str, str]) -> InboundMessage:
+    sender, message_id = _digits(message.get("from")), message.get("id")
+    if not sender or not message_id:
+        raise ValidationFailed.field("body.entry.changes.value.messages", "every message needs from and id")
+    kind = str(message.get("type") or "unknown")
+    part = _obj(message.get(kind))
+    text: str | None = None
+    media: dict[str, Any] | None = None
+    if kind == "text":
+        text = part.get("body")
+    elif kind in MEDIA_TYPES:
+        media = {k: part[k] for k in ("id", "mime_type", "sha256", "filename", "voice", "animated") if k in part}
+        text = part.get("caption")
+        if text:
+            media["caption"] = text
+    elif kind == "location":
+        media = {k: part[k] for k in ("latitude", "longitude", "name", "address", "url") if k in part}
+    elif kind == "button":
+        text, media = part.get("text"), {"payload": part.get("payload")}
+    elif kind == "interactive":
+        reply = part.get("button_reply") or part.get("list_reply") or {}
+        text, media = reply.get("title"), {"reply_type": part.get("type"), "reply_id": reply.get("id")}
+    elif kind == "reaction":
+        text, media = part.get("emoji"), {"reaction_to": part.get("message_id")}
+    elif kind == "contacts":
+        media = {"contacts": message.get("contacts") or []}
+    elif kind == "system":
+        text = part.get("body")
+    context = message.get("context")
+    if isinstance(context, dict) and context.get("id"):
+        media = {**(media or {}), "context": {"message_id": context["id"], "from": context.get("from")}}
+    return InboundMessage(
+        provider_message_id=str(message_id),
+        from_phone=sender,
+        type=kind,
+        text=str(text) if text is not None else None,
+        media=media,
+        contact_name=names.get(sender),
+        timestamp=_iso(message.get("timestamp")),
+    )
+
+
+def _status(status: dict[str, Any]) -> StatusCallback | None:
+    value = status.get("status")
+    if value not in STATUSES or not status.get("id"):
+        return None  # e.g. "deleted" or "warning": nothing our status model tracks
+    error: str | None = None
+    errors = status.get("errors")
+    if isinstance(errors, list) and errors and isinstance(errors[0], dict):
+        first = errors[0]
+        title = str(first.get("title") or first.get("message") or "error")
+        message = first.get("message")
+        data = _obj(first.get("error_data"))
+        error = f"({first['code']}) {title}" if first.get("code") is not None else title
+        for extra in (message, data.get("details")):
+            if extra and str(extra) not in error:
+                error = f"{error}: {extra}"
+    elif value == "failed":
+        error = "The WhatsApp Cloud API reported the message as failed."
+    return StatusCallback(
+        provider_message_id=str(status["id"]), status=str(value), timestamp=_iso(status.get("timestamp")), error=error
+    )
+
+
+# Media helpers --------------------------------------------------------------------------------------------------------
+def _check_digest(data: bytes, announced: Any) -> None:
+    """Graph announces the file's SHA-256 (hex; base64 seen in some payloads): a mismatch means a corrupt transfer."""
+    if not isinstance(announced, str) or not announced:
+        return
+    digest = hashlib.sha256(data).digest()
+    if len(announced) == 64 and all(c in "0123456789abcdefABCDEF" for c in announced):
+        ok = hmac.compare_digest(announced.lower(), digest.hex())
+    elif len(announced) == 44 and announced.endswith("="):
+        ok = hmac.compare_digest(announced, base64.b64encode(digest).decode())
+    else:
+        return
+    if not ok:
+        raise ProviderUnavailable(f"{PROVIDER}: the downloaded media does not match its SHA-256; retry.")
+
+
+def _file_name(payload: str, media_id: str, mime: str) -> str:
+    """The document's own file name when the raw message payload carries one, else `<media_id><extension>`."""
+    try:
+        message = json.loads(payload) if payload else None
+    except ValueError:
+        message = None
+    if isinstance(message, dict):
+        for kind in MEDIA_TYPES:
+            part = message.get(kind)
+            name = part.get("filename") if isinstance(part, dict) else None
+            if isinstance(name, str) and name.strip():
+                cleaned = name.replace("\\", "/").rsplit("/", 1)[-1].strip()
+                if cleaned and cleaned not in (".", ".."):
+                    return cleaned[:255]
+    extension = _extension(mime) or ""
+    safe_id = "".join(c for c in media_id if c.isalnum() or c in "-_") or "media"
+    return f"{safe_id}{extension}"
+
+
+def _extension(mime: str) -> str | None:
+    import mimetypes
+
+    return mimetypes.guess_extension(mime)

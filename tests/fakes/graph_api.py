@@ -1,0 +1,489 @@
+"""A fake Meta Graph API (WhatsApp Business Platform, Cloud API) for tests.
+
+Speaks the wire format the real service does: `Authorization: Bearer <token>` (missing → 400 code 104, wrong → 401
+code 190), Graph error bodies `{"error": {"message", "type", "code", "error_subcode"?, "error_data"?, "fbtrace_id"}}`,
+`wamid.` message ids that encode the recipient like real ones, media behind a second, token-protected URL, a seeded
+approved `hello_world` template. Requests are validated the way Graph does, so adapter mistakes show up as the
+errors Meta would give.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import hmac
+import json
+import re
+import secrets
+from typing import Any
+
+from tests.fakes import FakeServer, HttpError, Request, Response
+
+VERSION = "v21.0"
+MESSAGE_TYPES = {
+    "text",
+    "image",
+    "audio",
+    "video",
+    "document",
+    "sticker",
+    "location",
+    "template",
+    "reaction",
+    "interactive",
+    "contacts",
+}
+MEDIA_TYPES = {"image", "audio", "video", "document", "sticker"}
+PHONE_FIELDS = {
+    "id",
+    "display_phone_number",
+    "verified_name",
+    "quality_rating",
+    "code_verification_status",
+    "platform_type",
+    "throughput",
+    "name_status",
+}
+PROFILE_FIELDS = {"about", "address", "description", "email", "profile_picture_url", "websites", "vertical"}
+PROFILE_WRITABLE = {"about", "address", "description", "email", "websites", "vertical", "profile_picture_handle"}
+VERTICALS = {
+    "UNDEFINED",
+    "OTHER",
+    "AUTO",
+    "BEAUTY",
+    "APPAREL",
+    "EDU",
+    "ENTERTAIN",
+    "EVENT_PLAN",
+    "FINANCE",
+    "GROCERY",
+    "GOVT",
+    "HOTEL",
+    "HEALTH",
+    "NONPROFIT",
+    "PROF_SERVICES",
+    "RETAIL",
+    "TRAVEL",
+    "RESTAURANT",
+    "NOT_A_BIZ",
+}
+CATEGORIES = {"MARKETING", "UTILITY", "AUTHENTICATION"}
+
+
+def make_wamid(phone: str, *, inbound: bool = False) -> str:
+    """A message id shaped like Meta's: base64 of a Thrift struct whose first field is the counterpart's number."""
+    tail = secrets.token_hex(10 if inbound else 9).upper().encode()
+    raw = b"\x1c\x18" + bytes([len(phone)]) + phone.encode() + b"\x15\x02\x00" + bytes([0x12 if inbound else 0x11])
+    raw += b"\x18" + bytes([len(tail)]) + tail + b"\x00"
+    return "wamid." + base64.b64encode(raw).decode()
+
+
+def graph_error(
+    status: int,
+    message: str,
+    code: int,
+    *,
+    type_: str = "OAuthException",
+    subcode: int | None = None,
+    details: str | None = None,
+) -> HttpError:
+    error: dict[str, Any] = {"message": message, "type": type_, "code": code}
+    if subcode is not None:
+        error["error_subcode"] = subcode
+    if details is not None:
+        error["error_data"] = {"messaging_product": "whatsapp", "details": details}
+    error["fbtrace_id"] = "A" + secrets.token_urlsafe(16)
+    return HttpError(Response(status, {"error": error}, headers={"WWW-Authenticate": "OAuth"} if status == 401 else {}))
+
+
+def invalid(details: str, code: int = 100) -> HttpError:
+    message = "(#100) Invalid parameter" if code == 100 else f"(#{code}) Parameter value is not valid"
+    return graph_error(400, message, code, details=details)
+
+
+class FakeGraphApi(FakeServer):
+    name = "graph"
+
+    def __init__(
+        self,
+        token: str = "t",
+        *,
+        phone_number_id: str = "109876543210987",
+        waba_id: str = "209876543210987",
+        display_phone_number: str = "+1 555-010-0999",
+        verified_name: str = "Acme Support",
+        quality_rating: str = "GREEN",
+        app_secret: str = "app-secret",
+    ) -> None:
+        super().__init__()
+        self.token = token
+        self.phone_number_id = phone_number_id
+        self.waba_id = waba_id
+        self.app_secret = app_secret
+        self.phone = {
+            "id": phone_number_id,
+            "display_phone_number": display_phone_number,
+            "verified_name": verified_name,
+            "quality_rating": quality_rating,
+            "code_verification_status": "VERIFIED",
+            "platform_type": "CLOUD_API",
+            "throughput": {"level": "STANDARD"},
+            "name_status": "APPROVED",
+        }
+        self.messages: dict[str, dict[str, Any]] = {}  # wamid → accepted body (ours) or {"inbound": True}
+        self.reads: list[str] = []
+        self.reactions: list[dict[str, Any]] = []
+        self.not_allowed: set[str] = set()  # recipients outside a test number's allowed list → 131030
+        self.media: dict[str, tuple[bytes, str]] = {}
+        self.corrupt_media: set[str] = set()  # announce a wrong sha256 for these
+        self.profile: dict[str, Any] = {
+            "about": "Hi there",
+            "address": "1 Main St",
+            "description": "We sell things",
+            "email": "hello@acme.test",
+            "profile_picture_url": "https://pps.whatsapp.net/v/acme.jpg",
+            "websites": ["https://acme.test/"],
+            "vertical": "RETAIL",
+        }
+        self.templates: list[dict[str, Any]] = [
+            {
+                "name": "hello_world",
+                "language": "en_US",
+                "status": "APPROVED",
+                "category": "UTILITY",
+                "id": "1100000000000001",
+                "components": [
+                    {"type": "HEADER", "format": "TEXT", "text": "Hello World"},
+                    {"type": "BODY", "text": "Welcome and congratulations!!"},
+                ],
+            }
+        ]
+
+    # Test helpers -----------------------------------------------------------------------------------------------------
+    @property
+    def url(self) -> str:
+        return f"{self.root}/{VERSION}"
+
+    def add_media(self, data: bytes, mime_type: str) -> str:
+        media_id = str(1_000_000_000_000 + len(self.media) + 1)
+        self.media[media_id] = (data, mime_type)
+        return media_id
+
+    def inbound_message(self, from_phone: str) -> str:
+        """A customer's message id, as Graph would have delivered it in a webhook (it can then be read/reacted to)."""
+        wamid = make_wamid(from_phone, inbound=True)
+        self.messages[wamid] = {"inbound": True, "from": from_phone}
+        return wamid
+
+    def signature(self, body: bytes, secret: str | None = None) -> str:
+        key = (secret or self.app_secret).encode()
+        return "sha256=" + hmac.new(key, body, hashlib.sha256).hexdigest()
+
+    def webhook(self, value: dict[str, Any]) -> bytes:
+        """A webhook body around one `messages` change value (metadata filled in)."""
+        value = {
+            "messaging_product": "whatsapp",
+            "metadata": {"display_phone_number": "15550100999", "phone_number_id": self.phone_number_id},
+            **value,
+        }
+        doc = {
+            "object": "whatsapp_business_account",
+            "entry": [{"id": self.waba_id, "changes": [{"value": value, "field": "messages"}]}],
+        }
+        return json.dumps(doc).encode()
+
+    # Routing ----------------------------------------------------------------------------------------------------------
+    def handle(self, request: Request) -> Response:
+        if request.path.startswith("/whatsapp_business/attachments/"):
+            self._auth(request)
+            return self._download(request)
+        match = re.fullmatch(r"/v\d+\.\d+/([^/]+)(?:/([a-z_]+))?", request.path)
+        if not match:
+            raise graph_error(400, "Unknown path components: " + request.path, 2500)
+        self._auth(request)
+        node, edge = match.group(1), match.group(2)
+        method = request.method
+        if node == self.phone_number_id and edge is None and method == "GET":
+            return self._phone_node(request)
+        if node == self.phone_number_id and edge == "messages" and method == "POST":
+            return self._send(self._body(request))
+        if node == self.phone_number_id and edge == "whatsapp_business_profile" and method in ("GET", "POST"):
+            return self._profile(request)
+        if node == self.waba_id and edge == "message_templates" and method in ("GET", "POST", "DELETE"):
+            return self._templates(request)
+        if node in self.media and edge is None and method == "GET":
+            return self._media_info(node)
+        raise graph_error(
+            400,
+            f"Unsupported {method.lower()} request. Object with ID '{node}' does not exist, cannot be loaded due to "
+            "missing permissions, or does not support this operation. Please read the Graph API documentation at "
+            "https://developers.facebook.com/docs/graph-api",
+            100,
+            type_="GraphMethodException",
+            subcode=33,
+        )
+
+    def _auth(self, request: Request) -> None:
+        header = request.headers.get("authorization", "")
+        token = header[7:] if header.lower().startswith("bearer ") else request.query.get("access_token", "")
+        if not token:
+            raise graph_error(400, "An access token is required to request this resource.", 104)
+        if token != self.token:
+            raise graph_error(401, "Invalid OAuth access token - Cannot parse access token", 190)
+
+    @staticmethod
+    def _body(request: Request) -> dict[str, Any]:
+        if not request.headers.get("content-type", "").startswith("application/json"):
+            raise invalid("Request body must be JSON")
+        try:
+            body = json.loads(request.body)
+        except ValueError:
+            raise invalid("Request body is not valid JSON") from None
+        if not isinstance(body, dict):
+            raise invalid("Request body must be a JSON object")
+        return body
+
+    # Nodes ------------------------------------------------------------------------------------------------------------
+    def _phone_node(self, request: Request) -> Response:
+        wanted = [f for f in request.query.get("fields", "").split(",") if f]
+        for name in wanted:
+            if name not in PHONE_FIELDS:
+                raise graph_error(
+                    400,
+                    f"(#100) Tried accessing nonexisting field ({name}) on node type (WhatsAppBusinessPhoneNumber)",
+                    100,
+                )
+        fields = wanted or ["verified_name", "code_verification_status", "display_phone_number", "quality_rating"]
+        return Response(200, {**{k: self.phone[k] for k in fields}, "id": self.phone_number_id})
+
+    def _media_info(self, media_id: str) -> Response:
+        data, mime = self.media[media_id]
+        digest = hashlib.sha256(b"corrupt" if media_id in self.corrupt_media else data).hexdigest()
+        return Response(
+            200,
+            {
+                "messaging_product": "whatsapp",
+                "url": f"{self.root}/whatsapp_business/attachments/?mid={media_id}&ext=1700000000&hash=ATt{media_id}",
+                "mime_type": mime,
+                "sha256": digest,
+                "file_size": len(data),
+                "id": media_id,
+            },
+        )
+
+    def _download(self, request: Request) -> Response:
+        media = self.media.get(request.query.get("mid", ""))
+        if media is None:
+            raise HttpError(Response(404, b"Not Found", content_type="text/plain"))
+        return Response(200, media[0], content_type=media[1])
+
+    # Messages ---------------------------------------------------------------------------------------------------------
+    def _send(self, body: dict[str, Any]) -> Response:
+        if body.get("messaging_product") != "whatsapp":
+            raise graph_error(400, "(#100) The parameter messaging_product is required.", 100)
+        if body.get("status") is not None:
+            return self._mark_read(body)
+        to = str(body.get("to") or "")
+        if not to:
+            raise graph_error(400, "(#100) The parameter to is required.", 100)
+        digits = to.removeprefix("+")
+        if not re.fullmatch(r"[0-9]{7,15}", digits):
+            raise invalid("Invalid WhatsApp ID: the 'to' parameter must be a phone number", 131009)
+        if digits in self.not_allowed:
+            raise graph_error(
+                400,
+                "(#131030) Recipient phone number not in allowed list",
+                131030,
+                details="Recipient phone number not in allowed list: Add recipient phone number to recipient list "
+                "and try again.",
+            )
+        if body.get("recipient_type", "individual") not in ("individual", "group"):
+            raise invalid("Param recipient_type must be one of {INDIVIDUAL, GROUP}")
+        kind = body.get("type", "text")
+        if kind not in MESSAGE_TYPES:
+            raise graph_error(
+                400, f"(#100) Param type must be one of {{{', '.join(sorted(t.upper() for t in MESSAGE_TYPES))}}}", 100
+            )
+        allowed = {"messaging_product", "recipient_type", "to", "type", "context", "biz_opaque_callback_data", kind}
+        for key in body:
+            if key not in allowed:
+                raise graph_error(400, f"(#100) Param {key} is not a valid parameter for type {kind}", 100)
+        part = body.get(kind)
+        if not isinstance(part, dict):
+            raise graph_error(400, f"(#100) The parameter {kind} is required.", 100)
+        self._check_part(kind, part)
+        context = body.get("context")
+        if context is not None and (not isinstance(context, dict) or not isinstance(context.get("message_id"), str)):
+            raise graph_error(400, "(#100) The parameter context['message_id'] is required.", 100)
+        wamid = make_wamid(digits)
+        self.messages[wamid] = body
+        if kind == "reaction":
+            self.reactions.append(part)
+        return Response(
+            200,
+            {
+                "messaging_product": "whatsapp",
+                "contacts": [{"input": to, "wa_id": digits}],
+                "messages": [{"id": wamid, **({"message_status": "accepted"} if kind == "template" else {})}],
+            },
+        )
+
+    def _check_part(self, kind: str, part: dict[str, Any]) -> None:
+        if kind == "text":
+            extra = set(part) - {"body", "preview_url"}
+            if extra:
+                raise graph_error(400, f"(#100) Param text['{sorted(extra)[0]}'] is not a valid parameter", 100)
+            text = part.get("body")
+            if not isinstance(text, str) or not text:
+                raise graph_error(400, "(#100) The parameter text['body'] is required.", 100)
+            if len(text) > 4096:
+                raise graph_error(400, "(#100) Param text['body'] must be at most 4096 characters long.", 100)
+            if "preview_url" in part and not isinstance(part["preview_url"], bool):
+                raise graph_error(400, "(#100) Param text['preview_url'] must be a boolean.", 100)
+        elif kind in MEDIA_TYPES:
+            keys = {"link", "id", "caption", "filename", "provider"}
+            if kind not in ("image", "video", "document"):
+                keys.discard("caption")
+            if kind != "document":
+                keys.discard("filename")
+            extra = set(part) - keys
+            if extra:
+                raise graph_error(400, f"(#100) Param {kind}['{sorted(extra)[0]}'] is not a valid parameter", 100)
+            if ("link" in part) == ("id" in part):
+                raise graph_error(400, f"(#100) Param {kind} must contain exactly one of link or id", 100)
+            if "link" in part and not re.match(r"https?://", str(part["link"])):
+                raise invalid(f"Param {kind}['link'] is not a valid URI")
+            if "id" in part and str(part["id"]) not in self.media:
+                raise invalid(f"Param {kind}['id'] is not a valid media id")
+        elif kind == "template":
+            name, language = part.get("name"), part.get("language")
+            if not isinstance(name, str) or not name:
+                raise graph_error(400, "(#100) The parameter template['name'] is required.", 100)
+            if not isinstance(language, dict) or not isinstance(language.get("code"), str):
+                raise graph_error(400, "(#100) The parameter template['language']['code'] is required.", 100)
+            if "components" in part and not isinstance(part["components"], list):
+                raise graph_error(400, "(#100) Param template['components'] must be an array.", 100)
+            found = [t for t in self.templates if t["name"] == name and t["language"] == language["code"]]
+            if not found or found[0]["status"] != "APPROVED":
+                raise graph_error(
+                    404,
+                    "(#132001) Template name does not exist in the translation",
+                    132001,
+                    details=f"template name ({name}) does not exist in {language['code']}",
+                )
+        elif kind == "reaction":
+            if not isinstance(part.get("message_id"), str) or not isinstance(part.get("emoji"), str):
+                raise graph_error(400, "(#100) The parameters reaction['message_id'] and ['emoji'] are required.", 100)
+        elif kind == "location":
+            for key in ("latitude", "longitude"):
+                if not isinstance(part.get(key), int | float):
+                    raise graph_error(400, f"(#100) The parameter location['{key}'] is required.", 100)
+
+    def _mark_read(self, body: dict[str, Any]) -> Response:
+        if body.get("status") != "read":
+            raise invalid("Param status must be read")
+        message_id = body.get("message_id")
+        if not isinstance(message_id, str) or not message_id:
+            raise graph_error(400, "(#100) The parameter message_id is required.", 100)
+        extra = set(body) - {"messaging_product", "status", "message_id", "typing_indicator"}
+        if extra:
+            raise graph_error(400, f"(#100) Param {sorted(extra)[0]} is not a valid parameter", 100)
+        if message_id not in self.messages:
+            raise invalid("Invalid message_id: the message does not exist or is not from this phone number")
+        self.reads.append(message_id)
+        return Response(200, {"success": True})
+
+    # Business profile -------------------------------------------------------------------------------------------------
+    def _profile(self, request: Request) -> Response:
+        if request.method == "GET":
+            wanted = [f for f in request.query.get("fields", "").split(",") if f] or sorted(PROFILE_FIELDS)
+            for name in wanted:
+                if name not in PROFILE_FIELDS:
+                    raise graph_error(
+                        400,
+                        f"(#100) Tried accessing nonexisting field ({name}) on node type (WhatsAppBusinessProfile)",
+                        100,
+                    )
+            row = {k: self.profile[k] for k in wanted if k in self.profile}
+            return Response(200, {"data": [{**row, "messaging_product": "whatsapp"}]})
+        body = self._body(request)
+        if body.get("messaging_product") != "whatsapp":
+            raise graph_error(400, "(#100) The parameter messaging_product is required.", 100)
+        for key, value in body.items():
+            if key == "messaging_product":
+                continue
+            if key not in PROFILE_WRITABLE:
+                raise graph_error(400, f"(#100) Param {key} is not a valid parameter", 100)
+            if key == "about" and (not isinstance(value, str) or not 1 <= len(value) <= 139):
+                raise graph_error(400, "(#100) Param about must be between 1 and 139 characters long", 100)
+            if key == "websites" and (not isinstance(value, list) or len(value) > 2):
+                raise graph_error(400, "(#100) Param websites must be an array with at most 2 elements", 100)
+            if key == "vertical" and value not in VERTICALS:
+                raise invalid(f"Param vertical must be one of {{{', '.join(sorted(VERTICALS))}}}")
+            if key == "email" and not re.fullmatch(r"[^@\s]+@[^@\s]+\.[^@\s]+", str(value)):
+                raise invalid("Param email is not a valid email address")
+        self.profile.update({k: v for k, v in body.items() if k in PROFILE_FIELDS})
+        return Response(200, {"success": True})
+
+    # Templates --------------------------------------------------------------------------------------------------------
+    def _templates(self, request: Request) -> Response:
+        if request.method == "GET":
+            rows = [
+                t
+                for t in self.templates
+                if all(request.query.get(k) in (None, t[k]) for k in ("name", "status", "category", "language"))
+            ]
+            limit = int(request.query.get("limit", "25"))
+            start = int(base64.b64decode(request.query["after"]).decode()) if request.query.get("after") else 0
+            page = rows[start : start + limit]
+            paging: dict[str, Any] = {
+                "cursors": {
+                    "before": base64.b64encode(str(start).encode()).decode(),
+                    "after": base64.b64encode(str(start + len(page)).encode()).decode(),
+                }
+            }
+            if start + limit < len(rows):
+                paging["next"] = f"{self.url}/{self.waba_id}/message_templates?limit={limit}&after=..."
+            return Response(200, {"data": page, "paging": paging})
+        if request.method == "DELETE":
+            name = request.query.get("name")
+            if not name:
+                raise graph_error(400, "(#100) The parameter name is required.", 100)
+            before = len(self.templates)
+            self.templates = [t for t in self.templates if t["name"] != name]
+            if len(self.templates) == before:
+                raise graph_error(
+                    400, "(#100) Invalid parameter", 100, subcode=2593002, details=f"Template {name} was not found"
+                )
+            return Response(200, {"success": True})
+        body = self._body(request)
+        for key in ("name", "language", "category", "components"):
+            if key not in body:
+                raise graph_error(400, f"(#100) The parameter {key} is required.", 100)
+        if not re.fullmatch(r"[a-z0-9_]{1,512}", str(body["name"])):
+            raise invalid("Param name must contain only lowercase letters, numbers and underscores")
+        if body["category"] not in CATEGORIES:
+            raise invalid("Param category must be one of {AUTHENTICATION, MARKETING, UTILITY}")
+        components = body["components"]
+        if not isinstance(components, list) or not any(
+            isinstance(c, dict) and c.get("type") == "BODY" for c in components
+        ):
+            raise invalid("Param components must contain a BODY component")
+        if any(t["name"] == body["name"] and t["language"] == body["language"] for t in self.templates):
+            raise graph_error(
+                400,
+                "(#100) Invalid parameter",
+                100,
+                subcode=2388024,
+                details="Content in this language already exists",
+            )
+        template = {
+            "name": body["name"],
+            "language": body["language"],
+            "status": "PENDING",
+            "category": body["category"],
+            "id": str(1_100_000_000_000_001 + len(self.templates)),
+            "components": components,
+        }
+        self.templates.append(template)
+        return Response(200, {"id": template["id"], "status": "PENDING", "category": template["category"]})

@@ -1,0 +1,127 @@
+"""Messaging over a whatsapp_cloud channel against the fake Graph API: what reaches the wire, callbacks, outages."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from switchboard.messaging import messages
+from switchboard.store import get_store
+from tests.fakes.graph_api import FakeGraphApi
+from tests.integration.support import Api
+
+
+@pytest.fixture
+def graph():
+    with FakeGraphApi(token="tok") as fake:
+        yield fake
+
+
+@pytest.fixture
+def cloud(api: Api, graph: FakeGraphApi) -> dict:
+    config = {
+        "base_url": graph.url,
+        "access_token": "tok",
+        "phone_number_id": graph.phone_number_id,
+        "waba_id": graph.waba_id,
+        "app_secret": graph.app_secret,
+        "verify_token": "vt",
+    }
+    ch = api.post("/v1/channels", json={"name": "cloud", "platform": "whatsapp_cloud", "config": config})
+    assert ch.status_code == 201, ch.text
+    assert ch.json()["data"]["config"]["access_token"] == "••••"
+    connected = api.post(f"/v1/channels/{ch.json()['data']['id']}/connect").json()["data"]
+    assert connected["status"] == "connected", connected
+    return connected
+
+
+def _callback(api: Api, graph: FakeGraphApi, channel: dict, value: dict, *, sign: bool = True):
+    body = graph.webhook(value)
+    headers = {"Content-Type": "application/json"}
+    if sign:
+        headers["X-Hub-Signature-256"] = graph.signature(body)
+    return api.post(f"/v1/providers/{channel['id']}/callback", content=body, headers=headers)
+
+
+def test_inbound_reply_and_statuses_round_trip(api: Api, graph: FakeGraphApi, cloud: dict):
+    wamid = graph.inbound_message("14155552671")
+    inbound = {
+        "contacts": [{"profile": {"name": "Ada"}, "wa_id": "14155552671"}],
+        "messages": [
+            {"from": "14155552671", "id": wamid, "timestamp": "1763800000", "type": "text", "text": {"body": "hello"}}
+        ],
+    }
+    api.assert_error(_callback(api, graph, cloud, inbound, sign=False), 401, "unauthenticated")
+    first = _callback(api, graph, cloud, inbound)
+    assert first.status_code == 200, first.text
+    assert first.json()["data"] == {"received": 1, "statuses_applied": 0}
+    assert _callback(api, graph, cloud, inbound).status_code == 200  # a duplicate callback: still one message
+    thread = api.get("/v1/conversations").json()["data"]
+    assert len(thread) == 1 and thread[0]["unread_count"] == 1
+    original = api.get(f"/v1/conversations/{thread[0]['id']}/messages").json()["data"][0]
+    assert original["provider_message_id"] == wamid
+
+    sent = api.post(
+        "/v1/messages",
+        json={"channel_id": cloud["id"], "to": "+14155552671", "reply_to": original["id"], "text": {"body": "hi Ada"}},
+    ).json()["data"]
+    assert messages.deliver(get_store(), api.org_id, sent["id"]) == "sent"
+    wire = graph.requests_to("POST", f"/v21.0/{graph.phone_number_id}/messages")[-1].json
+    assert wire["to"] == "14155552671" and wire["text"]["body"] == "hi Ada"
+    assert wire["context"] == {"message_id": wamid}  # our id became the provider's
+    pmid = api.get(f"/v1/messages/{sent['id']}").json()["data"]["provider_message_id"]
+    statuses = {
+        "statuses": [
+            {"id": pmid, "status": "read", "timestamp": "1763800100", "recipient_id": "14155552671"},
+            {"id": pmid, "status": "delivered", "timestamp": "1763800050", "recipient_id": "14155552671"},
+        ]
+    }
+    applied = _callback(api, graph, cloud, statuses).json()["data"]
+    assert applied == {"received": 0, "statuses_applied": 1}
+    assert api.get(f"/v1/messages/{sent['id']}").json()["data"]["status"] == "read"
+
+
+def test_subscription_handshake(api: Api, cloud: dict):
+    ok = api.get(
+        f"/v1/providers/{cloud['id']}/callback",
+        params={"hub.mode": "subscribe", "hub.verify_token": "vt", "hub.challenge": "42"},
+        headers={},
+    )
+    assert ok.status_code == 200 and ok.text == "42"
+    bad = api.get(
+        f"/v1/providers/{cloud['id']}/callback",
+        params={"hub.mode": "subscribe", "hub.verify_token": "nope", "hub.challenge": "42"},
+        headers={},
+    )
+    assert bad.status_code == 403
+
+
+def test_assets_are_sent_as_links_and_outages_are_retried(api: Api, graph: FakeGraphApi, cloud: dict):
+    asset = api.post("/v1/media/uploads", json={"content_type": "image/png", "size": 3}).json()["data"]
+    sent = api.post(
+        "/v1/messages",
+        json={
+            "channel_id": cloud["id"],
+            "to": "+14155552671",
+            "type": "image",
+            "media": {"asset_id": asset["id"], "caption": "look"},
+        },
+    ).json()["data"]
+    graph.fail_next(status=503)
+    from switchboard.providers import ProviderUnavailable
+
+    with pytest.raises(ProviderUnavailable):
+        messages.deliver(get_store(), api.org_id, sent["id"])
+    assert api.get(f"/v1/messages/{sent['id']}").json()["data"]["status"] == "pending"  # the queue retries it
+    assert messages.deliver(get_store(), api.org_id, sent["id"]) == "sent"
+    wire = graph.requests_to("POST", f"/v21.0/{graph.phone_number_id}/messages")[-1].json
+    assert wire["type"] == "image" and wire["image"]["caption"] == "look"
+    assert wire["image"]["link"].startswith("http") and asset["id"] in wire["image"]["link"]
+    graph.fail_next(status=503)
+    down = api.get(f"/v1/channels/{cloud['id']}/profile")
+    api.assert_error(down, 503, "service_unavailable")
+    assert down.headers["retry-after"] == "5"
+    unsupported = api.get(f"/v1/channels/{cloud['id']}/qr")
+    api.assert_error(unsupported, 400, "unsupported_by_provider")
+    assert json.dumps(wire)
