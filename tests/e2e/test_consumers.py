@@ -43,6 +43,13 @@ def consumer_stack(tmp_path_factory):
     (root / "probe").mkdir()
     (root / "probe" / "app.py").write_text(textwrap.dedent(PROBE))
     template = parse_yaml((ROOT / "template.yaml").read_text())
+    # The probe is the queue's only consumer here: the project's own consumer (webhook fan-out) is switched off.
+    for resource in template["Resources"].values():
+        for event in ((resource.get("Properties") or {}).get("Events") or {}).values():
+            if event.get("Type") == "SQS" and event["Properties"].get("Queue") == {
+                "Fn::GetAtt": ["WebhookEventsQueue", "Arn"]
+            }:
+                event["Properties"]["Enabled"] = False
     template["Resources"]["ProbeFunction"] = {
         "Type": "AWS::Serverless::Function",
         "Properties": {

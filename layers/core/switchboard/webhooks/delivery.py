@@ -1,0 +1,418 @@
+"""One delivery attempt (webhook_sender): check, claim, sign, POST, record, reschedule.
+
+The SQS message of a delivery is a wake-up call; the delivery item is the state:
+
+- `status` pending | retrying (an attempt is due at `next_attempt_at`) | succeeded | exhausted | canceled.
+- `owner` is the SQS message id driving the delivery. The first message to claim it becomes its owner; another
+  message for the same delivery (a duplicate send by fan-out, a stale one from before an API retry) is dropped.
+- `lease_until` (epoch ms) is held while an attempt runs, so two receivers never POST the same delivery at once,
+  and an API retry is refused meanwhile.
+
+After a failed attempt the same message is made visible again when the next attempt is due
+(ChangeMessageVisibility, at most 12 h) and reported as a batch item failure, so SQS keeps it. Every attempt is
+recorded; 2xx ends the delivery, 410 disables the endpoint, the last failure leaves it `exhausted`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+from aws_lambda_powertools import Logger
+
+from switchboard import aws, clock
+from switchboard.api.auth import AuthContext
+from switchboard.audit import audit_put
+from switchboard.config import get_settings
+from switchboard.errors import Conflict
+from switchboard.ids import new_ulid
+from switchboard.mail import Mail, get_mail_sender
+from switchboard.store import Put, Store, Update, get_store
+from switchboard.webhooks import repository as repo
+from switchboard.webhooks import schedule, service, signing, ssrf
+
+Item = dict[str, Any]
+logger = Logger(child=True)
+
+TIMEOUT_SECONDS = 15.0
+LEASE = timedelta(seconds=90)  # longer than the worst request (connect + write + read timeouts)
+EARLY_TOLERANCE = 1.0  # seconds: visibility timeouts are whole seconds
+RESPONSE_EXCERPT_BYTES = 1024
+ERROR_MAX = 500
+DISABLE_AFTER = timedelta(days=5)
+ACTIVE = ("pending", "retrying")
+
+
+@dataclass(frozen=True)
+class Outcome:
+    done: bool  # delete the message
+    visibility: int | None = None  # seconds until the message should come back (when not done)
+    status: str = ""
+
+
+@dataclass(frozen=True)
+class HttpResult:
+    status_code: int | None
+    duration_ms: int
+    error: str | None = None
+    response: str | None = None
+    retry_after: str | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.status_code is not None and 200 <= self.status_code < 300
+
+
+def _ms(dt: datetime) -> int:
+    return int(dt.timestamp() * 1000)
+
+
+def system_auth(org: str) -> AuthContext:
+    return AuthContext("system", "webhook_sender", None, org, "owner", "system")
+
+
+# HTTP -------------------------------------------------------------------------------------------------------------
+def post(target: ssrf.Target, address: str, headers: dict[str, str], body: bytes) -> HttpResult:
+    """POST to the checked address (the URL's host only names the TLS server and the Host header); no redirects,
+    no proxies from the environment, 15 s timeouts, at most 1 KiB of the answer is read."""
+    import httpx  # imported on first delivery, not at cold start
+
+    extensions: dict[str, Any] = {}
+    if target.scheme == "https" and not target.is_ip_literal:
+        extensions["sni_hostname"] = target.host  # the certificate is checked against the host name
+    started = time.perf_counter()
+
+    def elapsed() -> int:
+        return int((time.perf_counter() - started) * 1000)
+
+    try:
+        with httpx.Client(timeout=TIMEOUT_SECONDS, follow_redirects=False, trust_env=False) as client:
+            request = client.build_request(
+                "POST",
+                target.url_for(address),
+                headers={**headers, "host": target.host_header},
+                content=body,
+                extensions=extensions,
+            )
+            response = client.send(request, stream=True)
+            try:
+                excerpt = bytearray()
+                for chunk in response.iter_bytes():
+                    excerpt += chunk
+                    if len(excerpt) >= RESPONSE_EXCERPT_BYTES:
+                        break
+            finally:
+                response.close()
+    except httpx.TimeoutException:
+        return HttpResult(None, elapsed(), error=f"timed out after {TIMEOUT_SECONDS:.0f} s")
+    except httpx.HTTPError as err:
+        return HttpResult(None, elapsed(), error=f"{type(err).__name__}: {err}"[:ERROR_MAX])
+    text = bytes(excerpt[:RESPONSE_EXCERPT_BYTES]).decode("utf-8", errors="replace")
+    code = response.status_code
+    return HttpResult(
+        code,
+        elapsed(),
+        error=None if 200 <= code < 300 else f"HTTP {code}",
+        response=text or None,
+        retry_after=response.headers.get("retry-after"),
+    )
+
+
+def attempt_http(endpoint: Item, delivery: Item) -> HttpResult:
+    """Check the URL and its current addresses, sign the stored body, POST it."""
+    allow_local = get_settings().is_local
+    started = time.perf_counter()
+    try:
+        target = ssrf.parse(endpoint["url"], allow_local=allow_local)
+        address = ssrf.checked_address(target, allow_local=allow_local)
+    except ssrf.UnsafeUrl as err:
+        return HttpResult(None, int((time.perf_counter() - started) * 1000), error=f"refused: the URL {err.message}")
+    body = str(delivery.get("body") or "{}").encode()
+    timestamp = int(time.time())  # real time, never scaled
+    secrets = service.signing_secrets(endpoint, clock.now_iso())
+    headers = signing.delivery_headers(secrets, delivery["id"], timestamp, body, delivery["event_type"])
+    return post(target, address, headers, body)
+
+
+# State changes ----------------------------------------------------------------------------------------------------
+def _claim(store: Store, org: str, msg_id: str, message_id: str, now: datetime) -> Item | None:
+    try:
+        return store.update(
+            repo.delivery_key(org, msg_id),
+            "SET #owner = :me, lease_until = :lease, last_attempt_at = :now, updated_at = :now"
+            " ADD attempt_count :one, run_attempts :one REMOVE manual",
+            condition="(attribute_not_exists(#owner) OR #owner = :me) AND #status IN (:pending, :retrying)"
+            " AND (attribute_not_exists(lease_until) OR lease_until < :now_ms)",
+            names={"#owner": "owner", "#status": "status"},
+            values={
+                ":me": message_id,
+                ":lease": _ms(now + LEASE),
+                ":now": clock.iso(now),
+                ":now_ms": _ms(now),
+                ":one": 1,
+                ":pending": "pending",
+                ":retrying": "retrying",
+            },
+        )
+    except Conflict:
+        return None
+
+
+def _cancel(store: Store, org: str, delivery: Item, reason: str, message_id: str) -> None:
+    now = clock.now()
+    with contextlib.suppress(Conflict):  # it changed meanwhile (claimed, retried): nothing to cancel
+        store.update(
+            repo.delivery_key(org, delivery["id"]),
+            "SET #status = :canceled, last_error = :reason, updated_at = :now REMOVE next_attempt_at",
+            condition="#status IN (:pending, :retrying) AND (attribute_not_exists(#owner) OR #owner = :me)"
+            " AND (attribute_not_exists(lease_until) OR lease_until < :now_ms)",
+            names={"#status": "status", "#owner": "owner"},
+            values={
+                ":canceled": "canceled",
+                ":reason": reason,
+                ":now": clock.iso(now),
+                ":pending": "pending",
+                ":retrying": "retrying",
+                ":me": message_id,
+                ":now_ms": _ms(now),
+            },
+            return_values="NONE",
+        )
+
+
+def _notify(store: Store, org: str, subject: str, text: str) -> None:
+    alerting = service.alerting_of(repo.get_alerting(store, org))
+    sender = get_mail_sender()
+    for email in alerting.emails:
+        try:
+            sender.send(Mail(to=email, subject=subject, text=text))
+        except Exception:  # an alert that cannot be mailed must not fail the delivery
+            logger.exception("alert e-mail not sent", extra={"organization_id": org})
+
+
+def disable_endpoint(store: Store, org: str, endpoint: Item, reason: str, detail: str) -> bool:
+    """Disable once (condition: still enabled), audited as the system; the alerting e-mails are told."""
+    now = clock.now_iso()
+    try:
+        store.transact(
+            [
+                Update(
+                    key=repo.endpoint_key(org, endpoint["id"]),
+                    expression="SET enabled = :false, disabled_reason = :reason, disabled_at = :now,"
+                    " updated_at = :now ADD version :one",
+                    condition="enabled = :true",
+                    values={":false": False, ":true": True, ":reason": reason, ":now": now, ":one": 1},
+                ),
+                audit_put(
+                    system_auth(org),
+                    "webhook_endpoint.disabled",
+                    "webhook_endpoint",
+                    endpoint["id"],
+                    after={"reason": reason, "detail": detail},
+                ),
+            ]
+        )
+    except Conflict:
+        return False  # already disabled (or deleted)
+    _notify(
+        store,
+        org,
+        f"Webhook endpoint disabled: {endpoint['url']}",
+        f"Switchboard disabled the webhook endpoint {endpoint['id']} ({endpoint['url']}): {detail}\n"
+        "Fix the receiver, enable the endpoint again, then recover its failed deliveries.",
+    )
+    return True
+
+
+def _endpoint_after(store: Store, org: str, endpoint: Item, result: HttpResult, now: datetime) -> bool:
+    """Update the endpoint's failure streak; returns True when the endpoint is (now) disabled."""
+    key, iso = repo.endpoint_key(org, endpoint["id"]), clock.iso(now)
+    try:
+        if result.ok:
+            store.update(
+                key,
+                "SET last_success_at = :now, consecutive_failures = :zero REMOVE failing_since",
+                condition="attribute_exists(PK)",
+                values={":now": iso, ":zero": 0},
+                return_values="NONE",
+            )
+            return False
+        if result.status_code == 410:
+            disable_endpoint(store, org, endpoint, "gone", "it answered 410 Gone")
+            return True
+        updated = store.update(
+            key,
+            "SET failing_since = if_not_exists(failing_since, :now), last_failure_at = :now"
+            " ADD consecutive_failures :one",
+            condition="attribute_exists(PK)",
+            values={":now": iso, ":one": 1},
+        )
+    except Conflict:
+        return True  # the endpoint was deleted meanwhile
+    assert updated is not None
+    failures = int(updated.get("consecutive_failures", 0))
+    threshold = service.alerting_of(repo.get_alerting(store, org)).failure_threshold
+    if failures == threshold:
+        _notify(
+            store,
+            org,
+            f"Webhook endpoint failing: {endpoint['url']}",
+            f"The webhook endpoint {endpoint['id']} ({endpoint['url']}) failed {failures} attempts in a row; "
+            f"the last one: {result.error or 'failed'}.",
+        )
+    if clock.parse_iso(updated["failing_since"]) <= now - DISABLE_AFTER:
+        disable_endpoint(store, org, updated, "failing", "every attempt failed for 5 days")
+        return True
+    return False
+
+
+def _record(
+    store: Store, org: str, claimed: Item, endpoint: Item, result: HttpResult, message_id: str, trigger: str
+) -> Outcome:
+    now = clock.now()
+    disabled = _endpoint_after(store, org, endpoint, result, now)
+    sets: dict[str, Any] = {"last_status_code": result.status_code, "last_error": result.error}
+    delay: float | None = None
+    if result.ok:
+        status = "succeeded"
+    elif result.status_code == 410:
+        status, sets["last_error"] = "canceled", "HTTP 410 Gone: the endpoint was disabled"
+    elif disabled:
+        status = "canceled"
+    else:
+        retry_after = None
+        if result.status_code in schedule.RETRY_AFTER_STATUSES:
+            retry_after = schedule.parse_retry_after(result.retry_after, now)
+        delay = schedule.next_delay(
+            int(claimed.get("run_attempts", 1)), retry_after=retry_after, scale=get_settings().local_time_scale
+        )
+        status = "exhausted" if delay is None else "retrying"
+    sets["status"] = status
+    sets["updated_at"] = clock.iso(now)
+    removes = ["lease_until"]
+    if delay is None:
+        removes.append("next_attempt_at")
+    else:
+        sets["next_attempt_at"] = clock.iso(now + timedelta(seconds=delay))
+    present = {k: v for k, v in sets.items() if v is not None}
+    removes += [k for k, v in sets.items() if v is None]
+    ulid = new_ulid()
+    attempt = {
+        **repo.attempt_key(org, claimed["id"], ulid),
+        "entity": "WebhookAttempt",
+        "id": f"att_{ulid.lower()}",
+        "delivery_id": claimed["id"],
+        "endpoint_id": endpoint["id"],
+        "attempt": int(claimed.get("attempt_count", 1)),
+        "status": "succeeded" if result.ok else "failed",
+        "trigger": trigger,
+        "url": endpoint["url"],
+        "status_code": result.status_code,
+        "duration_ms": result.duration_ms,
+        "error": result.error,
+        "response": result.response,
+        "created_at": clock.iso(now),
+        "ttl": clock.epoch(now + repo.DELIVERY_RETENTION),
+    }
+    try:
+        store.transact(
+            [
+                Put(item=attempt),
+                Update(
+                    key=repo.delivery_key(org, claimed["id"]),
+                    expression="SET "
+                    + ", ".join(f"#{k} = :{k}" for k in present)
+                    + " REMOVE "
+                    + ", ".join(f"#{k}" for k in removes),
+                    condition="#owner = :me",
+                    names={"#owner": "owner", **{f"#{k}": k for k in [*present, *removes]}},
+                    values={":me": message_id, **{f":{k}": v for k, v in present.items()}},
+                ),
+            ]
+        )
+    except Conflict:
+        return Outcome(True, status="superseded")  # an API retry took the delivery over
+    if status == "retrying":
+        assert delay is not None
+        return Outcome(False, schedule.visibility_timeout(delay), status)
+    return Outcome(True, status=status)
+
+
+def process(store: Store, org: str, msg_id: str, message_id: str) -> Outcome:
+    """Handle one wake-up of delivery `msg_id` by SQS message `message_id`."""
+    delivery = repo.get_delivery(store, org, msg_id, consistent=True)
+    if delivery is None or delivery.get("status") not in ACTIVE:
+        return Outcome(True, status="nothing to do")
+    if delivery.get("owner") and delivery["owner"] != message_id:
+        return Outcome(True, status="duplicate")
+    now = clock.now()
+    wait = (clock.parse_iso(delivery["next_attempt_at"]) - now).total_seconds()
+    if wait > EARLY_TOLERANCE:
+        return Outcome(False, schedule.visibility_timeout(wait), "not due")
+    endpoint = repo.get_endpoint(store, org, delivery["endpoint_id"], consistent=True)
+    if endpoint is None or not endpoint.get("enabled"):
+        reason = "the endpoint was deleted" if endpoint is None else "the endpoint is disabled"
+        _cancel(store, org, delivery, reason, message_id)
+        return Outcome(True, status="canceled")
+    claimed = _claim(store, org, msg_id, message_id, now)
+    if claimed is None:
+        return Outcome(True, status="claimed elsewhere")
+    trigger = "manual" if delivery.get("manual") else "scheduled"
+    result = attempt_http(endpoint, claimed)
+    outcome = _record(store, org, claimed, endpoint, result, message_id, trigger)
+    logger.info(
+        "webhook attempt",
+        extra={
+            "delivery_id": msg_id,
+            "endpoint_id": endpoint["id"],
+            "attempt": claimed.get("attempt_count"),
+            "status_code": result.status_code,
+            "error": result.error,
+            "delivery_status": outcome.status,
+            "duration_ms": result.duration_ms,
+        },
+    )
+    return outcome
+
+
+# The SQS consumer -------------------------------------------------------------------------------------------------
+def _one(record: dict[str, Any]) -> Outcome:
+    try:
+        body = json.loads(record["body"])
+        return process(get_store(), body["organization_id"], body["delivery_id"], record["messageId"])
+    except Exception:  # the message stays on the queue and comes back after its visibility timeout
+        logger.exception("webhook delivery failed unexpectedly", extra={"message_id": record.get("messageId")})
+        return Outcome(False)
+
+
+def handle_batch(records: list[dict[str, Any]]) -> dict[str, Any]:
+    """Attempts of one batch run in parallel (each may take up to its timeouts); rescheduled and failed records are
+    reported as batch item failures, the rescheduled ones with their new visibility."""
+    if not records:
+        return {"batchItemFailures": []}
+    with ThreadPoolExecutor(max_workers=min(10, len(records))) as pool:
+        outcomes = list(pool.map(_one, records))
+    failures: list[dict[str, str]] = []
+    for record, outcome in zip(records, outcomes, strict=True):
+        if outcome.done:
+            continue
+        if outcome.visibility is not None:
+            reschedule(record["receiptHandle"], outcome.visibility)
+        failures.append({"itemIdentifier": record["messageId"]})
+    return {"batchItemFailures": failures}
+
+
+def reschedule(receipt_handle: str, seconds: int) -> None:
+    try:
+        aws.client("sqs").change_message_visibility(
+            QueueUrl=get_settings().webhook_deliveries_queue_url,
+            ReceiptHandle=receipt_handle,
+            VisibilityTimeout=seconds,
+        )
+    except Exception:  # the message then returns after the queue's own visibility timeout
+        logger.exception("could not reschedule a webhook delivery message")

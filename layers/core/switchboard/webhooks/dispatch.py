@@ -1,0 +1,38 @@
+"""Queueing deliveries: one WebhookDeliveriesQueue message per delivery (`{"organization_id", "delivery_id"}`).
+
+The message is only a wake-up call: the delivery item holds the state, and the sender re-reads it, so a duplicate
+or stale message is harmless (see `delivery.py`).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+
+from switchboard import aws
+from switchboard.config import get_settings
+from switchboard.errors import ServiceUnavailable
+
+BATCH = 10
+
+
+def message_body(org_id: str, delivery_id: str) -> str:
+    return json.dumps({"organization_id": org_id, "delivery_id": delivery_id}, separators=(",", ":"))
+
+
+def enqueue(org_id: str, delivery_ids: Sequence[str]) -> None:
+    """Send one message per delivery (10 per call); raises ServiceUnavailable when any could not be sent."""
+    if not delivery_ids:
+        return
+    sqs = aws.client("sqs")
+    url = get_settings().webhook_deliveries_queue_url
+    failed: list[str] = []
+    for start in range(0, len(delivery_ids), BATCH):
+        chunk = list(delivery_ids[start : start + BATCH])
+        response = sqs.send_message_batch(
+            QueueUrl=url,
+            Entries=[{"Id": str(n), "MessageBody": message_body(org_id, d)} for n, d in enumerate(chunk)],
+        )
+        failed += [chunk[int(f["Id"])] for f in response.get("Failed") or []]
+    if failed:
+        raise ServiceUnavailable(f"{len(failed)} webhook deliveries could not be queued; retry.")

@@ -1,0 +1,491 @@
+"""The webhook management API's rules: endpoints (+ secrets), test events, alerting settings, deliveries and their
+attempts, manual retry and recovery, portal access. Admin only (enforced by the routes)."""
+
+from __future__ import annotations
+
+import hashlib
+from datetime import timedelta
+from typing import Any
+
+from switchboard import clock
+from switchboard.api.auth import AuthContext
+from switchboard.api.pagination import decode_cursor, encode_cursor, query_fingerprint
+from switchboard.audit import audit_put
+from switchboard.config import get_settings
+from switchboard.errors import Conflict, NotFound, Unauthenticated, ValidationFailed
+from switchboard.events.outbox import outbox_put
+from switchboard.ids import new_id, token_urlsafe
+from switchboard.store import ConditionCheck, Delete, Put, Store, Update, keys
+from switchboard.webhooks import dispatch, models, signing, ssrf
+from switchboard.webhooks import repository as repo
+from switchboard.webhooks.catalogue import EVENT_TYPES, TEST_EVENT
+
+Item = dict[str, Any]
+MAX_ENDPOINTS = 50
+ROTATION_OVERLAP = timedelta(hours=24)
+DEFAULT_FAILURE_THRESHOLD = 10
+MAX_RECOVER = 500
+FAILED_STATUSES = ("retrying", "exhausted", "canceled")
+PORTAL_TOKEN_PREFIX = "whp_"
+
+
+def endpoint_not_found() -> NotFound:
+    return NotFound("No such webhook endpoint.")
+
+
+def delivery_not_found() -> NotFound:
+    return NotFound("No such webhook delivery.")
+
+
+def endpoint_view(item: Item) -> models.Endpoint:
+    return models.Endpoint.model_validate(item)
+
+
+def delivery_view(item: Item) -> models.Delivery:
+    return models.Delivery.model_validate({**item, "payload": repo.payload_of(item)})
+
+
+def event_catalogue() -> list[models.EventType]:
+    return [models.EventType(name=n, group=g, description=d) for n, (g, d) in EVENT_TYPES.items()]
+
+
+def _checked_url(url: str, field: str = "body.url") -> str:
+    try:
+        ssrf.check_url(url, allow_local=get_settings().is_local)
+    except ssrf.UnsafeUrl as err:
+        raise ValidationFailed.field(field, err.message) from None
+    return url.strip()
+
+
+def _audit_view(item: Item) -> Item:
+    return {k: item.get(k) for k in ("url", "description", "filter_types", "enabled")}
+
+
+def _get_endpoint(store: Store, org: str, endpoint_id: str, *, consistent: bool = False) -> Item:
+    item = repo.get_endpoint(store, org, endpoint_id, consistent=consistent)
+    if item is None:
+        raise endpoint_not_found()
+    return item
+
+
+def _version_condition(item: Item) -> dict[str, Any]:
+    return {
+        "condition": "#version = :expected_version",
+        "names": {"#version": "version"},
+        "values": {":expected_version": item.get("version", 1)},
+        "error": Conflict("The endpoint changed meanwhile; retry."),
+    }
+
+
+# Endpoints --------------------------------------------------------------------------------------------------------
+def settings_view(store: Store, auth: AuthContext) -> models.WebhookSettings:
+    endpoints = sorted(repo.list_endpoints(store, auth.org_id), key=lambda i: i["created_at"])
+    return models.WebhookSettings(endpoints=[endpoint_view(i) for i in endpoints], event_types=event_catalogue())
+
+
+def get_endpoint(store: Store, auth: AuthContext, endpoint_id: str) -> models.Endpoint:
+    return endpoint_view(_get_endpoint(store, auth.org_id, endpoint_id))
+
+
+def create_endpoint(store: Store, auth: AuthContext, body: models.EndpointCreate) -> models.EndpointWithSecret:
+    org = auth.org_id
+    url = _checked_url(body.url)
+    if len(repo.list_endpoints(store, org)) >= MAX_ENDPOINTS:
+        raise Conflict(f"An organization has at most {MAX_ENDPOINTS} webhook endpoints.")
+    endpoint_id, now, secret = new_id("whe"), clock.now_iso(), signing.generate_secret()
+    item: Item = {
+        **repo.endpoint_key(org, endpoint_id),
+        "entity": "WebhookEndpoint",
+        "id": endpoint_id,
+        "organization_id": org,
+        "url": url,
+        "description": body.description,
+        "filter_types": body.filter_types,
+        "enabled": body.enabled,
+        "disabled_reason": None if body.enabled else "manual",
+        "disabled_at": None if body.enabled else now,
+        "secret": secret,
+        "consecutive_failures": 0,
+        "created_at": now,
+        "updated_at": now,
+        "version": 1,
+    }
+    store.transact(
+        [
+            Put(item=item, condition="attribute_not_exists(PK)"),
+            audit_put(auth, "webhook_endpoint.created", "webhook_endpoint", endpoint_id, after=_audit_view(item)),
+        ]
+    )
+    return models.EndpointWithSecret.model_validate(item)
+
+
+def update_endpoint(store: Store, auth: AuthContext, endpoint_id: str, body: models.EndpointUpdate) -> models.Endpoint:
+    org = auth.org_id
+    item = _get_endpoint(store, org, endpoint_id, consistent=True)
+    given = body.model_fields_set
+    sets: dict[str, Any] = {}
+    removes: list[str] = []
+    if body.url is not None and body.url.strip() != item["url"]:
+        sets["url"] = _checked_url(body.url)
+    if "description" in given:
+        if body.description is None:
+            removes.append("description")
+        else:
+            sets["description"] = body.description
+    if body.filter_types is not None:
+        sets["filter_types"] = body.filter_types
+    now = clock.now_iso()
+    if body.enabled is not None and body.enabled != item["enabled"]:
+        sets["enabled"] = body.enabled
+        if body.enabled:
+            sets["consecutive_failures"] = 0
+            removes += ["disabled_reason", "disabled_at", "failing_since"]
+        else:
+            sets.update(disabled_reason="manual", disabled_at=now)
+    if not sets and not removes:
+        return endpoint_view(item)
+    sets.update(updated_at=now, version=item.get("version", 1) + 1)
+    names = {f"#{k}": k for k in [*sets, *removes]}
+    expression = "SET " + ", ".join(f"#{k} = :{k}" for k in sets)
+    if removes:
+        expression += " REMOVE " + ", ".join(f"#{k}" for k in removes)
+    guard = _version_condition(item)
+    new = {**{k: v for k, v in item.items() if k not in removes}, **sets}
+    store.transact(
+        [
+            _update(
+                repo.endpoint_key(org, endpoint_id),
+                expression,
+                guard,
+                names=names,
+                values={f":{k}": v for k, v in sets.items()},
+            ),
+            audit_put(
+                auth,
+                "webhook_endpoint.updated",
+                "webhook_endpoint",
+                endpoint_id,
+                before=_audit_view(item),
+                after=_audit_view(new),
+            ),
+        ]
+    )
+    return endpoint_view(new)
+
+
+def _update(key: dict[str, str], expression: str, guard: dict[str, Any], *, names: dict, values: dict) -> Update:
+    return Update(
+        key=key,
+        expression=expression,
+        condition=guard["condition"],
+        names={**names, **guard["names"]},
+        values={**values, **guard["values"]},
+        error=guard["error"],
+    )
+
+
+def delete_endpoint(store: Store, auth: AuthContext, endpoint_id: str) -> None:
+    """Deletes the endpoint; its deliveries stay listable (30 days) and pending ones are canceled when due."""
+    org = auth.org_id
+    item = _get_endpoint(store, org, endpoint_id, consistent=True)
+    store.transact(
+        [
+            Delete(
+                key=repo.endpoint_key(org, endpoint_id), condition="attribute_exists(PK)", error=endpoint_not_found()
+            ),
+            audit_put(auth, "webhook_endpoint.deleted", "webhook_endpoint", endpoint_id, before=_audit_view(item)),
+        ]
+    )
+
+
+def rotate_secret(store: Store, auth: AuthContext, endpoint_id: str) -> models.EndpointWithSecret:
+    """A new secret signs from now on; the previous one keeps signing (a second `v1,` signature) for 24 h."""
+    org = auth.org_id
+    item = _get_endpoint(store, org, endpoint_id, consistent=True)
+    now = clock.now()
+    sets = {
+        "secret": signing.generate_secret(),
+        "previous_secret": item["secret"],
+        "previous_secret_expires_at": clock.iso(now + ROTATION_OVERLAP),
+        "secret_rotated_at": clock.iso(now),
+        "updated_at": clock.iso(now),
+        "version": item.get("version", 1) + 1,
+    }
+    store.transact(
+        [
+            _update(
+                repo.endpoint_key(org, endpoint_id),
+                "SET " + ", ".join(f"#{k} = :{k}" for k in sets),
+                _version_condition(item),
+                names={f"#{k}": k for k in sets},
+                values={f":{k}": v for k, v in sets.items()},
+            ),
+            audit_put(auth, "webhook_endpoint.secret_rotated", "webhook_endpoint", endpoint_id),
+        ]
+    )
+    return models.EndpointWithSecret.model_validate({**item, **sets})
+
+
+def signing_secrets(endpoint: Item, now_iso: str) -> list[str]:
+    """The current secret, and the previous one while its 24 h overlap lasts."""
+    out = [endpoint["secret"]]
+    previous, until = endpoint.get("previous_secret"), endpoint.get("previous_secret_expires_at")
+    if previous and until and until > now_iso:
+        out.append(previous)
+    return out
+
+
+def send_test(store: Store, auth: AuthContext, endpoint_id: str) -> models.TestDelivery:
+    """Writes a `webhook.test` event to the outbox: it travels the real pipeline (stream, bus, fan-out, sender)."""
+    org = auth.org_id
+    item = _get_endpoint(store, org, endpoint_id)
+    if not item["enabled"]:
+        raise Conflict("The endpoint is disabled; enable it before sending a test.")
+    sent_at = clock.now_iso()
+    event = outbox_put(org, TEST_EVENT, {"endpoint_id": endpoint_id, "sent_at": sent_at})
+    store.transact(
+        [
+            ConditionCheck(
+                key=repo.endpoint_key(org, endpoint_id), condition="attribute_exists(PK)", error=endpoint_not_found()
+            ),
+            event,
+        ]
+    )
+    event_id = event.item["event_id"]
+    return models.TestDelivery(
+        event_id=event_id,
+        event_type=TEST_EVENT,
+        endpoint_id=endpoint_id,
+        delivery_id=repo.delivery_id(event_id, endpoint_id),
+        sent_at=sent_at,
+    )
+
+
+# Alerting ---------------------------------------------------------------------------------------------------------
+def alerting_of(item: Item | None) -> models.AlertingSettings:
+    if item is None:
+        return models.AlertingSettings(emails=[], failure_threshold=DEFAULT_FAILURE_THRESHOLD)
+    return models.AlertingSettings.model_validate(item)
+
+
+def get_alerting(store: Store, auth: AuthContext) -> models.AlertingSettings:
+    return alerting_of(repo.get_alerting(store, auth.org_id))
+
+
+def put_alerting(store: Store, auth: AuthContext, body: models.AlertingSettingsUpdate) -> models.AlertingSettings:
+    org = auth.org_id
+    emails = list(dict.fromkeys(e.lower() for e in body.emails))
+    item = {
+        **repo.alerting_key(org),
+        "entity": "WebhookAlerting",
+        "emails": emails,
+        "failure_threshold": body.failure_threshold,
+        "updated_at": clock.now_iso(),
+    }
+    after = {"emails": emails, "failure_threshold": body.failure_threshold}
+    store.transact([Put(item=item), audit_put(auth, "webhook_alerting.updated", "webhook_alerting", org, after=after)])
+    return alerting_of(item)
+
+
+# Deliveries -------------------------------------------------------------------------------------------------------
+def _since(value: str | None, field: str) -> str | None:
+    if not value:
+        return None
+    try:
+        return clock.iso(clock.parse_iso(value))
+    except ValueError:
+        raise ValidationFailed.field(field, "must be an ISO 8601 timestamp such as 2026-11-21T10:00:00Z") from None
+
+
+def list_deliveries(
+    store: Store,
+    auth: AuthContext,
+    *,
+    limit: int,
+    cursor: str | None,
+    endpoint_id: str | None,
+    status: str | None,
+    event_type: str | None,
+    since: str | None,
+) -> tuple[list[models.Delivery], str | None]:
+    """Newest first. One endpoint's deliveries come from GSI2, all of them from GSI1; `since` is a key condition,
+    status and event type filter the range (a thin page keeps reading, at most 10 queries)."""
+    org = auth.org_id
+    low = _since(since, "query.since") or "0"
+    params = {"endpoint_id": endpoint_id, "status": status, "event_type": event_type, "since": low}
+    fingerprint = query_fingerprint("webhook-deliveries", params)
+    start = decode_cursor(cursor, org, fingerprint)
+    index, pk = (
+        ("GSI2", repo.endpoint_deliveries_pk(org, endpoint_id)) if endpoint_id else ("GSI1", repo.deliveries_pk(org))
+    )
+    active = {k: v for k, v in (("status", status), ("event_type", event_type)) if v}
+    expression = " AND ".join(f"#{k} = :{k}" for k in active) or None
+    items: list[Item] = []
+    last = start
+    for _ in range(10):
+        page = store.query(
+            pk,
+            index=index,
+            sk_between=(low, "~"),
+            forward=False,
+            limit=max(limit, 50) if expression else limit - len(items),
+            start_key=last,
+            filter_expression=expression,
+            names={f"#{k}": k for k in active} or None,
+            values={f":{k}": v for k, v in active.items()} or None,
+        )
+        items.extend(page.items)
+        last = page.last_key
+        if last is None or len(items) >= limit:
+            break
+    if len(items) > limit:
+        items = items[:limit]
+        last = repo.page_key(items[-1], index)
+    return [delivery_view(i) for i in items], encode_cursor(org, fingerprint, last)
+
+
+def _get_delivery(store: Store, org: str, msg_id: str, *, consistent: bool = False) -> Item:
+    item = repo.get_delivery(store, org, msg_id, consistent=consistent)
+    if item is None or item.get("entity") != "WebhookDelivery":
+        raise delivery_not_found()
+    return item
+
+
+def list_attempts(
+    store: Store, auth: AuthContext, msg_id: str, *, limit: int, cursor: str | None
+) -> tuple[list[models.Attempt], str | None]:
+    """Newest first."""
+    org = auth.org_id
+    _get_delivery(store, org, msg_id)
+    fingerprint = query_fingerprint(f"webhook-attempts:{msg_id}", {})
+    page = store.query(
+        keys.org_pk(org),
+        sk_prefix=repo.attempt_prefix(msg_id),
+        forward=False,
+        limit=limit,
+        start_key=decode_cursor(cursor, org, fingerprint),
+    )
+    return [models.Attempt.model_validate(i) for i in page.items], encode_cursor(org, fingerprint, page.last_key)
+
+
+def _deliverable_endpoint(store: Store, org: str, endpoint_id: str) -> Item:
+    endpoint = repo.get_endpoint(store, org, endpoint_id)
+    if endpoint is None:
+        raise Conflict("The delivery's endpoint was deleted.")
+    if not endpoint["enabled"]:
+        raise Conflict("The endpoint is disabled; enable it before retrying its deliveries.")
+    return endpoint
+
+
+def requeue(store: Store, org: str, msg_id: str) -> Item:
+    """Make a delivery due now with a fresh schedule (same id, same body); refused while an attempt runs."""
+    now = clock.now()
+    return store.update(  # type: ignore[return-value]
+        repo.delivery_key(org, msg_id),
+        "SET #status = :pending, next_attempt_at = :now, run_attempts = :zero, manual = :true, updated_at = :now"
+        " REMOVE #owner, lease_until",
+        condition="attribute_exists(PK) AND (attribute_not_exists(lease_until) OR lease_until < :now_ms)",
+        names={"#status": "status", "#owner": "owner"},
+        values={
+            ":pending": "pending",
+            ":now": clock.iso(now),
+            ":zero": 0,
+            ":true": True,
+            ":now_ms": int(now.timestamp() * 1000),
+        },
+        error=Conflict("An attempt of this delivery is in progress; retry shortly."),
+    )
+
+
+def retry_delivery(store: Store, auth: AuthContext, msg_id: str) -> models.Delivery:
+    """Send the delivery again (same `webhook-id`, same body), starting a fresh retry schedule."""
+    org = auth.org_id
+    item = _get_delivery(store, org, msg_id, consistent=True)
+    _deliverable_endpoint(store, org, item["endpoint_id"])
+    updated = requeue(store, org, msg_id)
+    dispatch.enqueue(org, [msg_id])
+    return delivery_view(updated)
+
+
+def recover(store: Store, auth: AuthContext, endpoint_id: str, since: str) -> models.RecoverResult:
+    """Retry every failed (retrying, exhausted or canceled) delivery of the endpoint created since `since`."""
+    org = auth.org_id
+    if not _get_endpoint(store, org, endpoint_id)["enabled"]:
+        raise Conflict("The endpoint is disabled; enable it before recovering its deliveries.")
+    values = {f":s{n}": s for n, s in enumerate(FAILED_STATUSES)}
+    ids: list[str] = []
+    last: dict[str, Any] | None = None
+    has_more = False
+    while True:
+        page = store.query(
+            repo.endpoint_deliveries_pk(org, endpoint_id),
+            index="GSI2",
+            sk_between=(since, "~"),
+            start_key=last,
+            filter_expression=f"#status IN ({', '.join(values)})",
+            names={"#status": "status"},
+            values=values,
+        )
+        for item in page.items:
+            if len(ids) >= MAX_RECOVER:
+                has_more = True
+                break
+            try:
+                requeue(store, org, item["id"])
+            except Conflict:
+                continue  # an attempt is running right now: it is being delivered anyway
+            ids.append(item["id"])
+        last = page.last_key
+        if has_more or last is None:
+            break
+    dispatch.enqueue(org, ids)
+    return models.RecoverResult(endpoint_id=endpoint_id, since=since, requeued=len(ids), has_more=has_more)
+
+
+# Portal access ----------------------------------------------------------------------------------------------------
+def _token_hash(token: str) -> str:
+    return hashlib.sha256(token.encode()).hexdigest()
+
+
+def create_portal_access(store: Store, auth: AuthContext, base_url: str, expires_in: int) -> models.PortalAccess:
+    """A single-use magic link to the webhook portal, stored only as its SHA-256."""
+    org = auth.org_id
+    token = PORTAL_TOKEN_PREFIX + token_urlsafe(32)
+    digest = _token_hash(token)
+    now = clock.now()
+    expires = now + timedelta(seconds=expires_in)
+    item: Item = {
+        **repo.portal_key(digest),
+        "entity": "WebhookPortalToken",
+        "organization_id": org,
+        "created_by": auth.principal_id,
+        "created_at": clock.iso(now),
+        "expires_at": clock.iso(expires),
+        "ttl": clock.epoch(expires) + 3600,
+    }
+    store.transact(
+        [
+            Put(item=item, condition="attribute_not_exists(PK)"),
+            audit_put(
+                auth,
+                "webhook_portal_access.created",
+                "webhook_portal",
+                digest[:16],
+                after={"expires_at": item["expires_at"]},
+            ),
+        ]
+    )
+    return models.PortalAccess(url=f"{base_url}/portal/webhooks#token={token}", expires_at=item["expires_at"])
+
+
+def consume_portal_token(store: Store, token: str) -> Item:
+    """Exchange a portal token once (conditional delete): the organization it opens; 401 when used or expired."""
+    deleted = store.delete(
+        repo.portal_key(_token_hash(token)),
+        condition="attribute_exists(PK) AND expires_at > :now",
+        values={":now": clock.now_iso()},
+        error=Unauthenticated("The portal link is invalid, used or expired."),
+    )
+    if deleted is None:
+        raise Unauthenticated("The portal link is invalid, used or expired.")
+    return deleted
