@@ -12,6 +12,7 @@ from switchboard.api.app import PUBLIC, create_resolver, make_handler
 from switchboard.api.auth import public, requires
 from switchboard.api.context import current_auth
 from switchboard.api.envelope import Data, ListData, Meta
+from switchboard.catalog import models as catalog_models
 from switchboard.errors import ValidationFailed
 from switchboard.messaging import callbacks, channels, conversations, media, messages, models
 from switchboard.store import get_store
@@ -461,6 +462,47 @@ def claim_lock(convID: str, body: Annotated[models.LockRequest, Body()]) -> Data
 @app.delete("/v1/conversations/<convID>/lock", middlewares=requires("member"), tags=CONV, status_code=204)
 def release_lock(convID: str) -> None:
     conversations.release_lock(get_store(), current_auth(app), convID)
+
+
+# Conversation labels and history sync (rules in switchboard.catalog) -----------------------------------------------
+@app.get("/v1/conversations/<convID>/labels", middlewares=requires("viewer"), tags=CONV)
+def conversation_labels(convID: str) -> ListData[catalog_models.Label]:
+    from switchboard.catalog import labels
+
+    return _list(labels.conversation_labels(get_store(), current_auth(app), convID))
+
+
+@app.post("/v1/conversations/<convID>/labels", middlewares=requires("member"), tags=CONV)
+def add_conversation_label(
+    convID: str, body: Annotated[catalog_models.ConversationLabelAdd, Body()]
+) -> ListData[catalog_models.Label]:
+    """`{label_id}` or `{name}` (a new name joins `/v1/labels`); answers the conversation's labels."""
+    from switchboard.catalog import labels
+
+    return _list(labels.add_to_conversation(get_store(), current_auth(app), convID, body))
+
+
+@app.delete("/v1/conversations/<convID>/labels/<labelID>", middlewares=requires("member"), tags=CONV, status_code=204)
+def remove_conversation_label(convID: str, labelID: str) -> None:
+    from switchboard.catalog import labels
+
+    labels.attach_conversation(get_store(), current_auth(app), labelID, convID, attach=False)
+
+
+@app.post("/v1/conversations/<convID>/history-sync", middlewares=requires("member"), tags=CONV)
+def conversation_history_sync(convID: str) -> Data[catalog_models.HistorySync]:
+    """Records a history sync request; the sandbox completes it at once with the messages already stored."""
+    from switchboard.catalog import chats
+
+    return Data(data=chats.history_sync(get_store(), current_auth(app), convID))
+
+
+@app.get("/v1/conversations/<convID>/history-sync", middlewares=requires("viewer"), tags=CONV)
+def last_conversation_history_sync(convID: str) -> Data[catalog_models.HistorySync]:
+    """The latest history sync request of the conversation."""
+    from switchboard.catalog import chats
+
+    return Data(data=chats.last_history_sync(get_store(), current_auth(app), convID))
 
 
 # Provider callbacks (public: authenticated by the provider's signature) --------------------------------------------

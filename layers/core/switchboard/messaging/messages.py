@@ -116,6 +116,10 @@ def send(store: Store, auth: AuthContext, body: models.SendMessage) -> models.Me
     org = auth.org_id
     text, payload, preview = _content(body)
     channel = channels.get_item(store, org, body.channel_id)
+    if body.type == "template" and body.template:  # an approved template of this channel, with its parameters
+        from switchboard.catalog.templates import validate_template_message
+
+        validate_template_message(store, org, channel["id"], body.template)
     if channel["status"] != "connected" or not channel.get("is_active", True):
         raise Conflict("The channel is not connected.", details=[{"channel_status": channel["status"]}])
     ratelimit.hit(store, f"send:{org}", limit=SENDS_PER_MINUTE, window_seconds=60)

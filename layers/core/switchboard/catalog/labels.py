@@ -1,0 +1,401 @@
+"""Labels: an organization's catalogue (name unique per organization, colour), attached to conversations (their
+`labels` list, which `GET /v1/conversations?label=` filters on) and to messages; mirrored at the channel's provider
+when it supports labels (best effort: the stored state is the truth)."""
+
+from __future__ import annotations
+
+import contextlib
+from typing import Any, Literal
+
+from switchboard import clock
+from switchboard.api.auth import AuthContext
+from switchboard.api.pagination import decode_cursor, encode_cursor, query_fingerprint
+from switchboard.audit import audit_put
+from switchboard.catalog import models
+from switchboard.errors import Conflict, DomainError, NotFound, ValidationFailed
+from switchboard.events.outbox import outbox_put
+from switchboard.ids import new_id
+from switchboard.messaging import channels, conversations, status
+from switchboard.providers import ProviderUnavailable, provider_for
+from switchboard.store import ConditionCheck, Delete, Put, Store, TxOp, Update, keys
+
+Item = dict[str, Any]
+ProviderSync = Literal["synced", "unsupported", "failed"]
+
+
+def label_key(org: str, label_id: str) -> dict[str, str]:
+    return keys.key(keys.org_pk(org), f"LABEL#{label_id}")
+
+
+def name_key(org: str, name: str) -> dict[str, str]:
+    return keys.key(keys.org_pk(org), f"LABELNAME#{name.strip().casefold()}")
+
+
+def conv_link_key(org: str, label_id: str, conv_id: str) -> dict[str, str]:
+    return keys.key(keys.org_pk(org), f"LBLCONV#{label_id}#{conv_id}")
+
+
+def msg_link_key(org: str, label_id: str, message_id: str) -> dict[str, str]:
+    return keys.key(keys.org_pk(org), f"LBLMSG#{label_id}#{message_id}")
+
+
+class _Changed(Conflict):
+    """The target changed between read and write: read again."""
+
+
+def view(item: Item) -> models.Label:
+    return models.Label.model_validate(item)
+
+
+def get_item(store: Store, org: str, label_id: str, *, consistent: bool = False) -> Item:
+    item = store.get(label_key(org, label_id), consistent=consistent)
+    if item is None:
+        raise NotFound("No such label.")
+    return item
+
+
+def _name_taken() -> Conflict:
+    return Conflict("A label with this name already exists.")
+
+
+# Catalogue ---------------------------------------------------------------------------------------------------------
+def create(store: Store, auth: AuthContext, body: models.LabelCreate) -> models.Label:
+    org, now, label_id = auth.org_id, clock.now_iso(), new_id("lb")
+    item: Item = {
+        **label_key(org, label_id),
+        "entity": "Label",
+        "id": label_id,
+        "organization_id": org,
+        "name": body.name,
+        "color": body.color.lower(),
+        "description": body.description,
+        "created_at": now,
+        "updated_at": now,
+        "version": 1,
+    }
+    store.transact(
+        [
+            Put(
+                item={**name_key(org, body.name), "entity": "LabelName", "label_id": label_id},
+                condition="attribute_not_exists(PK)",
+                error=_name_taken(),
+            ),
+            Put(item=item, condition="attribute_not_exists(PK)"),
+            audit_put(auth, "label.created", "label", label_id, after={"name": body.name, "color": item["color"]}),
+        ]
+    )
+    return view(item)
+
+
+def by_name(store: Store, org: str, name: str) -> Item | None:
+    pointer = store.get(name_key(org, name), consistent=True)
+    return store.get(label_key(org, pointer["label_id"]), consistent=True) if pointer else None
+
+
+def list_labels(
+    store: Store, auth: AuthContext, limit: int, cursor: str | None
+) -> tuple[list[models.Label], str | None]:
+    org = auth.org_id
+    fingerprint = query_fingerprint("labels", {})
+    page = store.query(
+        keys.org_pk(org), sk_prefix="LABEL#", limit=limit, start_key=decode_cursor(cursor, org, fingerprint)
+    )
+    return [view(i) for i in page.items], encode_cursor(org, fingerprint, page.last_key)
+
+
+def get(store: Store, auth: AuthContext, label_id: str) -> models.Label:
+    return view(get_item(store, auth.org_id, label_id))
+
+
+def update(store: Store, auth: AuthContext, label_id: str, body: models.LabelUpdate) -> models.Label:
+    org = auth.org_id
+    item = get_item(store, org, label_id, consistent=True)
+    changes = {k: v for k, v in body.model_dump(exclude_unset=True).items() if v is not None or k == "description"}
+    if "name" in changes and changes["name"] is None:
+        raise ValidationFailed.field("body.name", "cannot be null")
+    if changes.get("color"):
+        changes["color"] = changes["color"].lower()
+    changes = {k: v for k, v in changes.items() if item.get(k) != v}
+    if not changes:
+        return view(item)
+    new = {**item, **changes, "updated_at": clock.now_iso(), "version": int(item["version"]) + 1}
+    ops: list[TxOp] = [
+        Put(
+            item=new,
+            condition="#v = :v",
+            names={"#v": "version"},
+            values={":v": item["version"]},
+            error=Conflict("The label changed meanwhile; retry."),
+        ),
+        audit_put(auth, "label.updated", "label", label_id, before={k: item.get(k) for k in changes}, after=changes),
+    ]
+    if "name" in changes and name_key(org, changes["name"]) != name_key(org, item["name"]):
+        ops += [
+            Put(
+                item={**name_key(org, changes["name"]), "entity": "LabelName", "label_id": label_id},
+                condition="attribute_not_exists(PK)",
+                error=_name_taken(),
+            ),
+            Delete(key=name_key(org, item["name"])),
+        ]
+    store.transact(ops)
+    return view(new)
+
+
+def delete(store: Store, auth: AuthContext, label_id: str) -> None:
+    """Detaches the label everywhere (one `conversation.updated` per conversation that carried it), then deletes it."""
+    org = auth.org_id
+    item = get_item(store, org, label_id, consistent=True)
+    for link in store.query_all(keys.org_pk(org), sk_prefix=f"LBLCONV#{label_id}#"):
+        with contextlib.suppress(NotFound):
+            _set_conversation_label(store, auth, link["conversation_id"], item, attach=False)
+    for link in store.query_all(keys.org_pk(org), sk_prefix=f"LBLMSG#{label_id}#"):
+        with contextlib.suppress(NotFound):
+            _set_message_label(store, auth, link["message_id"], item, attach=False)
+    store.transact(
+        [
+            Delete(key=label_key(org, label_id), condition="attribute_exists(PK)", error=NotFound("No such label.")),
+            Delete(key=name_key(org, item["name"])),
+            audit_put(auth, "label.deleted", "label", label_id, before={"name": item["name"]}),
+        ]
+    )
+
+
+# Conversations -----------------------------------------------------------------------------------------------------
+def _set_conversation_label(
+    store: Store, auth: AuthContext, conv_id: str, label: Item, *, attach: bool
+) -> tuple[Item, bool]:
+    """Add or remove one label id on the conversation's `labels`; one `conversation.updated` per real change.
+    Optimistic: the conversation's `version` is the write's condition, re-read on a concurrent change."""
+    org, label_id = auth.org_id, label["id"]
+    for _ in range(5):
+        conv = conversations.get_item(store, org, conv_id, consistent=True)
+        current = list(conv.get("labels") or [])
+        if (label_id in current) == attach:
+            return conv, False
+        labels = [*current, label_id] if attach else [x for x in current if x != label_id]
+        new = {**conv, "labels": labels, "updated_at": clock.now_iso(), "version": int(conv.get("version", 1)) + 1}
+        ops: list[TxOp] = [
+            Put(
+                item=new,
+                condition="#v = :v",
+                names={"#v": "version"},
+                values={":v": conv.get("version", 1)},
+                error=_Changed(),
+            ),
+            outbox_put(
+                org,
+                "conversation.updated",
+                {
+                    "conversation_id": conv_id,
+                    "status": new["status"],
+                    "organization_id": org,
+                    "changes": ["labels"],
+                    "labels": labels,
+                    "label_id": label_id,
+                    "action": "label_added" if attach else "label_removed",
+                },
+            ),
+        ]
+        link = conv_link_key(org, label_id, conv_id)
+        if attach:
+            ops += [
+                ConditionCheck(
+                    key=label_key(org, label_id), condition="attribute_exists(PK)", error=NotFound("No such label.")
+                ),
+                Put(item={**link, "entity": "LabelLink", "label_id": label_id, "conversation_id": conv_id}),
+            ]
+        else:
+            ops.append(Delete(key=link))
+        try:
+            store.transact(ops)
+        except _Changed:
+            continue
+        return new, True
+    raise Conflict("The conversation changed meanwhile; retry.")
+
+
+def _mirror(store: Store, org: str, channel_id: str, action: str, payload: Item) -> ProviderSync:
+    """Best effort at the provider: `synced`, `unsupported` or `failed` — never an error for the caller."""
+    channel = store.get(channels.channel_key(org, channel_id))
+    if channel is None:
+        return "unsupported"
+    try:
+        adapter = provider_for(channel)
+        if "labels" not in adapter.capabilities():
+            return "unsupported"
+        adapter.labels(action, payload)
+    except (DomainError, ProviderUnavailable):
+        return "failed"
+    return "synced"
+
+
+def _contact_phone(store: Store, org: str, contact_id: str | None) -> str | None:
+    contact = store.get(keys.key(keys.org_pk(org), f"CONTACT#{contact_id}")) if contact_id else None
+    return (contact or {}).get("phone")
+
+
+def attach_conversation(
+    store: Store, auth: AuthContext, label_id: str, conv_id: str, *, attach: bool
+) -> models.LabelAttachment:
+    org = auth.org_id
+    label = get_item(store, org, label_id)
+    conv, changed = _set_conversation_label(store, auth, conv_id, label, attach=attach)
+    sync: ProviderSync | None = None
+    if changed:
+        payload = {
+            "label_id": label_id,
+            "name": label["name"],
+            "color": label["color"],
+            "chat_id": _contact_phone(store, org, conv.get("contact_id")),
+            "conversation_id": conv_id,
+        }
+        sync = _mirror(store, org, conv["channel_id"], "attach_chat" if attach else "detach_chat", payload)
+    return models.LabelAttachment(
+        label_id=label_id,
+        conversation_id=conv_id,
+        attached=attach,
+        changed=changed,
+        labels=list(conv.get("labels") or []),
+        provider_sync=sync,
+    )
+
+
+def resolve_chat(store: Store, auth: AuthContext, chat_id: str, channel_id: str | None) -> str:
+    """A conversation id from a chat reference: a conversation id, or the contact's phone / JID (on `channel_id`,
+    or on the only channel where the contact has a conversation)."""
+    from switchboard.catalog.chats import conversation_for_chat
+
+    org = auth.org_id
+    if channel_id:
+        return str(conversation_for_chat(store, auth, channel_id, chat_id)["id"])
+    if chat_id.startswith("cv_"):
+        return str(conversations.get_item(store, org, chat_id)["id"])
+    from switchboard.catalog.chats import contact_for_chat
+
+    contact_id = contact_for_chat(store, org, chat_id)
+    channel_ids = [
+        i["id"] for i in store.query_all(keys.org_pk(org), sk_prefix="CHANNEL#") if i.get("entity") == "Channel"
+    ]
+    pointers = store.batch_get([conversations.pair_key(org, ch, contact_id) for ch in channel_ids])
+    if not pointers:
+        raise NotFound("No conversation with this chat.")
+    if len(pointers) > 1:
+        raise ValidationFailed.field("body.channel_id", "the contact has conversations on several channels: give one")
+    return str(pointers[0]["conversation_id"])
+
+
+def chat_label(
+    store: Store, auth: AuthContext, body: models.ChatLabelRequest, *, attach: bool
+) -> models.LabelAttachment:
+    if bool(body.conversation_id) == bool(body.chat_id):
+        raise ValidationFailed.field("body", "give exactly one of conversation_id or chat_id")
+    get_item(store, auth.org_id, body.label_id)
+    conv_id = body.conversation_id or resolve_chat(store, auth, body.chat_id or "", body.channel_id)
+    return attach_conversation(store, auth, body.label_id, conv_id, attach=attach)
+
+
+def conversation_labels(store: Store, auth: AuthContext, conv_id: str) -> list[models.Label]:
+    org = auth.org_id
+    conv = conversations.get_item(store, org, conv_id)
+    ids = list(conv.get("labels") or [])
+    found = {i["id"]: i for i in store.batch_get([label_key(org, x) for x in ids])} if ids else {}
+    return [view(found[x]) for x in ids if x in found]
+
+
+def add_to_conversation(
+    store: Store, auth: AuthContext, conv_id: str, body: models.ConversationLabelAdd
+) -> list[models.Label]:
+    if bool(body.label_id) == bool(body.name):
+        raise ValidationFailed.field("body", "give exactly one of label_id or name")
+    org = auth.org_id
+    conversations.get_item(store, org, conv_id)
+    label_id = body.label_id
+    if body.name:
+        existing = by_name(store, org, body.name)
+        if existing is None:
+            color = body.color or models.LabelCreate.model_fields["color"].default
+            try:
+                existing = create(store, auth, models.LabelCreate(name=body.name, color=color)).model_dump()
+            except Conflict:  # created concurrently under the same name
+                existing = by_name(store, org, body.name)
+                if existing is None:
+                    raise
+        label_id = existing["id"]
+    attach_conversation(store, auth, label_id or "", conv_id, attach=True)
+    return conversation_labels(store, auth, conv_id)
+
+
+# Messages ----------------------------------------------------------------------------------------------------------
+def _set_message_label(store: Store, auth: AuthContext, message_id: str, label: Item, *, attach: bool) -> bool:
+    """A link item (the change detector: conditional) and the message's `labels` string set, in one transaction."""
+    org, label_id = auth.org_id, label["id"]
+    link = msg_link_key(org, label_id, message_id)
+    missing = NotFound("No such message.")
+    ops: list[TxOp]
+    if attach:
+        ops = [
+            ConditionCheck(
+                key=label_key(org, label_id), condition="attribute_exists(PK)", error=NotFound("No such label.")
+            ),
+            Put(
+                item={**link, "entity": "LabelLink", "label_id": label_id, "message_id": message_id},
+                condition="attribute_not_exists(PK)",
+                error=_Changed(),
+            ),
+            Update(
+                key=status.message_key(org, message_id),
+                expression="ADD #l :l",
+                condition="attribute_exists(PK)",
+                names={"#l": "labels"},
+                values={":l": {label_id}},
+                error=missing,
+            ),
+        ]
+    else:
+        ops = [
+            Delete(key=link, condition="attribute_exists(PK)", error=_Changed()),
+            Update(
+                key=status.message_key(org, message_id),
+                expression="DELETE #l :l",
+                condition="attribute_exists(PK)",
+                names={"#l": "labels"},
+                values={":l": {label_id}},
+                error=missing,
+            ),
+        ]
+    try:
+        store.transact(ops)
+    except _Changed:
+        return False
+    return True
+
+
+def message_label(
+    store: Store, auth: AuthContext, body: models.MessageLabelRequest, *, attach: bool
+) -> models.LabelAttachment:
+    org = auth.org_id
+    label = get_item(store, org, body.label_id)
+    message = store.get(status.message_key(org, body.message_id))
+    if message is None or message.get("entity") != "Message":
+        raise NotFound("No such message.")
+    changed = _set_message_label(store, auth, body.message_id, label, attach=attach)
+    sync: ProviderSync | None = None
+    if changed and message.get("provider_message_id"):
+        payload = {
+            "label_id": label["id"],
+            "name": label["name"],
+            "color": label["color"],
+            "message_id": message["provider_message_id"],
+            "chat_id": message.get("to_phone") if message.get("direction") == "outbound" else message.get("from_phone"),
+        }
+        sync = _mirror(store, org, message["channel_id"], "attach_message" if attach else "detach_message", payload)
+    after = store.get(status.message_key(org, body.message_id), consistent=True) or {}
+    return models.LabelAttachment(
+        label_id=label["id"],
+        message_id=body.message_id,
+        attached=attach,
+        changed=changed,
+        labels=sorted(after.get("labels") or []),
+        provider_sync=sync,
+    )
