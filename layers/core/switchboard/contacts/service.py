@@ -235,9 +235,20 @@ def _changed_fields(item: Item, fields: Item) -> Item:
     return out
 
 
+def _checked_attributes[B: models.ContactFields](store: Store, org: str, body: B) -> B:
+    """Custom fields (switchboard.cdp.fields): defined attribute keys are validated and normalised, others pass."""
+    if not body.attributes:
+        return body
+    from switchboard.cdp.fields import validate_attributes
+
+    checked = validate_attributes(store, org, body.attributes, "body.attributes")
+    return body.model_copy(update={"attributes": checked})
+
+
 def upsert(store: Store, auth: AuthContext, body: models.ContactCreate) -> tuple[models.Contact, bool]:
     """Creates the contact, or updates the single contact that already owns one of the identities (→ created?)."""
     org = auth.org_id
+    body = _checked_attributes(store, org, body)
     idents = _identities_of(body)
     for _ in range(MAX_ATTEMPTS):
         owners = {
@@ -382,6 +393,7 @@ def update(
 ) -> models.Contact:
     org, now = auth.org_id, clock.now_iso()
     item = get_item(store, org, contact_id, consistent=True)
+    body = _checked_attributes(store, org, body)
     if if_match is not None and int(item["version"]) != if_match:
         raise Conflict(
             "The contact's version is not the one in If-Match; read it again.",

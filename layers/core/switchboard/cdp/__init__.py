@@ -1,0 +1,1 @@
+"""Customer-data platform (CDP) domain: custom fields, lifecycle stages, events, object types, segments, templates."""

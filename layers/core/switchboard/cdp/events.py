@@ -1,0 +1,231 @@
+"""Customer events: batch ingest (idempotent by event id), the per-contact timeline and the organization's log.
+
+Keys (under `ORG#<org>`): `CDPEVTID#<event_id>` the sentinel that makes an event id count once;
+`CONTACT#<ct>#ACT#<ulid>` the contact's timeline (deleted with the contact); `CDPACT#<ulid>` the organization's log.
+The ULID is built from the event's own timestamp, so both lists are newest-first by occurrence.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from ulid import ULID
+
+from switchboard import clock
+from switchboard.api.auth import AuthContext
+from switchboard.api.pagination import decode_cursor, encode_cursor, query_fingerprint
+from switchboard.cdp import models
+from switchboard.contacts import models as contact_models
+from switchboard.contacts import service as contacts
+from switchboard.errors import Conflict, DomainError, NotFound, ValidationFailed
+from switchboard.ids import new_id, ulid_bound
+from switchboard.store import Put, Store, keys
+
+Item = dict[str, Any]
+
+
+class _Duplicate(Conflict):
+    """The event id was ingested before."""
+
+
+def event_sentinel(org: str, event_id: str) -> dict[str, str]:
+    return keys.key(keys.org_pk(org), f"CDPEVTID#{event_id}")
+
+
+def ulid_at(moment: datetime) -> str:
+    return str(ULID.from_datetime(moment))
+
+
+def activity_puts(
+    org: str, contact_id: str, *, event_id: str, name: str, kind: str, properties: Item, occurred: datetime
+) -> list[Put]:
+    """The two items of one activity: the contact's timeline and the organization's log."""
+    ulid = ulid_at(occurred)
+    body = {
+        "entity": "Activity",
+        "id": f"act_{ulid.lower()}",
+        "event_id": event_id,
+        "name": name,
+        "kind": kind,
+        "contact_id": contact_id,
+        "properties": properties,
+        "occurred_at": clock.iso(occurred),
+        "received_at": clock.now_iso(),
+    }
+    return [
+        Put(item={**keys.key(keys.org_pk(org), f"CONTACT#{contact_id}#ACT#{ulid}"), **body}),
+        Put(item={**keys.key(keys.org_pk(org), f"CDPACT#{ulid}"), **body}),
+    ]
+
+
+def _contact_for(store: Store, auth: AuthContext, event: models.EventIn, n: int) -> str:
+    if event.contact_id:
+        return str(contacts.get_item(store, auth.org_id, event.contact_id)["id"])
+    assert event.contact is not None
+    try:
+        return str(contacts.resolve(store, auth, [event.contact], field=f"body.events[{n}].contact")["id"])
+    except NotFound:
+        pass
+    ident = contact_models.IdentityIn(type=event.contact.type, value=event.contact.value, source=event.contact.source)
+    contact, _ = contacts.upsert(store, auth, contact_models.ContactCreate(identities=[ident]))
+    return contact.id
+
+
+def _occurred(event: models.EventIn, n: int) -> datetime:
+    if not event.timestamp:
+        return clock.now()
+    try:
+        return clock.parse_iso(event.timestamp)
+    except ValueError:
+        raise ValidationFailed.field(f"body.events[{n}].timestamp", "is not an ISO 8601 time") from None
+
+
+def ingest(store: Store, auth: AuthContext, batch: models.EventBatch) -> models.IngestResult:
+    """Each event is one transaction (sentinel + timeline + log): a duplicate never blocks the others."""
+    org = auth.org_id
+    ids = [e.event_id or new_id("cev") for e in batch.events]
+    seen = {i["SK"].removeprefix("CDPEVTID#") for i in store.batch_get([event_sentinel(org, i) for i in set(ids)])}
+    results: list[models.EventResult] = []
+    for n, (event_id, event) in enumerate(zip(ids, batch.events, strict=True)):
+        if event_id in seen:
+            results.append(models.EventResult(index=n, event_id=event_id, status="duplicate"))
+            continue
+        try:
+            occurred = _occurred(event, n)
+            contact_id = _contact_for(store, auth, event, n)
+            store.transact(
+                [
+                    Put(
+                        item={
+                            **event_sentinel(org, event_id),
+                            "entity": "EventId",
+                            "contact_id": contact_id,
+                            "received_at": clock.now_iso(),
+                        },
+                        condition="attribute_not_exists(PK)",
+                        error=_Duplicate(),
+                    ),
+                    *activity_puts(
+                        org,
+                        contact_id,
+                        event_id=event_id,
+                        name=event.name,
+                        kind="event",
+                        properties=event.properties,
+                        occurred=occurred,
+                    ),
+                ]
+            )
+        except _Duplicate:
+            results.append(models.EventResult(index=n, event_id=event_id, status="duplicate"))
+            continue
+        except DomainError as err:
+            error = {"code": err.code, "message": err.message, "details": err.details}
+            results.append(models.EventResult(index=n, event_id=event_id, status="rejected", error=error))
+            continue
+        seen.add(event_id)
+        results.append(models.EventResult(index=n, event_id=event_id, status="accepted", contact_id=contact_id))
+    count = {s: sum(1 for r in results if r.status == s) for s in ("accepted", "duplicate", "rejected")}
+    return models.IngestResult(
+        accepted=count["accepted"], duplicates=count["duplicate"], rejected=count["rejected"], results=results
+    )
+
+
+# Reads --------------------------------------------------------------------------------------------------------------
+def filtered_page(
+    store: Store,
+    pk: str,
+    *,
+    limit: int,
+    start: dict[str, Any] | None,
+    sk_prefix: str | None = None,
+    sk_between: tuple[str, str] | None = None,
+    filters: dict[str, Any] | None = None,
+    forward: bool = False,
+) -> tuple[list[Item], dict[str, Any] | None]:
+    """A page of `limit` items; equality filters may thin a read, so it keeps reading (≤ 10 reads)."""
+    active = {k: v for k, v in (filters or {}).items() if v is not None}
+    expression = " AND ".join(f"#{k} = :{k}" for k in active) or None
+    items: list[Item] = []
+    last = start
+    for _ in range(10):
+        page = store.query(
+            pk,
+            sk_prefix=sk_prefix,
+            sk_between=sk_between,
+            forward=forward,
+            limit=limit - len(items) if not expression else max(limit, 50),
+            start_key=last,
+            filter_expression=expression,
+            names={f"#{k}": k for k in active} or None,
+            values={f":{k}": v for k, v in active.items()} or None,
+        )
+        items.extend(page.items)
+        last = page.last_key
+        if last is None or len(items) >= limit:
+            break
+    if len(items) > limit:
+        items = items[:limit]
+        last = {"PK": items[-1]["PK"], "SK": items[-1]["SK"]}
+    return items, last
+
+
+def contact_activity(
+    store: Store, auth: AuthContext, contact_id: str, *, limit: int, cursor: str | None, name: str | None
+) -> tuple[list[models.Activity], str | None]:
+    org = auth.org_id
+    contacts.get_item(store, org, contact_id)
+    fingerprint = query_fingerprint("cdp.contact_activity", {"contact": contact_id, "name": name})
+    items, last = filtered_page(
+        store,
+        keys.org_pk(org),
+        sk_prefix=f"CONTACT#{contact_id}#ACT#",
+        limit=limit,
+        start=decode_cursor(cursor, org, fingerprint),
+        filters={"name": name},
+    )
+    return [models.Activity.model_validate(i) for i in items], encode_cursor(org, fingerprint, last)
+
+
+def activity_log(
+    store: Store,
+    auth: AuthContext,
+    *,
+    limit: int,
+    cursor: str | None,
+    name: str | None,
+    contact_id: str | None,
+    since: str | None,
+    until: str | None,
+) -> tuple[list[models.Activity], str | None]:
+    org = auth.org_id
+    params = {"name": name, "contact_id": contact_id, "since": since, "until": until}
+    fingerprint = query_fingerprint("cdp.activity_log", params)
+    try:
+        low = "CDPACT#" + (ulid_bound(clock.parse_iso(since), high=False) if since else "")
+        high = "CDPACT#" + (ulid_bound(clock.parse_iso(until), high=True) if until else "~")
+    except ValueError:
+        raise ValidationFailed.field("query.since", "is not an ISO 8601 time") from None
+    items, last = filtered_page(
+        store,
+        keys.org_pk(org),
+        sk_between=(low, high),
+        limit=limit,
+        start=decode_cursor(cursor, org, fingerprint),
+        filters={"name": name, "contact_id": contact_id},
+    )
+    return [models.Activity.model_validate(i) for i in items], encode_cursor(org, fingerprint, last)
+
+
+def count_events(store: Store, org: str, contact_id: str, name: str, since: datetime) -> int:
+    """How many `name` events the contact had since `since` (the segment rule `event`)."""
+    low = f"CONTACT#{contact_id}#ACT#{ulid_bound(since, high=False)}"
+    rows = store.query_all(
+        keys.org_pk(org),
+        sk_between=(low, f"CONTACT#{contact_id}#ACT#~"),
+        filter_expression="#n = :n",
+        names={"#n": "name"},
+        values={":n": name},
+    )
+    return len(rows)

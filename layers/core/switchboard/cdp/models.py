@@ -1,0 +1,335 @@
+"""Customer-data resources as the API shows them, and the request bodies."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import Field, model_validator
+
+from switchboard.models import BaseModel, Strict
+
+FieldType = Literal["text", "number", "boolean", "date", "single_select", "multi_select", "email", "phone", "url"]
+SELECT_TYPES = ("single_select", "multi_select")
+Key = Field(min_length=1, max_length=64, pattern=r"^[a-z][a-z0-9_]{0,63}$", description="stable slug")
+Iso = Field(default=None, pattern=r"^\d{4}-\d{2}-\d{2}T")
+Properties = dict[str, Any]
+
+
+# Field definitions (custom fields of contacts and fields of object types) -------------------------------------------
+class FieldOption(Strict):
+    value: str = Field(min_length=1, max_length=100)
+    label: str | None = Field(default=None, max_length=200)
+
+
+class _FieldBody(Strict):
+    @model_validator(mode="after")
+    def _options_fit_the_type(self) -> Any:
+        field_type = getattr(self, "type", None)
+        options = getattr(self, "options", None)
+        if field_type in SELECT_TYPES and not options:
+            raise ValueError("options are required for select fields")
+        if field_type is not None and field_type not in SELECT_TYPES and options:
+            raise ValueError("options are only allowed on select fields")
+        if options and len({o.value for o in options}) != len(options):
+            raise ValueError("option values must be unique")
+        return self
+
+
+class FieldCreate(_FieldBody):
+    key: str = Key
+    label: str = Field(min_length=1, max_length=200)
+    type: FieldType
+    options: list[FieldOption] | None = Field(default=None, max_length=200)
+    required: bool = False
+    description: str | None = Field(default=None, max_length=1000)
+
+
+class FieldUpdate(_FieldBody):
+    """The key and the type are stable: a rename changes the label, the data stays under the key."""
+
+    label: str | None = Field(default=None, min_length=1, max_length=200)
+    options: list[FieldOption] | None = Field(default=None, max_length=200)
+    required: bool | None = None
+    description: str | None = Field(default=None, max_length=1000)
+
+
+class CustomField(BaseModel):
+    id: str
+    key: str
+    label: str
+    type: FieldType
+    options: list[FieldOption] = Field(default_factory=list)
+    required: bool = False
+    description: str | None = None
+    created_at: str
+    updated_at: str
+
+
+class ObjectField(BaseModel):
+    id: str
+    key: str
+    label: str
+    type: FieldType
+    options: list[FieldOption] = Field(default_factory=list)
+    required: bool = False
+    description: str | None = None
+    position: int
+
+
+# Lifecycle stages -------------------------------------------------------------------------------------------------
+class StageCreate(Strict):
+    key: str = Key
+    name: str = Field(min_length=1, max_length=100)
+    description: str | None = Field(default=None, max_length=1000)
+    color: str | None = Field(default=None, pattern=r"^#[0-9a-fA-F]{6}$")
+    position: int | None = Field(default=None, ge=0, le=1000)
+
+
+class StageUpdate(Strict):
+    name: str | None = Field(default=None, min_length=1, max_length=100)
+    description: str | None = Field(default=None, max_length=1000)
+    color: str | None = Field(default=None, pattern=r"^#[0-9a-fA-F]{6}$")
+    position: int | None = Field(default=None, ge=0, le=1000)
+
+
+class Stage(BaseModel):
+    id: str
+    key: str
+    name: str
+    description: str | None = None
+    color: str | None = None
+    position: int
+    created_at: str
+    updated_at: str
+
+
+class StageSet(Strict):
+    stage: str | None = Field(min_length=1, max_length=64, description="stage key or id; null clears the stage")
+    reason: str | None = Field(default=None, max_length=500)
+
+
+class StageChange(BaseModel):
+    contact_id: str
+    from_stage: str | None = None
+    to_stage: str | None = None
+    reason: str | None = None
+    changed_by: str | None = None
+    changed_at: str
+
+
+class ContactStage(BaseModel):
+    contact_id: str
+    stage: Stage | None = None
+    history: list[StageChange] = Field(default_factory=list)
+
+
+class StageCount(BaseModel):
+    stage: str
+    name: str
+    contacts: int
+    entered: int
+    exited: int
+
+
+class Conversion(BaseModel):
+    from_stage: str | None
+    to_stage: str | None
+    count: int
+
+
+class StageMetrics(BaseModel):
+    since: str
+    until: str
+    stages: list[StageCount]
+    conversions: list[Conversion]
+
+
+# Events and activity ----------------------------------------------------------------------------------------------
+class EventContact(Strict):
+    type: Literal["phone", "whatsapp", "wa_id", "email", "external_id", "instagram"]
+    value: str = Field(min_length=1, max_length=320)
+    source: str | None = Field(default=None, min_length=1, max_length=64)
+
+
+class EventIn(Strict):
+    event_id: str | None = Field(default=None, min_length=1, max_length=128, pattern=r"^[A-Za-z0-9_.:\-]+$")
+    name: str = Field(min_length=1, max_length=100, pattern=r"^[A-Za-z0-9_.:\- ]+$")
+    contact: EventContact | None = None
+    contact_id: str | None = Field(default=None, min_length=1, max_length=64)
+    properties: Properties = Field(default_factory=dict, max_length=100)
+    timestamp: str | None = Iso
+
+    @model_validator(mode="after")
+    def _one_contact(self) -> EventIn:
+        if (self.contact is None) == (self.contact_id is None):
+            raise ValueError("give exactly one of contact or contact_id")
+        return self
+
+
+class EventBatch(Strict):
+    events: list[EventIn] = Field(min_length=1, max_length=100)
+
+
+class EventResult(BaseModel):
+    index: int
+    event_id: str
+    status: Literal["accepted", "duplicate", "rejected"]
+    contact_id: str | None = None
+    error: dict[str, Any] | None = None
+
+
+class IngestResult(BaseModel):
+    accepted: int
+    duplicates: int
+    rejected: int
+    results: list[EventResult]
+
+
+class Activity(BaseModel):
+    id: str
+    event_id: str
+    name: str
+    kind: str = "event"
+    contact_id: str
+    properties: Properties = Field(default_factory=dict)
+    occurred_at: str
+    received_at: str
+
+
+# Object types and contact objects --------------------------------------------------------------------------------
+class ObjectTypeCreate(Strict):
+    key: str = Key
+    name: str = Field(min_length=1, max_length=100)
+    plural_name: str | None = Field(default=None, max_length=100)
+    description: str | None = Field(default=None, max_length=1000)
+    display_field: str | None = Field(
+        default=None, max_length=64, description="the field key whose value names a record"
+    )
+    fields: list[FieldCreate] = Field(default_factory=list, max_length=100)
+
+
+class ObjectTypeUpdate(Strict):
+    name: str | None = Field(default=None, min_length=1, max_length=100)
+    plural_name: str | None = Field(default=None, max_length=100)
+    description: str | None = Field(default=None, max_length=1000)
+    display_field: str | None = Field(default=None, max_length=64)
+
+
+class ObjectType(BaseModel):
+    id: str
+    key: str
+    name: str
+    plural_name: str | None = None
+    description: str | None = None
+    display_field: str | None = None
+    fields: list[ObjectField] = Field(default_factory=list)
+    version: int
+    created_at: str
+    updated_at: str
+
+
+class FieldReorder(Strict):
+    field_ids: list[str] = Field(min_length=1, max_length=100)
+
+
+class ObjectCreate(Strict):
+    object_type_id: str = Field(min_length=1, max_length=64, description="object type id or key")
+    contact_id: str = Field(min_length=1, max_length=64)
+    display_name: str | None = Field(default=None, max_length=200)
+    properties: Properties = Field(default_factory=dict, max_length=100)
+
+
+class ObjectUpdate(Strict):
+    display_name: str | None = Field(default=None, max_length=200)
+    properties: Properties | None = Field(default=None, max_length=100, description="merged key by key; null removes")
+
+
+class ContactObject(BaseModel):
+    id: str
+    object_type_id: str
+    object_kind: str
+    contact_id: str
+    display_name: str
+    properties: Properties = Field(default_factory=dict)
+    version: int
+    created_at: str
+    updated_at: str
+
+
+# Segments -----------------------------------------------------------------------------------------------------------
+class SegmentCreate(Strict):
+    name: str = Field(min_length=1, max_length=100)
+    description: str | None = Field(default=None, max_length=1000)
+    rules: dict[str, Any] = Field(description="rule tree: {and|or: [...]}, {not: rule}, a field or an event condition")
+
+
+class SegmentUpdate(Strict):
+    name: str | None = Field(default=None, min_length=1, max_length=100)
+    description: str | None = Field(default=None, max_length=1000)
+    rules: dict[str, Any] | None = None
+
+
+class Segment(BaseModel):
+    id: str
+    name: str
+    description: str | None = None
+    rules: dict[str, Any]
+    member_count: int = 0
+    built_at: str | None = None
+    version: int
+    created_at: str
+    updated_at: str
+
+
+class SegmentMember(BaseModel):
+    contact_id: str
+    name: str | None = None
+    email: str | None = None
+    phone: str | None = None
+    lifecycle_stage: str | None = None
+    added_at: str
+
+
+# Templates ----------------------------------------------------------------------------------------------------------
+class TemplateSegment(Strict):
+    name: str = Field(min_length=1, max_length=100)
+    description: str | None = Field(default=None, max_length=1000)
+    rules: dict[str, Any]
+
+
+class TemplateCreate(Strict):
+    name: str = Field(min_length=1, max_length=100)
+    description: str | None = Field(default=None, max_length=1000)
+    custom_fields: list[FieldCreate] = Field(default_factory=list, max_length=100)
+    lifecycle_stages: list[StageCreate] = Field(default_factory=list, max_length=50)
+    segments: list[TemplateSegment] = Field(default_factory=list, max_length=50)
+
+
+class TemplateUpdate(Strict):
+    name: str | None = Field(default=None, min_length=1, max_length=100)
+    description: str | None = Field(default=None, max_length=1000)
+    custom_fields: list[FieldCreate] | None = Field(default=None, max_length=100)
+    lifecycle_stages: list[StageCreate] | None = Field(default=None, max_length=50)
+    segments: list[TemplateSegment] | None = Field(default=None, max_length=50)
+
+
+class Template(BaseModel):
+    id: str
+    name: str
+    description: str | None = None
+    builtin: bool = False
+    custom_fields: list[dict[str, Any]] = Field(default_factory=list)
+    lifecycle_stages: list[dict[str, Any]] = Field(default_factory=list)
+    segments: list[dict[str, Any]] = Field(default_factory=list)
+    created_at: str | None = None
+    updated_at: str | None = None
+
+
+class TemplateAction(Strict):
+    action: Literal["apply"]
+
+
+class ApplyResult(BaseModel):
+    template_id: str
+    created: dict[str, list[str]]
+    skipped: dict[str, list[str]]

@@ -1,0 +1,377 @@
+"""Segments: rule trees over contacts, with materialised membership.
+
+Keys (under `ORG#<org>`): `CDPSEG#<seg_id>` the segment; `SEGMENT#<seg_id>#MEMBER#<ct_id>` one member each, so a
+members page is one Query (+ one BatchGet of the contacts). Create and update rebuild the membership in full: every
+contact is read page by page from GSI1 (`ORG#<org>#CONTACTS`), evaluated, and the difference is written with one
+`crm.list.entry_added` / `crm.list.entry_removed` outbox event per change.
+
+Rule tree: `{"and": [...]}`, `{"or": [...]}`, `{"not": rule}`, a field condition
+`{"field": "email" | "attributes.plan" | "tags" | "lifecycle_stage" | "consent.whatsapp" | …, "op": …, "value": …}`
+or an event condition `{"event": "order.placed", "op": "gte", "count": 2, "within_days": 30}`.
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Any
+
+from switchboard import clock
+from switchboard.api.auth import AuthContext
+from switchboard.api.pagination import decode_cursor, encode_cursor, query_fingerprint
+from switchboard.audit import audit_put
+from switchboard.cdp import models
+from switchboard.cdp.events import count_events
+from switchboard.contacts import repository as contact_repo
+from switchboard.errors import Conflict, NotFound, ValidationFailed
+from switchboard.events.outbox import outbox_put
+from switchboard.ids import new_id
+from switchboard.store import Delete, Put, Store, TxOp, keys
+
+Item = dict[str, Any]
+MAX_DEPTH = 6
+MAX_CONDITIONS = 50
+CONTACT_FIELDS = {
+    "name",
+    "first_name",
+    "last_name",
+    "email",
+    "phone",
+    "company",
+    "lifecycle_stage",
+    "blocked",
+    "created_at",
+    "updated_at",
+    "tags",
+}
+OPS = {
+    "eq",
+    "neq",
+    "in",
+    "not_in",
+    "contains",
+    "not_contains",
+    "starts_with",
+    "gt",
+    "gte",
+    "lt",
+    "lte",
+    "exists",
+    "not_exists",
+}
+COUNT_OPS = {"eq", "gt", "gte", "lt", "lte"}
+
+
+def segment_key(org: str, segment_id: str) -> dict[str, str]:
+    return keys.key(keys.org_pk(org), f"CDPSEG#{segment_id}")
+
+
+def member_prefix(segment_id: str) -> str:
+    return f"SEGMENT#{segment_id}#MEMBER#"
+
+
+def member_key(org: str, segment_id: str, contact_id: str) -> dict[str, str]:
+    return keys.key(keys.org_pk(org), f"{member_prefix(segment_id)}{contact_id}")
+
+
+# Rules --------------------------------------------------------------------------------------------------------------
+def check_rules(rule: Any, path: str = "body.rules") -> None:
+    """Refuses malformed trees with the field path of the first problem."""
+    count = _check(rule, path, 1)
+    if count > MAX_CONDITIONS:
+        raise ValidationFailed.field(path, f"holds more than {MAX_CONDITIONS} conditions")
+
+
+def _check(rule: Any, path: str, depth: int) -> int:
+    bad = ValidationFailed.field
+    if depth > MAX_DEPTH:
+        raise bad(path, f"nests deeper than {MAX_DEPTH} levels")
+    if not isinstance(rule, dict) or not rule:
+        raise bad(path, "must be an object: and, or, not, a field condition or an event condition")
+    for group in ("and", "or"):
+        if group in rule:
+            items = rule[group]
+            if len(rule) != 1 or not isinstance(items, list) or not items:
+                raise bad(f"{path}.{group}", "must be the only key, with a non-empty list of rules")
+            return sum(_check(r, f"{path}.{group}[{n}]", depth + 1) for n, r in enumerate(items))
+    if "not" in rule:
+        if len(rule) != 1:
+            raise bad(f"{path}.not", "must be the only key")
+        return _check(rule["not"], f"{path}.not", depth + 1)
+    if "event" in rule:
+        extra = set(rule) - {"event", "op", "count", "within_days"}
+        if extra:
+            raise bad(f"{path}.{sorted(extra)[0]}", "is not a key of an event condition")
+        if not isinstance(rule["event"], str) or not 1 <= len(rule["event"]) <= 100:
+            raise bad(f"{path}.event", "must be an event name")
+        if rule.get("op", "gte") not in COUNT_OPS:
+            raise bad(f"{path}.op", f"must be one of {', '.join(sorted(COUNT_OPS))}")
+        count, days = rule.get("count", 1), rule.get("within_days", 30)
+        if not isinstance(count, int) or isinstance(count, bool) or count < 0:
+            raise bad(f"{path}.count", "must be a whole number of at least 0")
+        if not isinstance(days, int) or isinstance(days, bool) or not 1 <= days <= 3650:
+            raise bad(f"{path}.within_days", "must be a whole number of days between 1 and 3650")
+        return 1
+    if "field" in rule:
+        extra = set(rule) - {"field", "op", "value"}
+        if extra:
+            raise bad(f"{path}.{sorted(extra)[0]}", "is not a key of a field condition")
+        field = rule["field"]
+        if not isinstance(field, str) or not (
+            field in CONTACT_FIELDS
+            or (field.startswith("attributes.") and len(field) > 11)
+            or (field.startswith("consent.") and len(field) > 8)
+        ):
+            raise bad(f"{path}.field", "must be a contact field, attributes.<key>, tags or consent.<channel>")
+        op = rule.get("op")
+        if op not in OPS:
+            raise bad(f"{path}.op", f"must be one of {', '.join(sorted(OPS))}")
+        if op not in ("exists", "not_exists") and "value" not in rule:
+            raise bad(f"{path}.value", "Field required")
+        if op in ("in", "not_in") and not isinstance(rule.get("value"), list):
+            raise bad(f"{path}.value", "must be a list")
+        return 1
+    raise bad(path, "must hold and, or, not, field or event")
+
+
+class _Context:
+    """Per-contact reads that only some rules need (consent, event counts), cached for the evaluation."""
+
+    def __init__(self, store: Store, org: str, contact: Item) -> None:
+        self.store, self.org, self.contact = store, org, contact
+        self._consent: dict[str, str | None] = {}
+
+    def consent(self, channel: str) -> str | None:
+        if channel not in self._consent:
+            row = self.store.get(contact_repo.child_key(self.org, self.contact["id"], "CONSENT", channel))
+            self._consent[channel] = row.get("status") if row else None
+        return self._consent[channel]
+
+    def value(self, field: str) -> Any:
+        if field.startswith("attributes."):
+            return (self.contact.get("attributes") or {}).get(field.removeprefix("attributes."))
+        if field.startswith("consent."):
+            return self.consent(field.removeprefix("consent."))
+        return self.contact.get(field)
+
+
+def _compare(actual: Any, op: str, expected: Any) -> bool:
+    if op == "exists":
+        return actual not in (None, "", [])
+    if op == "not_exists":
+        return actual in (None, "", [])
+    if op == "in":
+        return actual in expected
+    if op == "not_in":
+        return actual not in expected
+    if op in ("contains", "not_contains"):
+        if isinstance(actual, list):
+            found = expected in actual
+        elif isinstance(actual, str) and isinstance(expected, str):
+            found = expected.lower() in actual.lower()
+        else:
+            found = False
+        return found if op == "contains" else not found
+    if op == "starts_with":
+        return isinstance(actual, str) and isinstance(expected, str) and actual.lower().startswith(expected.lower())
+    if op == "eq":
+        return bool(actual == expected)
+    if op == "neq":
+        return bool(actual != expected)
+    if actual is None or expected is None:
+        return False
+    try:
+        return {
+            "gt": actual > expected,
+            "gte": actual >= expected,
+            "lt": actual < expected,
+            "lte": actual <= expected,
+        }[op]
+    except TypeError:
+        return False
+
+
+def evaluate(rule: Item, ctx: _Context) -> bool:
+    if "and" in rule:
+        return all(evaluate(r, ctx) for r in rule["and"])
+    if "or" in rule:
+        return any(evaluate(r, ctx) for r in rule["or"])
+    if "not" in rule:
+        return not evaluate(rule["not"], ctx)
+    if "event" in rule:
+        since = clock.now() - timedelta(days=rule.get("within_days", 30))
+        count = count_events(ctx.store, ctx.org, ctx.contact["id"], rule["event"], since)
+        return _compare(count, rule.get("op", "gte"), rule.get("count", 1))
+    return _compare(ctx.value(rule["field"]), rule["op"], rule.get("value"))
+
+
+# Membership -----------------------------------------------------------------------------------------------------------
+def _entry_event(org: str, segment: Item, contact_id: str, added: bool) -> Put:
+    return outbox_put(
+        org,
+        "crm.list.entry_added" if added else "crm.list.entry_removed",
+        {
+            "list_id": segment["id"],
+            "list_name": segment["name"],
+            "record_id": contact_id,
+            "contact_id": contact_id,
+            "object_kind": "contact",
+            "organization_id": org,
+        },
+    )
+
+
+def rebuild(store: Store, org: str, segment: Item) -> tuple[int, int, int]:
+    """Evaluates every contact; writes the difference. → (members, added, removed)."""
+    matches: set[str] = set()
+    start = None
+    while True:
+        page = store.query(contact_repo.list_pk(org), index="GSI1", limit=100, start_key=start)
+        matches |= {c["id"] for c in page.items if evaluate(segment["rules"], _Context(store, org, c))}
+        start = page.last_key
+        if not start:
+            break
+    existing = {r["contact_id"] for r in store.query_all(keys.org_pk(org), sk_prefix=member_prefix(segment["id"]))}
+    now = clock.now_iso()
+    ops: list[TxOp] = []
+    for contact_id in sorted(matches - existing):
+        member = {"entity": "SegmentMember", "segment_id": segment["id"], "contact_id": contact_id, "added_at": now}
+        ops += [
+            Put(item={**member_key(org, segment["id"], contact_id), **member}),
+            _entry_event(org, segment, contact_id, True),
+        ]
+    for contact_id in sorted(existing - matches):
+        ops += [Delete(key=member_key(org, segment["id"], contact_id)), _entry_event(org, segment, contact_id, False)]
+    for chunk in range(0, len(ops), 100):
+        store.transact(ops[chunk : chunk + 100])
+    return len(matches), len(matches - existing), len(existing - matches)
+
+
+# Segments -----------------------------------------------------------------------------------------------------------
+def view(item: Item) -> models.Segment:
+    return models.Segment.model_validate(item)
+
+
+def get_item(store: Store, org: str, segment_id: str, *, consistent: bool = False) -> Item:
+    item = store.get(segment_key(org, segment_id), consistent=consistent)
+    if item is None:
+        raise NotFound("No such segment.")
+    return item
+
+
+def get(store: Store, auth: AuthContext, segment_id: str) -> models.Segment:
+    return view(get_item(store, auth.org_id, segment_id))
+
+
+def list_segments(store: Store, auth: AuthContext) -> list[models.Segment]:
+    rows = store.query_all(keys.org_pk(auth.org_id), sk_prefix="CDPSEG#")
+    return [view(i) for i in sorted(rows, key=lambda i: i["created_at"])]
+
+
+def _save_counts(store: Store, org: str, item: Item, members: int) -> Item:
+    now = clock.now_iso()
+    store.update(
+        segment_key(org, item["id"]),
+        "SET member_count = :n, built_at = :t",
+        condition="attribute_exists(PK)",
+        values={":n": members, ":t": now},
+        error=NotFound("No such segment."),
+    )
+    return {**item, "member_count": members, "built_at": now}
+
+
+def create(store: Store, auth: AuthContext, body: models.SegmentCreate) -> models.Segment:
+    org, now = auth.org_id, clock.now_iso()
+    check_rules(body.rules)
+    segment_id = new_id("seg")
+    item: Item = {
+        **segment_key(org, segment_id),
+        "entity": "Segment",
+        "id": segment_id,
+        **body.model_dump(mode="json"),
+        "member_count": 0,
+        "version": 1,
+        "created_at": now,
+        "updated_at": now,
+    }
+    store.transact(
+        [
+            Put(item=item, condition="attribute_not_exists(PK)"),
+            audit_put(auth, "cdp.segment.created", "segment", segment_id, after={"name": body.name}),
+        ]
+    )
+    members, _, _ = rebuild(store, org, item)
+    return view(_save_counts(store, org, item, members))
+
+
+def update(store: Store, auth: AuthContext, segment_id: str, body: models.SegmentUpdate) -> models.Segment:
+    """Any update (an empty body too) rebuilds the membership."""
+    org = auth.org_id
+    item = get_item(store, org, segment_id, consistent=True)
+    patch = body.model_dump(mode="json", exclude_unset=True)
+    for required in ("name", "rules"):
+        if required in patch and patch[required] is None:
+            raise ValidationFailed.field(f"body.{required}", "cannot be null")
+    if "rules" in patch:
+        check_rules(patch["rules"])
+    new = {**item, **patch, "version": int(item["version"]) + 1, "updated_at": clock.now_iso()}
+    store.transact(
+        [
+            Put(
+                item=new,
+                condition="#v = :v",
+                names={"#v": "version"},
+                values={":v": item["version"]},
+                error=Conflict("The segment changed concurrently; read it again."),
+            ),
+            audit_put(auth, "cdp.segment.updated", "segment", segment_id, after=patch),
+        ]
+    )
+    members, _, _ = rebuild(store, org, new)
+    return view(_save_counts(store, org, new, members))
+
+
+def delete(store: Store, auth: AuthContext, segment_id: str) -> None:
+    """Members first (an interrupted delete is simply run again), then the segment."""
+    org = auth.org_id
+    get_item(store, org, segment_id)
+    rows = store.query_all(keys.org_pk(org), sk_prefix=member_prefix(segment_id))
+    deletes: list[TxOp] = [Delete(key={"PK": r["PK"], "SK": r["SK"]}) for r in rows]
+    for chunk in range(0, len(deletes), 100):
+        store.transact(deletes[chunk : chunk + 100])
+    store.transact(
+        [
+            Delete(
+                key=segment_key(org, segment_id), condition="attribute_exists(PK)", error=NotFound("No such segment.")
+            ),
+            audit_put(auth, "cdp.segment.deleted", "segment", segment_id),
+        ]
+    )
+
+
+def members(
+    store: Store, auth: AuthContext, segment_id: str, *, limit: int, cursor: str | None
+) -> tuple[list[models.SegmentMember], str | None]:
+    org = auth.org_id
+    get_item(store, org, segment_id)
+    fingerprint = query_fingerprint("cdp.segment_members", {"segment": segment_id})
+    page = store.query(
+        keys.org_pk(org),
+        sk_prefix=member_prefix(segment_id),
+        limit=limit,
+        start_key=decode_cursor(cursor, org, fingerprint),
+    )
+    found = {c["id"]: c for c in store.batch_get([contact_repo.contact_key(org, r["contact_id"]) for r in page.items])}
+    out = []
+    for row in page.items:
+        contact = found.get(row["contact_id"], {})
+        out.append(
+            models.SegmentMember(
+                contact_id=row["contact_id"],
+                name=contact.get("name"),
+                email=contact.get("email"),
+                phone=contact.get("phone"),
+                lifecycle_stage=contact.get("lifecycle_stage"),
+                added_at=row["added_at"],
+            )
+        )
+    return out, encode_cursor(org, fingerprint, page.last_key)

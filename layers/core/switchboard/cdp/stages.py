@@ -1,0 +1,248 @@
+"""Lifecycle stages: an ordered catalogue, a contact's current stage with its history, and funnel metrics.
+
+Keys (under `ORG#<org>`): `CDPSTAGE#<stg_id>` the stage, `CDPSTAGEKEY#<key>` its unique key; a contact's stage is
+the stage key in the contact's `lifecycle_stage` (written through `contacts.service.write_contact`, so GSI2 and
+`contact.updated` follow); every change writes `CONTACT#<ct>#STAGELOG#<ulid>` and `CDPSTAGELOG#<ulid>` (metrics).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from datetime import timedelta
+from typing import Any
+
+from switchboard import clock
+from switchboard.api.auth import AuthContext
+from switchboard.audit import audit_put
+from switchboard.cdp import models
+from switchboard.cdp.events import activity_puts
+from switchboard.contacts import repository as contact_repo
+from switchboard.contacts import service as contacts
+from switchboard.errors import Conflict, NotFound, ValidationFailed
+from switchboard.ids import new_id, new_ulid, ulid_bound
+from switchboard.store import Delete, Put, Store, TxOp, keys
+
+Item = dict[str, Any]
+MAX_STAGES = 50
+
+
+def stage_key(org: str, stage_id: str) -> dict[str, str]:
+    return keys.key(keys.org_pk(org), f"CDPSTAGE#{stage_id}")
+
+
+def stage_key_sentinel(org: str, key: str) -> dict[str, str]:
+    return keys.key(keys.org_pk(org), f"CDPSTAGEKEY#{key}")
+
+
+def view(item: Item) -> models.Stage:
+    return models.Stage.model_validate(item)
+
+
+def _all(store: Store, org: str) -> list[Item]:
+    rows = store.query_all(keys.org_pk(org), sk_prefix="CDPSTAGE#")
+    return sorted(rows, key=lambda i: (i["position"], i["created_at"]))
+
+
+def list_stages(store: Store, auth: AuthContext) -> list[models.Stage]:
+    return [view(i) for i in _all(store, auth.org_id)]
+
+
+def get_item(store: Store, org: str, stage_id: str) -> Item:
+    item = store.get(stage_key(org, stage_id))
+    if item is None:
+        raise NotFound("No such lifecycle stage.")
+    return item
+
+
+def find(store: Store, org: str, ref: str) -> Item:
+    """A stage by id (`stg_…`) or key."""
+    if ref.startswith("stg_"):
+        return get_item(store, org, ref)
+    pointer = store.get(stage_key_sentinel(org, ref))
+    if pointer is None:
+        raise NotFound("No such lifecycle stage.")
+    return get_item(store, org, pointer["stage_id"])
+
+
+def get(store: Store, auth: AuthContext, stage_id: str) -> models.Stage:
+    return view(get_item(store, auth.org_id, stage_id))
+
+
+def create(store: Store, auth: AuthContext, body: models.StageCreate) -> models.Stage:
+    org, now = auth.org_id, clock.now_iso()
+    existing = _all(store, org)
+    if len(existing) >= MAX_STAGES:
+        raise Conflict(f"An organization holds at most {MAX_STAGES} lifecycle stages.")
+    stage_id = new_id("stg")
+    position = body.position if body.position is not None else max((i["position"] for i in existing), default=-1) + 1
+    item: Item = {
+        **stage_key(org, stage_id),
+        "entity": "LifecycleStage",
+        "id": stage_id,
+        **body.model_dump(mode="json"),
+        "position": position,
+        "created_at": now,
+        "updated_at": now,
+    }
+    taken = Conflict(f"A lifecycle stage with the key {body.key!r} exists.", details=[{"field": "body.key"}])
+    store.transact(
+        [
+            Put(item=item, condition="attribute_not_exists(PK)"),
+            Put(
+                item={**stage_key_sentinel(org, body.key), "entity": "LifecycleStageKey", "stage_id": stage_id},
+                condition="attribute_not_exists(PK)",
+                error=taken,
+            ),
+            audit_put(auth, "cdp.lifecycle_stage.created", "lifecycle_stage", stage_id, after={"key": body.key}),
+        ]
+    )
+    return view(item)
+
+
+def update(store: Store, auth: AuthContext, stage_id: str, body: models.StageUpdate) -> models.Stage:
+    org = auth.org_id
+    item = get_item(store, org, stage_id)
+    patch = body.model_dump(mode="json", exclude_unset=True)
+    for required in ("name", "position"):
+        if required in patch and patch[required] is None:
+            raise ValidationFailed.field(f"body.{required}", "cannot be null")
+    new = {**item, **patch, "updated_at": clock.now_iso()}
+    store.transact(
+        [
+            Put(item=new, condition="attribute_exists(PK)", error=NotFound("No such lifecycle stage.")),
+            audit_put(auth, "cdp.lifecycle_stage.updated", "lifecycle_stage", stage_id, after=patch),
+        ]
+    )
+    return view(new)
+
+
+def delete(store: Store, auth: AuthContext, stage_id: str) -> None:
+    """Only an empty stage can go (its key is what contacts hold)."""
+    org = auth.org_id
+    item = get_item(store, org, stage_id)
+    if store.query(contact_repo.stage_pk(org, item["key"]), index="GSI2", limit=1).items:
+        raise Conflict("Contacts are in this stage; move them to another stage first.")
+    store.transact(
+        [
+            Delete(key=stage_key(org, stage_id), condition="attribute_exists(PK)", error=NotFound("No such stage.")),
+            Delete(key=stage_key_sentinel(org, item["key"])),
+            audit_put(auth, "cdp.lifecycle_stage.deleted", "lifecycle_stage", stage_id, before={"key": item["key"]}),
+        ]
+    )
+
+
+# A contact's stage --------------------------------------------------------------------------------------------------
+def _history(store: Store, org: str, contact_id: str, limit: int = 50) -> list[models.StageChange]:
+    page = store.query(keys.org_pk(org), sk_prefix=f"CONTACT#{contact_id}#STAGELOG#", forward=False, limit=limit)
+    return [models.StageChange.model_validate(i) for i in page.items]
+
+
+def contact_stage(store: Store, auth: AuthContext, contact_id: str) -> models.ContactStage:
+    org = auth.org_id
+    contact = contacts.get_item(store, org, contact_id)
+    stage = None
+    if contact.get("lifecycle_stage"):
+        try:
+            stage = view(find(store, org, contact["lifecycle_stage"]))
+        except NotFound:
+            stage = None  # a free-form value written through /v1/contacts
+    return models.ContactStage(contact_id=contact_id, stage=stage, history=_history(store, org, contact_id))
+
+
+def set_contact_stage(store: Store, auth: AuthContext, contact_id: str, body: models.StageSet) -> models.ContactStage:
+    org = auth.org_id
+    for _ in range(3):
+        contact = contacts.get_item(store, org, contact_id, consistent=True)
+        stage = find(store, org, body.stage) if body.stage else None
+        old_key, new_key = contact.get("lifecycle_stage"), stage["key"] if stage else None
+        if old_key == new_key:
+            return contact_stage(store, auth, contact_id)
+        now = clock.now()
+        change = {
+            "entity": "StageChange",
+            "contact_id": contact_id,
+            "from_stage": old_key,
+            "to_stage": new_key,
+            "reason": body.reason,
+            "changed_by": auth.principal_id,
+            "changed_at": clock.iso(now),
+        }
+        ulid = new_ulid()
+        extra: list[TxOp] = [
+            Put(item={**keys.key(keys.org_pk(org), f"CONTACT#{contact_id}#STAGELOG#{ulid}"), **change}),
+            Put(item={**keys.key(keys.org_pk(org), f"CDPSTAGELOG#{ulid}"), **change}),
+            *activity_puts(
+                org,
+                contact_id,
+                event_id=f"stage_{ulid.lower()}",
+                name="lifecycle_stage_changed",
+                kind="lifecycle_stage",
+                properties={"from_stage": old_key, "to_stage": new_key, "reason": body.reason},
+                occurred=now,
+            ),
+        ]
+        try:
+            contacts.write_contact(
+                store, auth, contact, {**contact, "lifecycle_stage": new_key}, extra, ["lifecycle_stage"], "updated"
+            )
+        except Conflict as err:
+            if err.code != "conflict":
+                raise
+            continue
+        return contact_stage(store, auth, contact_id)
+    raise Conflict("The contact changed concurrently; retry.")
+
+
+# Metrics ------------------------------------------------------------------------------------------------------------
+def _count(store: Store, pk: str, index: str) -> int:
+    total, start = 0, None
+    while True:
+        params: dict[str, Any] = {
+            "TableName": store.table_name,
+            "IndexName": index,
+            "KeyConditionExpression": "#pk = :pk",
+            "ExpressionAttributeNames": {"#pk": f"{index}PK"},
+            "ExpressionAttributeValues": {":pk": {"S": pk}},
+            "Select": "COUNT",
+        }
+        if start:
+            params["ExclusiveStartKey"] = start
+        resp = store.client.query(**params)
+        total += int(resp.get("Count", 0))
+        start = resp.get("LastEvaluatedKey")
+        if not start:
+            return total
+
+
+def metrics(store: Store, auth: AuthContext, since: str | None, until: str | None) -> models.StageMetrics:
+    """Contacts now in each stage; entries, exits and stage-to-stage conversions in [since, until]."""
+    org = auth.org_id
+    try:
+        end = clock.parse_iso(until) if until else clock.now()
+        start = clock.parse_iso(since) if since else end - timedelta(days=30)
+    except ValueError:
+        raise ValidationFailed.field("query.since", "is not an ISO 8601 time") from None
+    if start > end:
+        raise ValidationFailed.field("query.since", "must not be after until")
+    changes = store.query_all(
+        keys.org_pk(org),
+        sk_between=(f"CDPSTAGELOG#{ulid_bound(start, high=False)}", f"CDPSTAGELOG#{ulid_bound(end, high=True)}"),
+    )
+    entered = Counter(c.get("to_stage") for c in changes)
+    exited = Counter(c.get("from_stage") for c in changes)
+    pairs = Counter((c.get("from_stage"), c.get("to_stage")) for c in changes)
+    stages = [
+        models.StageCount(
+            stage=s["key"],
+            name=s["name"],
+            contacts=_count(store, contact_repo.stage_pk(org, s["key"]), "GSI2"),
+            entered=entered.get(s["key"], 0),
+            exited=exited.get(s["key"], 0),
+        )
+        for s in _all(store, org)
+    ]
+    conversions = [
+        models.Conversion(from_stage=a, to_stage=b, count=n)
+        for (a, b), n in sorted(pairs.items(), key=lambda kv: (-kv[1], str(kv[0])))
+    ]
+    return models.StageMetrics(since=clock.iso(start), until=clock.iso(end), stages=stages, conversions=conversions)
