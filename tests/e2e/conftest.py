@@ -72,7 +72,8 @@ def _read_ready(log_path: Path) -> dict[str, Any] | None:
     return None
 
 
-def _start_local_stack() -> Stack:
+def _start_local_stack(extra_env: dict[str, str] | None = None) -> Stack:
+    """Start `python -m local` on a free port (`extra_env` adds to its environment) and wait for its ready line."""
     log_file = tempfile.NamedTemporaryFile(prefix="switchboard-local-", suffix=".log", delete=False)  # noqa: SIM115
     log_path = Path(log_file.name)
     env = {
@@ -82,6 +83,7 @@ def _start_local_stack() -> Stack:
         "LOCAL_API_KEY": E2E_API_KEY,
         "PYTHONUNBUFFERED": "1",
         "PYTHONPATH": os.pathsep.join([str(ROOT), str(ROOT / "layers" / "core")]),
+        **(extra_env or {}),
     }
     env.pop("AWS_ENDPOINT_URL", None)
     started = time.monotonic()
