@@ -213,6 +213,26 @@ def test_in_flight_key_is_a_conflict():
     assert idempotency.HEADER == "Idempotency-Key"
 
 
+def test_records_written_before_sealing_still_replay():
+    """Records of the previous format (plain SHA-256 `body_digest`, plain `response_body`) live up to 24 h after a
+    deployment: a retry still matches and replays them; another body is still refused."""
+    import hashlib
+
+    store = get_store()
+    calls.clear()
+    before = {i["SK"] for i in store.query_all("ORG#org_a", sk_prefix="IDEMP#")}
+    _order({"item": "tea"}, key="k-7")
+    (item,) = [i for i in store.query_all("ORG#org_a", sk_prefix="IDEMP#") if i["SK"] not in before]
+    assert "tea" not in item["response_sealed"] and "body_digest" not in item
+    legacy = {k: v for k, v in item.items() if k not in ("request_mac", "response_sealed")}
+    legacy["body_digest"] = hashlib.sha256(b'{"item":"tea"}').hexdigest()
+    legacy["response_body"] = '{"data":{"n":41,"item":"tea"}}'
+    store.put(legacy)
+    replay = _order({"item": "tea"}, key="k-7")
+    assert body_of(replay) == {"data": {"n": 41, "item": "tea"}} and calls == ["tea"]
+    assert body_of(_order({"item": "milk"}, key="k-7"))["error"]["code"] == "idempotency_key_reused"
+
+
 # Authorizer and readiness ---------------------------------------------------------------------------------------------
 def _authorize(headers: dict[str, str], ip: str = "198.51.100.7"):
     event = {

@@ -270,12 +270,6 @@ def test_passwords_are_argon2id_and_credentials_are_sha256_under_cred(api: Api):
     assert all("code" not in i and re.fullmatch(r"[0-9a-f]{64}", i["code_hash"]["S"]) and i["salt"] for i in codes)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG layers/core/switchboard/api/idempotency.py: the stored replay (response_body) of POST /v1/auth/login "
-    "and POST /v1/api-keys holds the plain session token / API key for 24 h, and body_digest is an unsalted SHA-256 "
-    "of the login body (e-mail + password). Remove this marker when fixed.",
-)
 def test_idempotency_records_do_not_keep_credentials_in_plain_text(api: Api):
     """Clients send `Idempotency-Key` on every POST (CONVENTIONS "Idempotency"; Stripe-style SDKs do it by default).
     The stored replay of a login or an API-key creation must not become a plain copy of the session token or the
@@ -291,6 +285,20 @@ def test_idempotency_records_do_not_keep_credentials_in_plain_text(api: Api):
     )
     assert created.status_code == 201, created.text
     secrets.tokens["API key"] = created.json()["data"]["key"]
+    # The promise of CONVENTIONS "Idempotency" still holds: the same key and body replay the first response.
+    again = api.post("/v1/auth/login", json=login_body, headers={**api.owner_headers, "Idempotency-Key": "login-1"})
+    assert again.headers["idempotent-replayed"] == "true" and again.json() == login.json()
+    again = api.post(
+        "/v1/api-keys", json={"name": "ci", "role": "member"}, headers={**api.owner_headers, "Idempotency-Key": "key-1"}
+    )
+    assert (again.status_code, again.json()) == (201, created.json())
+    assert again.headers["idempotent-replayed"] == "true"
+    other = api.post(
+        "/v1/auth/login",
+        json={**login_body, "password": "not-the-password"},
+        headers={**api.owner_headers, "Idempotency-Key": "login-1"},
+    )
+    api.assert_error(other, 409, "idempotency_key_reused")
     stored = {f"item {i['PK']['S']} / {i['SK']['S']}": _text(i) for i in scan_table() if i["PK"]["S"] != OUTBOX_PK}
     leaks = find_leaks(stored, secrets)
     canonical = json.dumps(login_body, sort_keys=True, separators=(",", ":"))

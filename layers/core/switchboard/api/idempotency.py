@@ -4,12 +4,26 @@ The first completed response (status, body) is stored for 24 h under the caller'
 key and the same body; the same key with another body is 409 `idempotency_key_reused`; a request still in flight
 with that key is 409 `conflict`. Validation failures (400), throttling (429) and server errors are not stored: the
 record is removed so that the client can retry. Runs after request validation, so invalid bodies never get here.
+
+Nothing readable is kept of what the request or the response carried (CONVENTIONS "Authentication and tenancy":
+credentials are stored hashed only). A login body holds a password and the replay of a login or of an API-key creation
+holds the session token or the key, so:
+
+- the request is remembered by an HMAC-SHA256 keyed with the server secret (`CURSOR_SECRET`) over the path, the
+  Idempotency-Key and the canonical body, never by a plain digest that could be brute-forced offline;
+- the replayed body is sealed with AES-256-GCM under a key derived (HMAC-SHA256, server secret) from the path, the
+  Idempotency-Key and the canonical body: only a client that sends the same key and the same body again can have it
+  opened, and a copy of the table alone (without the server secret) reveals nothing. The record's key and status are
+  the associated data, so a sealed body cannot be moved to another record. `cryptography` is imported on first use.
 """
 
 from __future__ import annotations
 
+import base64
 import hashlib
+import hmac
 import json
+import os
 from collections.abc import Callable
 from datetime import timedelta
 from typing import Any
@@ -19,6 +33,7 @@ from aws_lambda_powertools.event_handler import Response
 from switchboard import clock
 from switchboard.api.context import current_auth_optional, header, request_id
 from switchboard.api.envelope import error_body
+from switchboard.config import get_settings
 from switchboard.errors import Conflict, DomainError, ValidationFailed
 from switchboard.store import get_store, keys
 
@@ -28,26 +43,73 @@ IN_FLIGHT_LEASE = timedelta(seconds=60)
 _NOT_STORED = {400, 401, 403, 429}
 
 
-def _body_digest(raw: str | None) -> str:
+def _canonical_body(raw: str | None) -> bytes:
     if not raw:
-        return hashlib.sha256(b"").hexdigest()
+        return b""
     try:
-        canonical = json.dumps(json.loads(raw), sort_keys=True, separators=(",", ":"))
+        return json.dumps(json.loads(raw), sort_keys=True, separators=(",", ":")).encode()
     except ValueError:
-        canonical = raw
-    return hashlib.sha256(canonical.encode()).hexdigest()
+        return raw.encode()
 
 
-def _stored_response(item: dict[str, Any]) -> Response:
+def _derive(label: bytes, *parts: bytes) -> bytes:
+    """HMAC-SHA256 keyed with the server secret over a label and length-prefixed parts (no ambiguous joins)."""
+    mac = hmac.new(get_settings().cursor_secret.get_secret_value().encode(), label, hashlib.sha256)
+    for part in parts:
+        mac.update(len(part).to_bytes(4, "big"))
+        mac.update(part)
+    return mac.digest()
+
+
+def _legacy_body_digest(canonical: bytes) -> str:
+    """What records written before the HMAC kept (`body_digest`); read only, so that a retry in flight at the
+    deployment still matches its record."""
+    return hashlib.sha256(canonical).hexdigest()
+
+
+def _aad(item_key: dict[str, Any], status: int) -> bytes:
+    return f"{item_key['PK']}\n{item_key['SK']}\n{status}".encode()
+
+
+def _seal(seal_key: bytes, plain: str, aad: bytes) -> str:
+    from cryptography.hazmat.primitives.ciphers.aead import AESGCM
+
+    nonce = os.urandom(12)
+    return base64.b64encode(nonce + AESGCM(seal_key).encrypt(nonce, plain.encode(), aad)).decode()
+
+
+def _open(seal_key: bytes, sealed: str, aad: bytes) -> str:
+    from cryptography.exceptions import InvalidTag
+    from cryptography.hazmat.primitives.ciphers.aead import AESGCM
+
+    raw = base64.b64decode(sealed)
+    try:
+        return AESGCM(seal_key).decrypt(raw[:12], raw[12:], aad).decode()
+    except InvalidTag:  # the server secret changed since: the response can't be replayed any more
+        raise Conflict(
+            "The stored response of this Idempotency-Key can no longer be replayed; use a new key."
+        ) from None
+
+
+def _stored_response(item: dict[str, Any], item_key: dict[str, Any], seal_key: bytes) -> Response:
     headers = dict(item.get("response_headers") or {})
     headers["Idempotent-Replayed"] = "true"
-    body = item.get("response_body")
+    status = int(item["response_status"])
+    body = item.get("response_body")  # records written before sealing
+    if item.get("response_sealed") is not None:
+        body = _open(seal_key, item["response_sealed"], _aad(item_key, status))
     return Response(
-        status_code=int(item["response_status"]),
+        status_code=status,
         content_type="application/json" if body is not None else None,
         body=json.loads(body) if body is not None else None,
         headers=headers,
     )
+
+
+def _same_request(existing: dict[str, Any], request_mac: str, canonical: bytes) -> bool:
+    if "request_mac" in existing:
+        return hmac.compare_digest(existing["request_mac"], request_mac)
+    return existing.get("body_digest") == _legacy_body_digest(canonical)
 
 
 def idempotency_middleware(app: Any, next_middleware: Callable[[Any], Any]) -> Any:
@@ -66,7 +128,10 @@ def idempotency_middleware(app: Any, next_middleware: Callable[[Any], Any]) -> A
     store = get_store()
     scope_digest = hashlib.sha256(f"{event.path}\n{idem_key}".encode()).hexdigest()
     item_key = keys.idempotency(auth.scope, scope_digest)
-    body_digest = _body_digest(event.body)
+    canonical = _canonical_body(event.body)
+    parts = (event.path.encode(), idem_key.encode(), canonical)
+    request_mac = _derive(b"switchboard/idempotency/request", *parts).hex()
+    seal_key = _derive(b"switchboard/idempotency/replay", *parts)
     now = clock.now()
     try:
         store.put(
@@ -74,7 +139,7 @@ def idempotency_middleware(app: Any, next_middleware: Callable[[Any], Any]) -> A
                 **item_key,
                 "entity": "Idempotency",
                 "status": "in_progress",
-                "body_digest": body_digest,
+                "request_mac": request_mac,
                 "lease_until": clock.epoch(now + IN_FLIGHT_LEASE),
                 "ttl": clock.epoch(now + RETENTION),
             },
@@ -86,13 +151,13 @@ def idempotency_middleware(app: Any, next_middleware: Callable[[Any], Any]) -> A
         existing = store.get(item_key, consistent=True)
         if existing is None:  # expired between the two calls: treat as in flight, the client retries
             raise Conflict("A request with this Idempotency-Key is in progress.") from None
-        if existing.get("body_digest") != body_digest:
+        if not _same_request(existing, request_mac, canonical):
             raise Conflict(
                 "This Idempotency-Key was used with a different request body.", code="idempotency_key_reused"
             ) from None
         if existing.get("status") != "completed":
             raise Conflict("A request with this Idempotency-Key is in progress.") from None
-        return _stored_response(existing)
+        return _stored_response(existing, item_key, seal_key)
 
     try:
         response = next_middleware(app)
@@ -112,16 +177,17 @@ def idempotency_middleware(app: Any, next_middleware: Callable[[Any], Any]) -> A
         return response
     body = response.body
     stored_headers = {k: v for k, v in (response.headers or {}).items() if k.lower() in ("location",)}
-    store.put(
-        {
-            **item_key,
-            "entity": "Idempotency",
-            "status": "completed",
-            "body_digest": body_digest,
-            "response_status": response.status_code,
-            "response_body": body if isinstance(body, str) or body is None else json.dumps(body, default=str),
-            "response_headers": stored_headers,
-            "ttl": clock.epoch(now + RETENTION),
-        }
-    )
+    record: dict[str, Any] = {
+        **item_key,
+        "entity": "Idempotency",
+        "status": "completed",
+        "request_mac": request_mac,
+        "response_status": response.status_code,
+        "response_headers": stored_headers,
+        "ttl": clock.epoch(now + RETENTION),
+    }
+    if body is not None:
+        plain = body if isinstance(body, str) else json.dumps(body, default=str)
+        record["response_sealed"] = _seal(seal_key, plain, _aad(item_key, response.status_code))
+    store.put(record)
     return response
