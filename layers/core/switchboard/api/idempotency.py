@@ -28,19 +28,22 @@ from collections.abc import Callable
 from datetime import timedelta
 from typing import Any
 
+from aws_lambda_powertools import Logger
 from aws_lambda_powertools.event_handler import Response
 
 from switchboard import clock
 from switchboard.api.context import current_auth_optional, header, request_id
 from switchboard.api.envelope import error_body
 from switchboard.config import get_settings
-from switchboard.errors import Conflict, DomainError, ValidationFailed
+from switchboard.errors import Conflict, DomainError, ServiceUnavailable, ValidationFailed
 from switchboard.store import get_store, keys
 
 HEADER = "Idempotency-Key"
 RETENTION = timedelta(hours=24)
 IN_FLIGHT_LEASE = timedelta(seconds=60)
 _NOT_STORED = {400, 401, 403, 429}
+
+logger = Logger(child=True)
 
 
 def _canonical_body(raw: str | None) -> bytes:
@@ -173,7 +176,7 @@ def idempotency_middleware(app: Any, next_middleware: Callable[[Any], Any]) -> A
         raise
 
     if response.status_code in _NOT_STORED or response.status_code >= 500:
-        store.delete(item_key)
+        _forget(store, item_key)
         return response
     body = response.body
     stored_headers = {k: v for k, v in (response.headers or {}).items() if k.lower() in ("location",)}
@@ -189,5 +192,18 @@ def idempotency_middleware(app: Any, next_middleware: Callable[[Any], Any]) -> A
     if body is not None:
         plain = body if isinstance(body, str) else json.dumps(body, default=str)
         record["response_sealed"] = _seal(seal_key, plain, _aad(item_key, response.status_code))
-    store.put(record)
+    try:
+        store.put(record)
+    except ServiceUnavailable:
+        # The work is done and committed; only its replay record could not be stored (the table throttled it after
+        # every retry). Answering 503 now would invite a retry that runs the work again once the lease ends.
+        logger.warning("idempotency record not stored; the response is returned unrecorded")
     return response
+
+
+def _forget(store: Any, item_key: dict[str, str]) -> None:
+    """Remove the in-flight record so the client can retry; if the table is too busy, the lease frees it later."""
+    try:
+        store.delete(item_key)
+    except ServiceUnavailable:
+        logger.warning("idempotency record not removed; it frees itself when its in-flight lease ends")

@@ -7,6 +7,7 @@ and batch gets that retry unprocessed keys.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from decimal import Decimal
@@ -33,6 +34,9 @@ _THROTTLE_CODES = {
     "ServiceUnavailable",
     "TransactionInProgressException",
 }
+
+
+_TX_THROTTLE_ATTEMPTS = 3
 
 
 def _to_dynamo(value: Any) -> Any:
@@ -369,21 +373,28 @@ class Store:
             return
         if len(op_list) > 100:
             raise ValueError("a transaction holds at most 100 operations")
-        try:
-            self.client.transact_write_items(TransactItems=[op.to_transact(self.table_name) for op in op_list])
-        except ClientError as err:
-            code = err.response.get("Error", {}).get("Code", "")
-            if code != "TransactionCanceledException":
-                _raise_for(err)
-            reasons = err.response.get("CancellationReasons") or _reasons_from_message(
-                err.response.get("Error", {}).get("Message", ""), len(op_list)
-            )
-            for op, reason in zip(op_list, reasons, strict=False):
-                if reason.get("Code") == "ConditionalCheckFailed":
-                    raise op.error or Conflict() from err
-            if any(r.get("Code") in ("TransactionConflict", "ThrottlingError") for r in reasons):
-                raise Conflict("A concurrent change touched the same records; retry.") from err
-            raise ServiceUnavailable("The data store is busy; retry shortly.") from err
+        items = [op.to_transact(self.table_name) for op in op_list]
+        for attempt in range(_TX_THROTTLE_ATTEMPTS):
+            try:
+                self.client.transact_write_items(TransactItems=items)
+                return
+            except ClientError as err:
+                code = err.response.get("Error", {}).get("Code", "")
+                if code != "TransactionCanceledException":
+                    _raise_for(err)
+                reasons = err.response.get("CancellationReasons") or _reasons_from_message(
+                    err.response.get("Error", {}).get("Message", ""), len(op_list)
+                )
+                for op, reason in zip(op_list, reasons, strict=False):
+                    if reason.get("Code") == "ConditionalCheckFailed":
+                        raise op.error or Conflict() from err
+                if any(r.get("Code") == "TransactionConflict" for r in reasons):
+                    raise Conflict("A concurrent change touched the same records; retry.") from err
+                # Cancelled for throttling (botocore does not retry a cancellation): nothing was written, so the
+                # same transaction is tried again a few times, then the caller is told to retry (503, not 409).
+                if attempt + 1 == _TX_THROTTLE_ATTEMPTS:
+                    raise ServiceUnavailable("The data store is busy; retry shortly.") from err
+                time.sleep(0.05 * 2**attempt)
 
 
 def _reasons_from_message(message: str, count: int) -> list[dict[str, str]]:
