@@ -9,6 +9,7 @@ from typing import Any
 
 from switchboard import aws, clock, ratelimit
 from switchboard.api.auth import AuthContext
+from switchboard.billing.usage import usage_op
 from switchboard.config import get_settings
 from switchboard.contacts import models as contact_models
 from switchboard.contacts import service as contacts
@@ -210,8 +211,13 @@ def deliver(store: Store, org: str, message_id: str) -> str:
             "message_id": message_id,
         }
     )
-    status.apply(
-        store, org, message, "sent", extra=[sentinel], extra_set={"provider_message_id": result.provider_message_id}
+    status.apply(  # the usage counter rides on the pending → sent transaction: each message counted exactly once
+        store,
+        org,
+        message,
+        "sent",
+        extra=[sentinel, usage_op(org, channel)],
+        extra_set={"provider_message_id": result.provider_message_id},
     )
     if channel["platform"] == "sandbox":
         schedule_sandbox_status(org, message_id, "delivered")
