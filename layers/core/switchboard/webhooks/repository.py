@@ -7,6 +7,7 @@ DLV#<msg_id>                      delivery: one event for one endpoint; the id i
 DLV#<msg_id>#ATT#<ulid>           one attempt (status code, duration, error, response excerpt)
 WHSET#alerting                    alerting settings (e-mails, failure threshold)
 WHPORTAL#<sha256(token)> / WHPORTAL   a portal magic-link token (global partition: the token is all a visitor has)
+WHPSESS#<sha256(session)> / WHPSESS   a portal session (organization, CSRF token, 30 min), made by using a link once
 """
 
 from __future__ import annotations
@@ -48,6 +49,10 @@ def alerting_key(org_id: str) -> dict[str, str]:
 
 def portal_key(token_hash: str) -> dict[str, str]:
     return keys.key(f"WHPORTAL#{token_hash}", "WHPORTAL")
+
+
+def portal_session_key(session_hash: str) -> dict[str, str]:
+    return keys.key(f"WHPSESS#{session_hash}", "WHPSESS")
 
 
 def deliveries_pk(org_id: str) -> str:

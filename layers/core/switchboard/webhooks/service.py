@@ -27,6 +27,8 @@ DEFAULT_FAILURE_THRESHOLD = 10
 MAX_RECOVER = 500
 FAILED_STATUSES = ("retrying", "exhausted", "canceled")
 PORTAL_TOKEN_PREFIX = "whp_"
+PORTAL_SESSION_PREFIX = "whps_"
+PORTAL_SESSION_TTL = timedelta(minutes=30)
 
 
 def endpoint_not_found() -> NotFound:
@@ -351,6 +353,10 @@ def _get_delivery(store: Store, org: str, msg_id: str, *, consistent: bool = Fal
     return item
 
 
+def get_delivery(store: Store, auth: AuthContext, msg_id: str) -> models.Delivery:
+    return delivery_view(_get_delivery(store, auth.org_id, msg_id))
+
+
 def list_attempts(
     store: Store, auth: AuthContext, msg_id: str, *, limit: int, cursor: str | None
 ) -> tuple[list[models.Attempt], str | None]:
@@ -489,3 +495,46 @@ def consume_portal_token(store: Store, token: str) -> Item:
     if deleted is None:
         raise Unauthenticated("The portal link is invalid, used or expired.")
     return deleted
+
+
+def open_portal_session(store: Store, token: str) -> tuple[str, Item]:
+    """Exchange a portal link's token (once) for a session of its organization: (the cookie value, the session).
+
+    The session is stored only as the SHA-256 of its value, lasts `PORTAL_SESSION_TTL` from the exchange (never
+    extended) and carries the CSRF token its forms must send back."""
+    link = consume_portal_token(store, token)
+    value = PORTAL_SESSION_PREFIX + token_urlsafe(32)
+    now = clock.now()
+    expires = now + PORTAL_SESSION_TTL
+    session: Item = {
+        **repo.portal_session_key(_token_hash(value)),
+        "entity": "WebhookPortalSession",
+        "organization_id": link["organization_id"],
+        "created_by": link.get("created_by"),
+        "csrf_token": token_urlsafe(32),
+        "created_at": clock.iso(now),
+        "expires_at": clock.iso(expires),
+        "ttl": clock.epoch(expires) + 3600,
+    }
+    store.put(session, condition="attribute_not_exists(PK)")
+    return value, session
+
+
+def portal_session(store: Store, value: str) -> Item | None:
+    """The live session a portal cookie names, or None (unknown, malformed or expired)."""
+    if not value.startswith(PORTAL_SESSION_PREFIX) or len(value) > 100:
+        return None
+    item = store.get(repo.portal_session_key(_token_hash(value)), consistent=True)
+    if item is None or item.get("expires_at", "") <= clock.now_iso():
+        return None
+    return item
+
+
+def close_portal_session(store: Store, value: str) -> None:
+    store.delete(repo.portal_session_key(_token_hash(value)))
+
+
+def portal_auth(session: Item) -> AuthContext:
+    """Who acts in the portal: the session (audited as `portal`), with the admin rights the link was issued under."""
+    session_id = "whps_" + str(session["PK"]).removeprefix("WHPSESS#")[:16]
+    return AuthContext("portal", session_id, None, session["organization_id"], "admin", session_id)
