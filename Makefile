@@ -8,7 +8,7 @@ SAM_VENV := .venv-sam
 PORT ?= 3000
 PYTEST_WORKERS ?= 2
 
-.PHONY: install dev test test-unit test-integration test-e2e lint format typecheck openapi build validate bench clean
+.PHONY: install chromium dev test test-unit test-integration test-e2e lint format typecheck openapi build validate bench clean
 
 $(STAMP): requirements-dev.txt layers/core/requirements.txt
 	@test -n "$(PYTHON)" || { echo "python3.13 not found (pyenv install 3.13.0, or set PYTHON=)"; exit 1; }
@@ -16,7 +16,11 @@ $(STAMP): requirements-dev.txt layers/core/requirements.txt
 	$(BIN)/pip install --quiet --disable-pip-version-check -r requirements-dev.txt
 	@touch $(STAMP)
 
-install: $(STAMP)
+install: $(STAMP) chromium
+
+## Headless Chromium (Debian's package) for the webhook portal's browser test; the test fails without it.
+chromium:
+	@command -v chromium >/dev/null || (apt-get update -q && apt-get install -y -q chromium)
 
 $(SAM_VENV)/.installed:
 	$(PYTHON) -m venv $(SAM_VENV)
