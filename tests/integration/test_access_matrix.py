@@ -466,6 +466,10 @@ EXAMPLE_BODIES: dict[tuple[str, str], Any] = {
     ("PATCH", "/v1/labels/{labelID}"): {"name": "Renamed by A"},
     ("POST", "/v1/conversations/{convID}/labels"): {"name": "a-label"},
     ("PATCH", "/v1/templates/{templateID}"): {"name": "renamed_by_a"},
+    ("PATCH", "/v1/settings/billing/invoices/{invoiceID}"): {"notes": "A was here"},
+    ("POST", "/v1/settings/billing/invoices/{invoiceID}/pay"): {"reference_id": "ref-a"},
+    ("PATCH", "/v1/settings/integrations/{integrationID}"): {"name": "Renamed by A"},
+    ("PUT", "/v1/settings/notifications/{userID}"): {"emails": {"billing": True}},
     ("POST", "/v1/templates/library/{libraryItemID}"): {"channel_id": "ch_a"},
 }
 
