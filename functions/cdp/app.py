@@ -5,26 +5,28 @@ from __future__ import annotations
 
 from typing import Annotated
 
+from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.event_handler.openapi.params import Body, Query
 
 from switchboard.api.app import create_resolver, make_handler
 from switchboard.api.auth import requires
 from switchboard.api.context import current_auth
 from switchboard.api.envelope import Data, ListData, Meta
-from switchboard.cdp import events, fields, models, objects, segments, stages, templates
+from switchboard.cdp import crm, events, fields, imports, models, objects, segments, stages, templates
 from switchboard.store import get_store
 
 app = create_resolver()
 Limit = Annotated[int, Query(ge=1, le=100)]
 Cursor = Annotated[str | None, Query(max_length=2048)]
 Time = Annotated[str | None, Query(pattern=r"^\d{4}-\d{2}-\d{2}T")]
-FIELDS, STAGES, EVENTS, OBJECTS, SEGMENTS, TEMPLATES = (
+FIELDS, STAGES, EVENTS, OBJECTS, SEGMENTS, TEMPLATES, IMPORTS = (
     ["cdp: custom fields"],
     ["cdp: lifecycle stages"],
     ["cdp: events"],
     ["cdp: objects"],
     ["cdp: segments"],
     ["cdp: templates"],
+    ["cdp: imports"],
 )
 
 
@@ -253,6 +255,91 @@ def update_contact_object(objectID: str, body: Annotated[models.ObjectUpdate, Bo
 @app.delete("/v1/cdp/contact-objects/<objectID>", middlewares=requires("member"), tags=OBJECTS, status_code=204)
 def delete_contact_object(objectID: str) -> None:
     objects.delete_object(get_store(), current_auth(app), objectID)
+
+
+@app.get("/v1/cdp/contact-objects/<objectID>/comments", middlewares=requires("viewer"), tags=OBJECTS)
+def list_contact_object_comments(objectID: str, limit: Limit = 20, cursor: Cursor = None) -> ListData[models.Comment]:
+    """Oldest first."""
+    items, next_cursor = crm.list_comments(get_store(), current_auth(app), objectID, limit=limit, cursor=cursor)
+    return _page(items, limit, next_cursor)
+
+
+@app.post("/v1/cdp/contact-objects/<objectID>/comments", middlewares=requires("member"), tags=OBJECTS, status_code=201)
+def add_contact_object_comment(objectID: str, body: Annotated[models.CommentCreate, Body()]) -> Data[models.Comment]:
+    """Emits `crm.comment.created`."""
+    return Data(data=crm.add_comment(get_store(), current_auth(app), objectID, body))
+
+
+@app.delete(
+    "/v1/cdp/contact-objects/<objectID>/comments/<commentID>",
+    middlewares=requires("member"),
+    tags=OBJECTS,
+    status_code=204,
+)
+def delete_contact_object_comment(objectID: str, commentID: str) -> None:
+    """Emits `crm.comment.deleted`."""
+    crm.delete_comment(get_store(), current_auth(app), objectID, commentID)
+
+
+@app.get("/v1/cdp/contact-objects/<objectID>/relationships", middlewares=requires("viewer"), tags=OBJECTS)
+def list_contact_object_relationships(
+    objectID: str, limit: Limit = 20, cursor: Cursor = None
+) -> ListData[models.Relationship]:
+    """The records this one is linked to (links between two objects show on both)."""
+    items, next_cursor = crm.list_links(get_store(), current_auth(app), objectID, limit=limit, cursor=cursor)
+    return _page(items, limit, next_cursor)
+
+
+@app.put(
+    "/v1/cdp/contact-objects/<objectID>/relationships/<relatedID>",
+    middlewares=requires("member"),
+    tags=OBJECTS,
+    status_code=201,
+    responses={200: {"description": "The records were linked already (the label is updated, no event)"}},
+)
+def link_contact_object(
+    objectID: str, relatedID: str, body: Annotated[models.RelationshipSet, Body()]
+) -> Response[Data[models.Relationship]]:
+    """Links the record to a contact object (`obj_…`) or a contact (`ct_…`); emits `crm.relationship.linked` once."""
+    link, created = crm.set_link(get_store(), current_auth(app), objectID, relatedID, body)
+    return Response(
+        status_code=201 if created else 200,
+        content_type="application/json",
+        body=Data(data=link).model_dump(mode="json"),
+    )
+
+
+@app.delete(
+    "/v1/cdp/contact-objects/<objectID>/relationships/<relatedID>",
+    middlewares=requires("member"),
+    tags=OBJECTS,
+    status_code=204,
+)
+def unlink_contact_object(objectID: str, relatedID: str) -> None:
+    """Emits `crm.relationship.unlinked` (404 when the records are not linked)."""
+    crm.unlink(get_store(), current_auth(app), objectID, relatedID)
+
+
+# Contacts imports -----------------------------------------------------------------------------------------------------
+@app.post("/v1/cdp/imports", middlewares=requires("member"), tags=IMPORTS, status_code=201)
+def create_contacts_import(body: Annotated[models.ImportCreate, Body()]) -> Data[models.ImportReport]:
+    """Imports contacts from CSV or JSON lines: every row is validated (rejected rows are reported with their row
+    number, field and message), valid rows are created or upserted by identity and committed in all-or-nothing
+    batches of at most 100 items; `crm.import.committed` when something changed. `dry_run` only validates."""
+    return Data(data=imports.run(get_store(), current_auth(app), body))
+
+
+@app.get("/v1/cdp/imports", middlewares=requires("viewer"), tags=IMPORTS)
+def list_contacts_imports(limit: Limit = 20, cursor: Cursor = None) -> ListData[models.ImportReport]:
+    """Newest first."""
+    items, next_cursor = imports.list_imports(get_store(), current_auth(app), limit=limit, cursor=cursor)
+    return _page(items, limit, next_cursor)
+
+
+@app.get("/v1/cdp/imports/<importID>", middlewares=requires("viewer"), tags=IMPORTS)
+def get_contacts_import(importID: str) -> Data[models.ImportReport]:
+    """The import's report."""
+    return Data(data=imports.get(get_store(), current_auth(app), importID))
 
 
 # Segments -------------------------------------------------------------------------------------------------------------

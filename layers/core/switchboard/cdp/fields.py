@@ -120,6 +120,10 @@ def _all(store: Store, org: str) -> list[Item]:
     return store.query_all(keys.org_pk(org), sk_prefix="CDPFIELD#")
 
 
+def list_definitions(store: Store, org: str) -> list[Item]:
+    return _all(store, org)
+
+
 def list_fields(store: Store, auth: AuthContext) -> list[models.CustomField]:
     return [view(i) for i in sorted(_all(store, auth.org_id), key=lambda i: i["created_at"])]
 

@@ -197,9 +197,25 @@ class Activity(BaseModel):
 
 
 # Object types and contact objects --------------------------------------------------------------------------------
+ObjectKind = Literal["custom", "deal", "task"]
+
+
 class ObjectTypeCreate(Strict):
     key: str = Key
     name: str = Field(min_length=1, max_length=100)
+    kind: ObjectKind = Field(
+        default="custom",
+        description="`deal`: its records move through stages (`crm.deal.stage_changed`); `task`: its records get "
+        "completed (`crm.task.completed`); `custom`: neither",
+    )
+    status_field: str | None = Field(
+        default=None,
+        max_length=64,
+        description="deal and task types: the key of the single-select field holding the stage or the status",
+    )
+    completed_value: str | None = Field(
+        default=None, max_length=100, description="task types: the status option that means done"
+    )
     plural_name: str | None = Field(default=None, max_length=100)
     description: str | None = Field(default=None, max_length=1000)
     display_field: str | None = Field(
@@ -219,6 +235,9 @@ class ObjectType(BaseModel):
     id: str
     key: str
     name: str
+    kind: ObjectKind = "custom"
+    status_field: str | None = None
+    completed_value: str | None = None
     plural_name: str | None = None
     description: str | None = None
     display_field: str | None = None
@@ -254,6 +273,70 @@ class ContactObject(BaseModel):
     version: int
     created_at: str
     updated_at: str
+
+
+class CommentCreate(Strict):
+    body: str = Field(min_length=1, max_length=5000)
+
+
+class Comment(BaseModel):
+    id: str
+    record_id: str
+    object_kind: str
+    contact_id: str
+    body: str
+    author_id: str | None = None
+    created_at: str
+
+
+class RelationshipSet(Strict):
+    label: str | None = Field(default=None, max_length=100, description="what the link means, e.g. `billed_to`")
+
+
+class Relationship(BaseModel):
+    record_id: str
+    related_id: str
+    related_kind: str = Field(description="`contact`, or the object kind of the related record")
+    label: str | None = None
+    created_at: str
+    updated_at: str
+
+
+# Contacts imports -------------------------------------------------------------------------------------------------
+class ImportCreate(Strict):
+    format: Literal["csv", "jsonl"]
+    content: str = Field(
+        min_length=1,
+        max_length=2_000_000,
+        description="CSV with a header row, or one JSON object per line. Columns / keys: name, first_name, "
+        "last_name, email, phone, whatsapp, instagram, company, avatar_url, `external_id.<source>`, "
+        "`attributes.<key>` (JSON lines may also give `attributes` as an object). At most 500 rows.",
+    )
+    dry_run: bool = Field(default=False, description="validate and report without writing")
+
+
+class RejectedRow(BaseModel):
+    row: int = Field(description="1-based data row (the CSV header is not counted)")
+    field: str
+    message: str
+
+
+class ImportReport(BaseModel):
+    id: str
+    format: str
+    status: Literal["validated", "committed", "partial"]
+    dry_run: bool = False
+    rows: int
+    created: int
+    updated: int
+    unchanged: int
+    rejected: int
+    batches: int = Field(description="transactions committed (each all-or-nothing, at most 100 items)")
+    errors: list[RejectedRow] = Field(default_factory=list)
+    errors_truncated: bool = False
+    created_by: str | None = None
+    created_at: str
+    completed_at: str
 
 
 # Segments -----------------------------------------------------------------------------------------------------------

@@ -94,6 +94,28 @@ def _check_display_field(fields: list[Item], display: str | None, path: str) -> 
         raise ValidationFailed.field(path, "must be the key of one of the type's fields")
 
 
+def _check_kind(body: models.ObjectTypeCreate, fields: list[Item]) -> None:
+    """Deal and task types name the single-select field whose changes mean a stage move or a completion."""
+    bad = ValidationFailed.field
+    if body.kind == "custom":
+        for name in ("status_field", "completed_value"):
+            if getattr(body, name) is not None:
+                raise bad(f"body.{name}", "is only allowed on deal and task types")
+        return
+    if body.status_field is None:
+        raise bad("body.status_field", f"is required on {body.kind} types")
+    field = next((f for f in fields if f["key"] == body.status_field), None)
+    if field is None or field["type"] != "single_select":
+        raise bad("body.status_field", "must be the key of one of the type's single_select fields")
+    if body.kind == "deal" and body.completed_value is not None:
+        raise bad("body.completed_value", "is only allowed on task types")
+    if body.kind == "task":
+        if body.completed_value is None:
+            raise bad("body.completed_value", "is required on task types")
+        if body.completed_value not in {o["value"] for o in field["options"]}:
+            raise bad("body.completed_value", "must be one of the status field's options")
+
+
 def create_type(store: Store, auth: AuthContext, body: models.ObjectTypeCreate) -> models.ObjectType:
     org, now = auth.org_id, clock.now_iso()
     keys_seen: set[str] = set()
@@ -103,6 +125,7 @@ def create_type(store: Store, auth: AuthContext, body: models.ObjectTypeCreate) 
         keys_seen.add(f.key)
     fields = [_field_item(f, n) for n, f in enumerate(body.fields)]
     _check_display_field(fields, body.display_field, "body.display_field")
+    _check_kind(body, fields)
     type_id = new_id("oty")
     item: Item = {
         **type_key(org, type_id),
@@ -208,6 +231,10 @@ def update_field(
         raise ValidationFailed.field("body.label", "cannot be null")
     if "options" in patch and (field["type"] not in models.SELECT_TYPES or not patch["options"]):
         raise ValidationFailed.field("body.options", "are required on select fields and allowed only there")
+    done = item.get("completed_value")
+    keeps = done is None or done in {o["value"] for o in patch.get("options") or []}
+    if "options" in patch and field["key"] == item.get("status_field") and not keeps:
+        raise ValidationFailed.field("body.options", f"must keep {done!r}, the type's completed value")
     new_field = {**field, **{k: v for k, v in patch.items() if not (k == "required" and v is None)}}
     fields = [new_field if f["id"] == field_id else f for f in item["fields"]]
     _save_type(store, auth, item, {**item, "fields": fields}, "field_updated")
@@ -218,6 +245,8 @@ def delete_field(store: Store, auth: AuthContext, type_id: str, field_id: str) -
     """The definition goes; values already stored on records stay (and are dropped on the record's next write)."""
     item = get_type_item(store, auth.org_id, type_id, consistent=True)
     field = _field_of(item, field_id)
+    if field["key"] == item.get("status_field"):
+        raise Conflict(f"The field holds the {item['kind']}'s status; a {item['kind']} type keeps it.")
     fields = [{**f, "position": n} for n, f in enumerate(f for f in item["fields"] if f["id"] != field_id)]
     new = {**item, "fields": fields}
     if item.get("display_field") == field["key"]:
@@ -283,6 +312,29 @@ def _record_event(org: str, event: str, record: Item) -> Put:
             "contact_id": record["contact_id"],
         },
     )
+
+
+def _transition_events(org: str, type_item: Item, old: Item, new: Item) -> list[Put]:
+    """`crm.deal.stage_changed` when a deal's stage field really changes, `crm.task.completed` when a task's status
+    becomes the completed value (not when it stays there)."""
+    kind, status = type_item.get("kind", "custom"), type_item.get("status_field")
+    if kind == "custom" or not status:
+        return []
+    before, after = old["properties"].get(status), new["properties"].get(status)
+    if before == after:
+        return []
+    base = {
+        "object_kind": new["object_kind"],
+        "record_id": new["id"],
+        "display_name": new["display_name"],
+        "organization_id": org,
+        "contact_id": new["contact_id"],
+    }
+    if kind == "deal":
+        return [outbox_put(org, "crm.deal.stage_changed", {**base, "from_stage": before, "to_stage": after})]
+    if after == type_item.get("completed_value"):
+        return [outbox_put(org, "crm.task.completed", {**base, "previous_status": before})]
+    return []
 
 
 def _index(org: str, record: Item) -> Item:
@@ -375,12 +427,16 @@ def update_object(store: Store, auth: AuthContext, object_id: str, body: models.
                 error=Conflict("The record changed concurrently; read it again."),
             ),
             _record_event(org, "crm.record.updated", new),
+            *_transition_events(org, type_item, record, new),
         ]
     )
     return view_object(new)
 
 
 def delete_object(store: Store, auth: AuthContext, object_id: str) -> None:
+    """The record, then its comments and its links (`crm.relationship.unlinked` for each link)."""
+    from switchboard.cdp.crm import remove_dependents
+
     org = auth.org_id
     record = get_object_item(store, org, object_id)
     store.transact(
@@ -389,6 +445,7 @@ def delete_object(store: Store, auth: AuthContext, object_id: str) -> None:
             _record_event(org, "crm.record.deleted", record),
         ]
     )
+    remove_dependents(store, org, record)
 
 
 def list_objects(

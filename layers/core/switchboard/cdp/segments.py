@@ -1,9 +1,13 @@
 """Segments: rule trees over contacts, with materialised membership.
 
 Keys (under `ORG#<org>`): `CDPSEG#<seg_id>` the segment; `SEGMENT#<seg_id>#MEMBER#<ct_id>` one member each, so a
-members page is one Query (+ one BatchGet of the contacts). Create and update rebuild the membership in full: every
-contact is read page by page from GSI1 (`ORG#<org>#CONTACTS`), evaluated, and the difference is written with one
-`crm.list.entry_added` / `crm.list.entry_removed` outbox event per change.
+members page is one Query (+ one BatchGet of the contacts). Create and update (an empty PATCH too) rebuild the
+membership in full: every contact is read page by page from GSI1 (`ORG#<org>#CONTACTS`), evaluated, and the
+difference is written with one `crm.list.entry_added` / `crm.list.entry_removed` outbox event per change.
+Between rebuilds membership follows the contacts incrementally: every `contact.updated` event reaches
+`functions/cdp_segments` (rule CdpSegmentEventsRule → CdpSegmentEventsQueue), which evaluates that one contact against
+the organization's segments and flips the memberships that changed (conditional member write + count + event in one
+transaction, so a replayed event changes nothing). Event-count conditions age with time: a rebuild re-evaluates them.
 
 Rule tree: `{"and": [...]}`, `{"or": [...]}`, `{"not": rule}`, a field condition
 `{"field": "email" | "attributes.plan" | "tags" | "lifecycle_stage" | "consent.whatsapp" | …, "op": …, "value": …}`
@@ -12,6 +16,7 @@ or an event condition `{"event": "order.placed", "op": "gte", "count": 2, "withi
 
 from __future__ import annotations
 
+import json
 from datetime import timedelta
 from typing import Any
 
@@ -25,7 +30,7 @@ from switchboard.contacts import repository as contact_repo
 from switchboard.errors import Conflict, NotFound, ValidationFailed
 from switchboard.events.outbox import outbox_put
 from switchboard.ids import new_id
-from switchboard.store import Delete, Put, Store, TxOp, keys
+from switchboard.store import Delete, Put, Store, TxOp, Update, keys
 
 Item = dict[str, Any]
 MAX_DEPTH = 6
@@ -244,6 +249,72 @@ def rebuild(store: Store, org: str, segment: Item) -> tuple[int, int, int]:
     for chunk in range(0, len(ops), 100):
         store.transact(ops[chunk : chunk + 100])
     return len(matches), len(matches - existing), len(existing - matches)
+
+
+class _Unchanged(Conflict):
+    """The membership already is what the evaluation wants (another evaluation got there first)."""
+
+
+def _flip_ops(org: str, segment: Item, contact_id: str, join: bool) -> list[TxOp]:
+    """One membership change: the member item (conditional, so a change happens once), the count, the event."""
+    key = member_key(org, segment["id"], contact_id)
+    gone = NotFound("No such segment.")
+    if join:
+        member = {"entity": "SegmentMember", "segment_id": segment["id"], "contact_id": contact_id}
+        change: TxOp = Put(
+            item={**key, **member, "added_at": clock.now_iso()},
+            condition="attribute_not_exists(PK)",
+            error=_Unchanged(),
+        )
+    else:
+        change = Delete(key=key, condition="attribute_exists(PK)", error=_Unchanged())
+    count = Update(
+        key=segment_key(org, segment["id"]),
+        expression="ADD member_count :d",
+        condition="attribute_exists(PK)",
+        values={":d": 1 if join else -1},
+        error=gone,
+    )
+    return [change, count, _entry_event(org, segment, contact_id, join)]
+
+
+def refresh_contact(store: Store, org: str, contact_id: str) -> list[tuple[str, bool]]:
+    """Incremental evaluation (a `contact.updated` event): the contact against every segment of its organization;
+    each membership that flips is one transaction. A contact that no longer exists leaves every segment.
+    → [(segment_id, joined?)] for the changes made. Replaying the same event changes nothing."""
+    segments = store.query_all(keys.org_pk(org), sk_prefix="CDPSEG#")
+    if not segments:
+        return []
+    contact = store.get(contact_repo.contact_key(org, contact_id), consistent=True)
+    current = {
+        r["segment_id"]
+        for r in store.batch_get([member_key(org, s["id"], contact_id) for s in segments], consistent=True)
+    }
+    changes: list[tuple[str, bool]] = []
+    for segment in segments:
+        wanted = contact is not None and evaluate(segment["rules"], _Context(store, org, contact))
+        if wanted == (segment["id"] in current):
+            continue
+        try:
+            store.transact(_flip_ops(org, segment, contact_id, wanted))
+        except (_Unchanged, NotFound):
+            continue
+        changes.append((segment["id"], wanted))
+    return changes
+
+
+def handle_records(store: Store, records: list[Item]) -> list[str]:
+    """SQS records of CdpSegmentEventsQueue (EventBridge `contact.updated` events) → the message ids that failed."""
+    failed: list[str] = []
+    for record in records:
+        try:
+            detail = json.loads(record["body"])["detail"]
+            contact_id = (detail.get("data") or {}).get("contact_id")
+            if contact_id:
+                refresh_contact(store, detail["organization_id"], contact_id)
+        except Exception:  # noqa: BLE001 - one bad record must not fail the batch; SQS retries it, then the DLQ
+            failed.append(record["messageId"])
+    return failed
 
 
 # Segments -----------------------------------------------------------------------------------------------------------

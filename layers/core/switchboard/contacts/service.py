@@ -7,6 +7,7 @@ yield one contact — the loser re-reads and upserts.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from switchboard import clock
@@ -158,14 +159,14 @@ def _search(store: Store, org: str, q: str, limit: int, start: dict | None) -> t
 
 
 # Create or upsert -------------------------------------------------------------------------------------------------
-def _identities_of(body: models.ContactCreate) -> list[tuple[Identifier, str | None]]:
+def _identities_of(body: models.ContactCreate, field: str = "body") -> list[tuple[Identifier, str | None]]:
     wanted: list[tuple[Identifier, str | None]] = []
     if body.phone:
-        wanted.append((normalize("phone", body.phone, None, "body.phone"), None))
+        wanted.append((normalize("phone", body.phone, None, f"{field}.phone"), None))
     if body.email:
-        wanted.append((normalize("email", body.email, None, "body.email"), None))
+        wanted.append((normalize("email", body.email, None, f"{field}.email"), None))
     for n, given in enumerate(body.identities):
-        wanted.append((normalize(given.type, given.value, given.source, f"body.identities[{n}]"), given.channel_id))
+        wanted.append((normalize(given.type, given.value, given.source, f"{field}.identities[{n}]"), given.channel_id))
     unique: dict[str, tuple[Identifier, str | None]] = {}
     for ident, channel in wanted:
         unique.setdefault(ident.sentinel_sk, (ident, channel))
@@ -235,13 +236,13 @@ def _changed_fields(item: Item, fields: Item) -> Item:
     return out
 
 
-def _checked_attributes[B: models.ContactFields](store: Store, org: str, body: B) -> B:
+def _checked_attributes[B: models.ContactFields](store: Store, org: str, body: B, path: str = "body.attributes") -> B:
     """Custom fields (switchboard.cdp.fields): defined attribute keys are validated and normalised, others pass."""
     if not body.attributes:
         return body
     from switchboard.cdp.fields import validate_attributes
 
-    checked = validate_attributes(store, org, body.attributes, "body.attributes")
+    checked = validate_attributes(store, org, body.attributes, path)
     return body.model_copy(update={"attributes": checked})
 
 
@@ -271,12 +272,52 @@ def upsert(store: Store, auth: AuthContext, body: models.ContactCreate) -> tuple
     raise Conflict("The contact changed concurrently; retry.")
 
 
+@dataclass(frozen=True)
+class UpsertPlan:
+    """What `upsert` would write for one body, uncommitted (`ops` is empty when nothing would change)."""
+
+    item: Item
+    ops: list[TxOp]
+    created: bool
+    identity_keys: tuple[str, ...]
+
+
+def plan_upsert(store: Store, auth: AuthContext, body: models.ContactCreate, field: str = "body") -> UpsertPlan:
+    """The upsert rules (custom-field checks, identity sentinels, one owner at most) for a caller that commits the
+    operations itself, e.g. with other contacts' in one transaction; a sentinel claimed meanwhile cancels it."""
+    org = auth.org_id
+    body = _checked_attributes(store, org, body, f"{field}.attributes")
+    idents = _identities_of(body, field)
+    identity_keys = tuple(ident.sentinel_sk for ident, _ in idents)
+    owners = {i["contact_id"] for i in store.batch_get([repo.sentinel_key(org, sk) for sk in identity_keys])}
+    if len(owners) > 1:
+        raise IdentityConflict(owners)
+    if not owners:
+        item, ops = creation_ops(auth, body, idents)
+        return UpsertPlan(item, ops, True, identity_keys)
+    (owner,) = owners
+    old = get_item(store, org, owner, consistent=True)
+    new, extra, changes = _applied(auth, old, body, idents)
+    if not changes and not extra:
+        return UpsertPlan(old, [], False, identity_keys)
+    new, ops = write_ops(auth, old, new, extra, changes, "upserted")
+    return UpsertPlan(new, ops, False, identity_keys)
+
+
 def _fields_of(body: models.ContactFields) -> Item:
     fields = body.model_dump(exclude_unset=True, exclude={"identities", "phone", "email"})
     return {k: v for k, v in fields.items() if k in PROFILE_FIELDS or k == "attributes"}
 
 
 def _create(store: Store, auth: AuthContext, body: models.ContactCreate, idents: list) -> Item:
+    item, ops = creation_ops(auth, body, idents)
+    store.transact(ops)
+    return item
+
+
+def creation_ops(auth: AuthContext, body: models.ContactCreate, idents: list) -> tuple[Item, list[TxOp]]:
+    """The new contact and the operations that create it (item, identity sentinels, name index, event) uncommitted:
+    the caller transacts them, alone or with others (a contacts import commits a batch of rows at once)."""
     org, now, contact_id = auth.org_id, clock.now_iso(), new_id("ct")
     fields = _derive_names(_fields_of(body))
     item: Item = {
@@ -309,8 +350,7 @@ def _create(store: Store, auth: AuthContext, body: models.ContactCreate, idents:
             )
         )
     ops.append(_event(org, item, ["created"], "created"))
-    store.transact(ops)
-    return item
+    return item, ops
 
 
 def _event(org: str, item: Item, changes: list[str], action: str) -> Put:
@@ -331,9 +371,18 @@ def write_contact(
     store: Store, auth: AuthContext, old: Item, new: Item, extra: list[TxOp], changes: list[str], action: str
 ) -> Item:
     """Persist `new` over `old` (optimistic: the version read must still be current), with the side items."""
-    org = auth.org_id
     if not changes and not extra:
         return old
+    new, ops = write_ops(auth, old, new, extra, changes, action)
+    store.transact(ops)
+    return new
+
+
+def write_ops(
+    auth: AuthContext, old: Item, new: Item, extra: list[TxOp], changes: list[str], action: str
+) -> tuple[Item, list[TxOp]]:
+    """`write_contact` without the commit: the versioned item, its name index, `extra` and the event."""
+    org = auth.org_id
     new = {**new, "version": int(old["version"]) + 1, "updated_at": clock.now_iso()}
     new = {k: v for k, v in new.items() if not k.startswith("GSI")} | repo.index_attributes(org, new)
     ops: list[TxOp] = [
@@ -361,11 +410,16 @@ def write_contact(
     ops += extra
     if changes:
         ops.append(_event(org, new, changes, action))
-    store.transact(ops)
-    return new
+    return new, ops
 
 
 def _apply(store: Store, auth: AuthContext, item: Item, body: models.ContactCreate, idents: list, action: str) -> Item:
+    new, extra, changes = _applied(auth, item, body, idents)
+    return write_contact(store, auth, item, new, extra, changes, action)
+
+
+def _applied(auth: AuthContext, item: Item, body: models.ContactCreate, idents: list) -> tuple[Item, list[TxOp], list]:
+    """An upsert's changes to an existing contact: the new item, the sentinels of added identities, the changes."""
     org, now = auth.org_id, clock.now_iso()
     changed = _changed_fields(item, _names_for_update(item, _fields_of(body)))
     new = {**item, **changed}
@@ -384,7 +438,7 @@ def _apply(store: Store, auth: AuthContext, item: Item, body: models.ContactCrea
         new["phone"] = new.get("phone") or next(
             (a["value"] for a in added if Identifier(a["type"], a["value"]).space == "phone"), None
         )
-    return write_contact(store, auth, item, new, extra, changes, action)
+    return new, extra, changes
 
 
 # Update and delete --------------------------------------------------------------------------------------------------

@@ -1,0 +1,134 @@
+"""Segment membership kept current incrementally: contact changes → outbox `contact.updated` → event_publisher → bus →
+CdpSegmentEventsRule → CdpSegmentEventsQueue (moto, from template.yaml) → functions/cdp_segments, which flips the
+memberships that changed with one `crm.list.entry_added|removed` each; replays and no-op changes fire nothing, and
+the full rebuild (PATCH) agrees with the incremental result."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from functions.cdp_segments.app import handler as segments_handler
+from tests.helpers import FakeContext
+from tests.integration.support import Api
+from tests.integration.test_cdp import contact, events_of, ok
+from tests.integration.test_webhooks import Pipeline
+
+QUEUE = "CdpSegmentEventsQueue"
+
+
+def entries(api: Api) -> list[tuple[str, str]]:
+    return sorted(
+        (e["event_type"].rsplit("_", 1)[-1], e["payload"]["contact_id"]) for e in events_of(api, "crm.list.entry_")
+    )
+
+
+def members(api: Api, segment_id: str) -> list[str]:
+    return sorted(m["contact_id"] for m in ok(api.get(f"/v1/cdp/segments/{segment_id}/members", params={"limit": 100})))
+
+
+def evaluate(pipeline: Pipeline) -> list[dict[str, Any]]:
+    """Publish new outbox items, deliver what reached the segment queue to the consumer; → the records."""
+    pipeline.publish()
+    records = pipeline.receive(QUEUE)
+    assert pipeline.invoke(segments_handler, QUEUE, records) == {"batchItemFailures": []}
+    return records
+
+
+def test_contact_changes_update_membership_once(api: Api):
+    pipeline = Pipeline(api)
+    ada = contact(api, name="Ada", email="ada@example.com", attributes={"plan": "pro"})
+    bob = contact(api, name="Bob", email="bob@example.com", attributes={"plan": "free"})
+    seg = ok(
+        api.post(
+            "/v1/cdp/segments", json={"name": "Pro", "rules": {"field": "attributes.plan", "op": "eq", "value": "pro"}}
+        ),
+        201,
+    )
+    assert members(api, seg["id"]) == [ada["id"]] and entries(api) == [("added", ada["id"])]
+    # the creates' contact.updated events reach the consumer: nothing to change
+    records = evaluate(pipeline)
+    assert {r["messageId"] for r in records} and entries(api) == [("added", ada["id"])]
+
+    ok(api.patch(f"/v1/contacts/{bob['id']}", json={"attributes": {"plan": "pro"}}))
+    assert members(api, seg["id"]) == [ada["id"]]  # not yet: the event has not been handled
+    records = evaluate(pipeline)
+    assert len(records) == 1
+    assert members(api, seg["id"]) == sorted([ada["id"], bob["id"]])
+    assert entries(api) == sorted([("added", ada["id"]), ("added", bob["id"])])
+    assert ok(api.get(f"/v1/cdp/segments/{seg['id']}"))["member_count"] == 2
+    # the same event delivered again changes nothing
+    assert segments_handler({"Records": records}, FakeContext()) == {"batchItemFailures": []}
+    assert len(entries(api)) == 2
+
+    ok(api.patch(f"/v1/contacts/{ada['id']}", json={"attributes": {"plan": "free"}}))
+    evaluate(pipeline)
+    assert members(api, seg["id"]) == [bob["id"]]
+    assert entries(api) == sorted([("added", ada["id"]), ("added", bob["id"]), ("removed", ada["id"])])
+    removed = next(e for e in events_of(api, "crm.list.entry_removed"))["payload"]
+    assert removed["list_id"] == seg["id"] and removed["organization_id"] == api.org_id
+
+    # a change that does not touch the rule's outcome fires nothing
+    ok(api.patch(f"/v1/contacts/{ada['id']}", json={"name": "Ada L."}))
+    ok(api.patch(f"/v1/contacts/{bob['id']}", json={"company": "Bobco"}))
+    assert len(evaluate(pipeline)) == 2
+    assert len(entries(api)) == 3
+    assert ok(api.get(f"/v1/cdp/segments/{seg['id']}"))["member_count"] == 1
+
+    # the full rebuild agrees with the incremental result
+    rebuilt = ok(api.patch(f"/v1/cdp/segments/{seg['id']}", json={}))
+    assert rebuilt["member_count"] == 1 and members(api, seg["id"]) == [bob["id"]] and len(entries(api)) == 3
+
+
+def test_stage_moves_and_several_segments(api: Api):
+    pipeline = Pipeline(api)
+    ok(api.post("/v1/cdp/lifecycle-stages", json={"key": "lead", "name": "Lead"}), 201)
+    ok(api.post("/v1/cdp/lifecycle-stages", json={"key": "customer", "name": "Customer"}), 201)
+    cy = contact(api, name="Cy", email="cy@example.com")
+    leads = ok(
+        api.post(
+            "/v1/cdp/segments",
+            json={"name": "Leads", "rules": {"field": "lifecycle_stage", "op": "eq", "value": "lead"}},
+        ),
+        201,
+    )
+    customers = ok(
+        api.post(
+            "/v1/cdp/segments",
+            json={"name": "Customers", "rules": {"field": "lifecycle_stage", "op": "eq", "value": "customer"}},
+        ),
+        201,
+    )
+    evaluate(pipeline)
+    assert entries(api) == []
+    ok(api.put(f"/v1/cdp/contacts/{cy['id']}/lifecycle-stage", json={"stage": "lead"}))
+    evaluate(pipeline)
+    assert (members(api, leads["id"]), members(api, customers["id"])) == ([cy["id"]], [])
+    ok(api.put(f"/v1/cdp/contacts/{cy['id']}/lifecycle-stage", json={"stage": "customer"}))
+    evaluate(pipeline)
+    assert (members(api, leads["id"]), members(api, customers["id"])) == ([], [cy["id"]])
+    events = [(e["event_type"], e["payload"]["list_id"]) for e in events_of(api, "crm.list.entry_")]
+    assert sorted(events) == sorted(
+        [
+            ("crm.list.entry_added", leads["id"]),
+            ("crm.list.entry_removed", leads["id"]),
+            ("crm.list.entry_added", customers["id"]),
+        ]
+    )
+
+
+def test_a_bad_record_fails_alone(api: Api):
+    good_contact = contact(api, name="Di", email="di@example.com", attributes={"plan": "pro"})
+    seg = ok(
+        api.post(
+            "/v1/cdp/segments", json={"name": "Pro", "rules": {"field": "attributes.plan", "op": "eq", "value": "pro"}}
+        ),
+        201,
+    )
+    ok(api.patch(f"/v1/contacts/{good_contact['id']}", json={"attributes": {"plan": "free"}}))
+    pipeline = Pipeline(api)
+    pipeline.publish()
+    good = pipeline.receive(QUEUE)
+    bad = {**good[0], "messageId": "broken", "body": "{not json"}
+    result = segments_handler({"Records": [bad, *good]}, FakeContext())
+    assert result == {"batchItemFailures": [{"itemIdentifier": "broken"}]}
+    assert members(api, seg["id"]) == []
