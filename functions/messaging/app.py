@@ -14,6 +14,7 @@ from switchboard.api.context import current_auth
 from switchboard.api.envelope import Data, ListData, Meta
 from switchboard.catalog import models as catalog_models
 from switchboard.errors import ValidationFailed
+from switchboard.groups import models as group_models
 from switchboard.messaging import callbacks, channels, conversations, media, messages, models
 from switchboard.store import get_store
 
@@ -253,9 +254,11 @@ def channel_contact_lookup(channelID: str, body: Annotated[models.PhoneLookup, B
 
 
 @app.get("/v1/channels/<channelID>/groups", middlewares=requires("viewer"), tags=CH)
-def channel_groups(channelID: str) -> Data[dict[str, Any]]:
-    _, adapter = channels.provider(get_store(), current_auth(app), channelID)
-    return Data(data=adapter.groups("list", {}))
+def channel_groups(channelID: str) -> ListData[group_models.Group]:
+    """The channel's active groups (`/v1/groups` records); 400 `unsupported_by_provider` without groups."""
+    from switchboard.groups import service as groups
+
+    return _list(groups.channel_groups(get_store(), current_auth(app), channelID))
 
 
 @app.get("/v1/channels/<channelID>/media/<mediaID>", middlewares=requires("viewer"), tags=CH)

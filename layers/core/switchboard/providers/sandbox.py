@@ -10,6 +10,12 @@ change). The decision is due SANDBOX_STATUS_DELAY * LOCAL_TIME_SCALE seconds aft
 at once when that delay is 0, otherwise `PENDING`, and `list` (what `POST /v1/templates/sync` pulls) reports it
 once the delay has passed. The sandbox keeps no state: `list` judges the templates its caller says it submitted
 (`known`).
+
+Groups, communities and newsletters are deterministic too (`switchboard.groups` keeps the state and passes what the
+sandbox needs): JIDs and invite codes are digests of the channel, the record and the link's revision; participants
+ending `0000` are "not on WhatsApp" (refused), invite codes ending `0000` are unknown; an unknown code joins a
+made-up group (or newsletter) derived from the code. Every newsletter shows a feed of 200-299 posts, one per hour
+back from 2026-01-01T00:00Z (`messages`, newest first, cursor = the index to continue below).
 """
 
 from __future__ import annotations
@@ -28,6 +34,8 @@ from switchboard.providers.base import (
 )
 
 REFUSED_SUFFIX = "0000"
+FEED_EPOCH = 1_767_225_600  # 2026-01-01T00:00:00Z: the newest sandbox newsletter post
+_B62 = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
 REJECTED_TEMPLATE_PREFIX = "reject_"
 RECATEGORIZED_TEMPLATE_PREFIX = "promo_"
 
@@ -53,6 +61,31 @@ def _template_decision(template: dict[str, Any], *, submitted_at: str | None) ->
     if name.startswith(RECATEGORIZED_TEMPLATE_PREFIX) and category == "UTILITY":
         base["category"] = "MARKETING"
     return {**base, "status": "APPROVED"}
+
+
+def _digest(seed: str) -> int:
+    return int.from_bytes(hashlib.sha256(seed.encode()).digest(), "big")
+
+
+def _jid(seed: str, server: str) -> str:
+    return f"120363{_digest(seed) % 10**12:012d}@{server}"
+
+
+def _invite_code(seed: str) -> str:
+    """22 base-62 characters, like WhatsApp's invite codes."""
+    n, out = _digest(seed), []
+    for _ in range(22):
+        n, r = divmod(n, 62)
+        out.append(_B62[r])
+    return "".join(out)
+
+
+def _revision_code(payload: dict[str, Any]) -> str:
+    return _invite_code(f"{payload['jid']}:{payload.get('revision', 0)}")
+
+
+def _feed_size(jid: str) -> int:
+    return 200 + _digest(f"feed:{jid}") % 100
 
 
 class SandboxProvider(Provider):
@@ -130,3 +163,119 @@ class SandboxProvider(Provider):
         if action == "delete":
             return {"deleted": True, "name": payload.get("name")}
         raise self._unsupported(f"template action {action!r}")
+
+    # Groups and communities ----------------------------------------------------------------------------------------
+    def _channel_seed(self) -> str:
+        return str(self.channel.get("id") or "")
+
+    def _unknown_code(self, code: str) -> None:
+        if code.endswith(REFUSED_SUFFIX):
+            from switchboard.errors import NotFound
+
+            raise NotFound("The invite link is not valid, or it was reset.")
+
+    def _people(self, phones: list[str], role: str = "member") -> tuple[list[dict[str, str]], list[dict[str, str]]]:
+        ok = [{"phone": p, "role": role} for p in phones if not p.endswith(REFUSED_SUFFIX)]
+        failed = [{"phone": p, "reason": "not_on_whatsapp"} for p in phones if p.endswith(REFUSED_SUFFIX)]
+        return ok, failed
+
+    def groups(self, action: str, payload: dict[str, Any]) -> dict[str, Any]:
+        seed = self._channel_seed()
+        if action == "create":
+            jid = _jid(f"group:{seed}:{payload['group_id']}", "g.us")
+            ok, failed = self._people(list(payload.get("participants") or []))
+            return {"jid": jid, "participants": ok, "failed": failed, "invite_code": _invite_code(f"{jid}:0")}
+        if action == "create_community":
+            jid = _jid(f"community:{seed}:{payload['community_id']}", "g.us")
+            return {"jid": jid, "announcement_group_jid": _jid(f"announce:{jid}", "g.us")}
+        if action in ("link", "unlink"):
+            return {"community_jid": payload["community_jid"], action + "ed": list(payload.get("group_jids") or [])}
+        if action == "join":
+            code = str(payload["invite_code"])
+            self._unknown_code(code)
+            if payload.get("known_jid"):
+                return {"jid": payload["known_jid"], "role": "member"}
+            jid = _jid(f"invite:{code}", "g.us")
+            base = _digest(f"people:{jid}")
+            people = [f"1415555{(base >> (14 * i)) % 9000 + 1000:04d}" for i in range(3)]
+            participants = [{"phone": p, "role": "superadmin" if i == 0 else "member"} for i, p in enumerate(people)]
+            return {
+                "jid": jid,
+                "role": "member",
+                "name": f"Sandbox group {code[:6]}",
+                "description": "A group the sandbox made up for this invite code.",
+                "participants": participants,
+            }
+        if action == "leave":
+            return {"jid": payload["jid"], "left": True}
+        if action in ("set_name", "set_description"):
+            return {"jid": payload["jid"], "ok": True}
+        if action == "set_photo":
+            if payload.get("remove"):
+                return {"jid": payload["jid"], "photo_id": None}
+            source = payload.get("image_url") or payload.get("asset_id")
+            return {
+                "jid": payload["jid"],
+                "photo_id": f"sbxphoto_{_digest(str(payload['jid']) + str(source)) % 10**10}",
+            }
+        if action == "participants":
+            ok, failed = self._people(list(payload.get("participants") or []))
+            results = [{"phone": p["phone"], "status": "ok"} for p in ok]
+            if payload.get("action") == "add":
+                results += [{"phone": f["phone"], "status": "failed", "reason": f["reason"]} for f in failed]
+            else:  # a number that is not on WhatsApp is not in the group either: the caller reports it
+                results += [{"phone": f["phone"], "status": "ok"} for f in failed]
+            return {"jid": payload["jid"], "results": results}
+        if action == "invite_code":
+            return {
+                "jid": payload["jid"],
+                "invite_code": _invite_code(f"{payload['jid']}:{payload.get('revision', 0)}"),
+            }
+        if action == "list":
+            return {"groups": list(payload.get("known") or [])}
+        raise self._unsupported(f"group action {action!r}")
+
+    # Newsletters -----------------------------------------------------------------------------------------------------
+    def newsletters(self, action: str, payload: dict[str, Any]) -> dict[str, Any]:
+        seed = self._channel_seed()
+        if action == "create":
+            jid = _jid(f"newsletter:{seed}:{payload['key']}", "newsletter")
+            return {"jid": jid, "invite_code": _invite_code(f"{jid}:0")}
+        if action == "resolve_invite":
+            code = str(payload["invite_code"])
+            self._unknown_code(code)
+            jid = _jid(f"nlinvite:{code}", "newsletter")
+            return {"jid": jid, "name": f"Sandbox newsletter {code[:6]}", "description": "", "invite_code": code}
+        if action == "info":
+            jid = str(payload["jid"])
+            return {
+                "jid": jid,
+                "name": f"Sandbox newsletter {jid.split('@', 1)[0][-4:]}",
+                "description": "",
+                "invite_code": _invite_code(f"{jid}:0"),
+            }
+        if action in ("subscribe", "unsubscribe"):
+            return {"jid": payload["jid"], "subscribed": action == "subscribe"}
+        if action == "invite_code":
+            return {
+                "jid": payload["jid"],
+                "invite_code": _invite_code(f"{payload['jid']}:{payload.get('revision', 0)}"),
+            }
+        if action == "messages":
+            jid, limit = str(payload["jid"]), int(payload.get("limit") or 20)
+            top = _feed_size(jid) - 1 if payload.get("cursor") is None else int(payload["cursor"])
+            indexes = list(range(top, max(top - limit, -1), -1))
+            digits = jid.split("@", 1)[0]
+            messages = [
+                {
+                    "message_id": f"sbxnl_{digits[-6:]}_{i:04d}",
+                    "newsletter_id": jid,
+                    "timestamp": FEED_EPOCH - (_feed_size(jid) - 1 - i) * 3600,
+                    "body": f"Sandbox newsletter post #{i + 1}",
+                    "type": "text",
+                }
+                for i in indexes
+            ]
+            nxt = indexes[-1] - 1 if indexes and indexes[-1] > 0 else None
+            return {"messages": messages, "next_cursor": nxt}
+        raise self._unsupported(f"newsletter action {action!r}")

@@ -1,0 +1,146 @@
+"""What groups, communities and newsletters share: keys, the channel's adapter, phones, invite codes, filtered pages."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from switchboard import clock
+from switchboard.api.pagination import decode_cursor, encode_cursor
+from switchboard.contacts.identifiers import normalize_phone
+from switchboard.errors import Conflict, NotFound, UnsupportedByProvider, ValidationFailed
+from switchboard.messaging import channels
+from switchboard.providers import provider_for
+from switchboard.providers.base import Provider
+from switchboard.store import Put, Store, keys
+
+Item = dict[str, Any]
+MAX_FILTERED_READS = 10
+_INVITE_CODE = re.compile(r"^[A-Za-z0-9_-]{6,64}$")
+_GROUP_LINK = re.compile(r"^(?:https?://)?chat\.whatsapp\.com/(?:invite/)?([^/?#\s]+)/?$", re.IGNORECASE)
+_NEWSLETTER_LINK = re.compile(r"^(?:https?://)?(?:www\.)?whatsapp\.com/channel/([^/?#\s]+)/?$", re.IGNORECASE)
+GROUP_JID = re.compile(r"^\d{6,40}(?:-\d{1,20})?@g\.us$")
+NEWSLETTER_JID = re.compile(r"^\d{6,40}@newsletter$")
+
+
+def org_key(org: str, sk: str) -> dict[str, str]:
+    return keys.key(keys.org_pk(org), sk)
+
+
+def adapter(
+    store: Store, org: str, channel_id: str, capability: str, *, connected: bool = True
+) -> tuple[Item, Provider]:
+    """The channel (404 when not the caller's), its adapter (400 `unsupported_by_provider` without `capability`) and,
+    for provider calls, a connected state (409 `conflict` otherwise) — in that order."""
+    channel = channels.get_item(store, org, channel_id)
+    provider = provider_for(channel)
+    if capability not in provider.capabilities():
+        platform = channel.get("platform")
+        raise UnsupportedByProvider(
+            f"The {platform} provider does not support {capability}.",
+            details=[{"platform": platform, "operation": capability}],
+        )
+    if connected and (channel.get("status") != "connected" or not channel.get("is_active", True)):
+        raise Conflict("The channel is not connected.", details=[{"channel_status": channel.get("status")}])
+    return channel, provider
+
+
+def phones(raw: list[str], field: str) -> list[str]:
+    """Normalised, de-duplicated (first occurrence wins) phone numbers; a bad one is 400 naming its index."""
+    out: list[str] = []
+    for i, value in enumerate(raw):
+        phone = normalize_phone(value, f"{field}.{i}")
+        if phone not in out:
+            out.append(phone)
+    return out
+
+
+def invite_code(code: str | None, link: str | None, field: str, *, newsletter: bool = False) -> str:
+    """The code of an invite: given as such, or inside its link (`chat.whatsapp.com/<code>`,
+    `whatsapp.com/channel/<code>` for newsletters)."""
+    if link:
+        pattern = _NEWSLETTER_LINK if newsletter else _GROUP_LINK
+        match = pattern.match(link.strip())
+        if not match:
+            example = "https://whatsapp.com/channel/<code>" if newsletter else "https://chat.whatsapp.com/<code>"
+            raise ValidationFailed.field(f"{field}.invite_link", f"is not an invite link ({example})")
+        code, where = match.group(1), f"{field}.invite_link"
+    else:
+        where = f"{field}.invite_code"
+    if not code or not _INVITE_CODE.match(code):
+        raise ValidationFailed.field(where, "is not an invite code (6-64 letters, digits, '-' or '_')")
+    return code
+
+
+def group_link(code: str | None) -> str | None:
+    return f"https://chat.whatsapp.com/{code}" if code else None
+
+
+def newsletter_link(code: str | None) -> str | None:
+    return f"https://whatsapp.com/channel/{code}" if code else None
+
+
+def jid(value: str, field: str, *, newsletter: bool = False) -> str:
+    text = value.strip().lower()
+    pattern, example = (NEWSLETTER_JID, "120363…@newsletter") if newsletter else (GROUP_JID, "120363…@g.us")
+    if not pattern.match(text):
+        raise ValidationFailed.field(field, f"is not a {'newsletter' if newsletter else 'group'} JID ({example})")
+    return text
+
+
+def bump(item: Item, changes: Item, error: Conflict) -> tuple[Item, Put]:
+    """The new version of a mutable record and its conditional Put (`version` = what was read)."""
+    new = {**item, **changes, "updated_at": clock.now_iso(), "version": int(item.get("version", 1)) + 1}
+    return new, Put(
+        item=new, condition="#v = :v", names={"#v": "version"}, values={":v": item.get("version", 1)}, error=error
+    )
+
+
+def filtered_page(
+    store: Store,
+    org: str,
+    prefix: str,
+    *,
+    limit: int,
+    cursor: str | None,
+    fingerprint: str,
+    filters: dict[str, Any],
+    forward: bool = True,
+) -> tuple[list[Item], str | None]:
+    """A cursor page of `prefix` items whose attributes equal `filters` (a value list means "one of"); filters are
+    applied while reading, at most MAX_FILTERED_READS queries per page."""
+    names: dict[str, str] = {}
+    values: dict[str, Any] = {}
+    clauses: list[str] = []
+    for n, (attr, wanted) in enumerate((k, v) for k, v in filters.items() if v is not None):
+        names[f"#f{n}"] = attr
+        options = wanted if isinstance(wanted, list | tuple) else [wanted]
+        ors = []
+        for m, option in enumerate(options):
+            values[f":f{n}_{m}"] = option
+            ors.append(f"#f{n} = :f{n}_{m}")
+        clauses.append("(" + " OR ".join(ors) + ")")
+    items: list[Item] = []
+    start = decode_cursor(cursor, org, fingerprint)
+    last: dict[str, Any] | None = None
+    for _ in range(MAX_FILTERED_READS):
+        page = store.query(
+            keys.org_pk(org),
+            sk_prefix=prefix,
+            limit=limit - len(items),
+            start_key=start,
+            forward=forward,
+            filter_expression=" AND ".join(clauses) or None,
+            names=names or None,
+            values=values or None,
+        )
+        items.extend(page.items)
+        last = page.last_key
+        if not last or len(items) >= limit:
+            break
+        start = last
+    return items, encode_cursor(org, fingerprint, last)
+
+
+def not_found(what: str) -> NotFound:
+    return NotFound(f"No such {what}.")

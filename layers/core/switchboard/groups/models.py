@@ -1,0 +1,294 @@
+"""Groups, group hubs, communities and newsletters as the API shows them, and the request bodies."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field, model_validator
+
+from switchboard.models import BaseModel, Strict
+
+ParticipantRole = Literal["member", "admin", "superadmin"]
+ParticipantAction = Literal["add", "remove", "promote", "demote"]
+ID = Field(min_length=1, max_length=64)
+OPT_ID = Field(default=None, min_length=1, max_length=64)
+JID = Field(default=None, min_length=1, max_length=128)
+PHONES = Field(min_length=1, max_length=256, description="phone numbers in any international form")
+INVITE = Field(default=None, min_length=1, max_length=256)
+GROUP_NAME = Field(min_length=1, max_length=100, description="the group's subject (WhatsApp allows 100 characters)")
+GROUP_DESCRIPTION = Field(max_length=2048)
+
+
+# Groups --------------------------------------------------------------------------------------------------------------
+class Participant(BaseModel):
+    phone: str = Field(description="digits with country code, no plus sign")
+    role: ParticipantRole
+    added_at: str
+
+
+class GroupPhoto(BaseModel):
+    url: str | None = None
+    asset_id: str | None = None
+    provider_photo_id: str | None = None
+    updated_at: str
+
+
+class Group(BaseModel):
+    id: str = Field(description="`grp_…`; the routes also accept the group's JID")
+    organization_id: str
+    channel_id: str
+    jid: str = Field(description="the provider's group id, e.g. `120363…@g.us`")
+    name: str
+    description: str = ""
+    photo: GroupPhoto | None = None
+    participants: list[Participant] = Field(default_factory=list)
+    participant_count: int = 0
+    self_role: ParticipantRole | None = Field(
+        default=None, description="the channel's own role in the group; null once it has left"
+    )
+    status: Literal["active", "left"]
+    invite_link: str | None = Field(default=None, description="only known to admins of the group")
+    community_id: str | None = None
+    created_at: str
+    updated_at: str
+    left_at: str | None = None
+
+
+class GroupRef(Strict):
+    """Names a group by `group_id` (`grp_…`) or `group_jid`; `channel_id` narrows (or checks) the channel."""
+
+    channel_id: str | None = OPT_ID
+    group_id: str | None = OPT_ID
+    group_jid: str | None = JID
+
+    @model_validator(mode="after")
+    def _one_ref(self) -> GroupRef:
+        if not self.group_id and not self.group_jid:
+            raise ValueError("give group_id or group_jid")
+        return self
+
+    @property
+    def ref(self) -> str:
+        return str(self.group_id or self.group_jid)
+
+
+class GroupCreate(Strict):
+    channel_id: str = ID
+    name: str = GROUP_NAME
+    description: str | None = Field(default=None, max_length=2048)
+    participants: list[str] = PHONES
+
+
+class NameChange(Strict):
+    name: str = GROUP_NAME
+
+
+class DescriptionChange(Strict):
+    description: str = Field(description="an empty string clears it", max_length=2048)
+
+
+class PhotoChange(Strict):
+    """`image_url` (https), `asset_id` (an uploaded `/v1/media/uploads` asset) or `remove: true`."""
+
+    image_url: str | None = Field(default=None, min_length=9, max_length=2048, pattern=r"^https://\S+$")
+    asset_id: str | None = OPT_ID
+    remove: bool = False
+
+    @model_validator(mode="after")
+    def _one_source(self) -> PhotoChange:
+        given = sum(bool(x) for x in (self.image_url, self.asset_id, self.remove))
+        if given != 1:
+            raise ValueError("give exactly one of image_url, asset_id or remove")
+        return self
+
+
+class InviteLinkRequest(Strict):
+    revoke: bool = Field(default=False, description="true resets the link: the old code stops working")
+
+
+class JoinRequest(Strict):
+    """For a known group: joins again with `invite_code` / `invite_link`, or its last known code."""
+
+    invite_code: str | None = INVITE
+    invite_link: str | None = INVITE
+
+
+class ParticipantsChange(Strict):
+    action: ParticipantAction
+    participants: list[str] = PHONES
+
+
+class GroupNameRequest(GroupRef, NameChange):
+    pass
+
+
+class GroupDescriptionRequest(GroupRef, DescriptionChange):
+    pass
+
+
+class GroupPhotoRequest(GroupRef, PhotoChange):
+    pass
+
+
+class GroupInviteLinkRequest(GroupRef, InviteLinkRequest):
+    pass
+
+
+class GroupParticipantsRequest(GroupRef, ParticipantsChange):
+    pass
+
+
+class GroupJoinRequest(Strict):
+    """Joins a group by its invite link (`https://chat.whatsapp.com/<code>`) or code."""
+
+    channel_id: str = ID
+    invite_code: str | None = INVITE
+    invite_link: str | None = INVITE
+
+    @model_validator(mode="after")
+    def _one_invite(self) -> GroupJoinRequest:
+        if bool(self.invite_code) == bool(self.invite_link):
+            raise ValueError("give exactly one of invite_code or invite_link")
+        return self
+
+
+class InviteLink(BaseModel):
+    group_id: str
+    group_jid: str
+    invite_code: str
+    invite_link: str
+    revoked: bool = Field(default=False, description="true when this request reset the link")
+
+
+class ParticipantResult(BaseModel):
+    phone: str
+    status: Literal["added", "removed", "promoted", "demoted", "unchanged", "not_participant", "failed"]
+    reason: str | None = None
+
+
+class GroupCreated(Group):
+    failed_participants: list[ParticipantResult] = Field(
+        default_factory=list, description="numbers the provider refused (left out of the group)"
+    )
+
+
+class ParticipantsResult(BaseModel):
+    action: ParticipantAction
+    results: list[ParticipantResult]
+    group: Group
+
+
+# Group hubs (Switchboard's own folders of groups) ---------------------------------------------------------------------
+class GroupHub(BaseModel):
+    id: str
+    organization_id: str
+    name: str
+    description: str = ""
+    group_ids: list[str] = Field(default_factory=list)
+    group_count: int = 0
+    created_at: str
+    updated_at: str
+
+
+class GroupHubCreate(Strict):
+    name: str = Field(min_length=1, max_length=100, description="unique per organization (case-insensitive)")
+    description: str | None = Field(default=None, max_length=500)
+    group_ids: list[str] = Field(default_factory=list, max_length=100, description="group ids or JIDs")
+
+
+class GroupIds(Strict):
+    group_ids: list[str] = Field(min_length=1, max_length=100, description="group ids (`grp_…`) or JIDs")
+
+
+# Communities (the provider's communities: an announcement group and linked groups) ------------------------------------
+class Community(BaseModel):
+    id: str
+    organization_id: str
+    channel_id: str
+    jid: str
+    announcement_group_jid: str | None = None
+    name: str
+    description: str = ""
+    group_ids: list[str] = Field(default_factory=list)
+    created_at: str
+    updated_at: str
+
+
+class CommunityCreate(Strict):
+    channel_id: str = ID
+    name: str = GROUP_NAME
+    description: str | None = Field(default=None, max_length=2048)
+    group_ids: list[str] = Field(default_factory=list, max_length=100, description="groups to link at once")
+
+
+class CommunityGroupsRequest(Strict):
+    community_id: str = ID
+    group_ids: list[str] = Field(min_length=1, max_length=100, description="group ids (`grp_…`) or JIDs")
+
+
+# Newsletters ----------------------------------------------------------------------------------------------------------
+class Newsletter(BaseModel):
+    id: str = Field(description="the newsletter's JID, e.g. `120363…@newsletter`")
+    jid: str
+    organization_id: str
+    channel_id: str
+    name: str
+    description: str = ""
+    role: Literal["owner", "subscriber"]
+    subscribed: bool
+    invite_link: str | None = None
+    created_at: str
+    updated_at: str
+
+
+class NewsletterCreate(Strict):
+    channel_id: str = ID
+    name: str = Field(min_length=1, max_length=100)
+    description: str | None = Field(default=None, max_length=2048)
+
+
+class NewsletterRef(Strict):
+    channel_id: str = ID
+    newsletter_jid: str = Field(min_length=1, max_length=128)
+
+
+class NewsletterInviteLinkRequest(NewsletterRef):
+    revoke: bool = Field(default=False, description="true resets the link (owners only)")
+
+
+class NewsletterInviteLink(BaseModel):
+    newsletter_jid: str
+    invite_code: str
+    invite_link: str
+    revoked: bool = False
+
+
+class NewsletterSubscribe(Strict):
+    """`newsletter_jid`, or the newsletter's `invite_link` / `invite_code`; `unsubscribe: true` stops following."""
+
+    channel_id: str = ID
+    newsletter_jid: str | None = JID
+    invite_code: str | None = INVITE
+    invite_link: str | None = INVITE
+    unsubscribe: bool = False
+
+    @model_validator(mode="after")
+    def _one_ref(self) -> NewsletterSubscribe:
+        if sum(bool(x) for x in (self.newsletter_jid, self.invite_code, self.invite_link)) != 1:
+            raise ValueError("give exactly one of newsletter_jid, invite_code or invite_link")
+        return self
+
+
+class NewsletterMessage(BaseModel):
+    """The spec's Newsletter message."""
+
+    message_id: str
+    newsletter_id: str
+    timestamp: int = Field(description="Unix seconds")
+    body: str
+    type: str
+
+
+class NewsletterMessages(BaseModel):
+    messages: list[NewsletterMessage]
+    next_cursor: str = Field(description="the next page's `cursor`; empty when this is the last page")
