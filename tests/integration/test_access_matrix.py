@@ -471,6 +471,16 @@ EXAMPLE_BODIES: dict[tuple[str, str], Any] = {
     ("PATCH", "/v1/settings/integrations/{integrationID}"): {"name": "Renamed by A"},
     ("PUT", "/v1/settings/notifications/{userID}"): {"emails": {"billing": True}},
     ("POST", "/v1/templates/library/{libraryItemID}"): {"channel_id": "ch_a"},
+    ("POST", "/v1/groups/{groupID}/name"): {"name": "Renamed by A"},
+    ("POST", "/v1/groups/{groupID}/description"): {"description": "A was here"},
+    ("POST", "/v1/groups/{groupID}/photo"): {"remove": True},
+    ("POST", "/v1/groups/{groupID}/participants/actions"): {"action": "add", "participants": ["+1 415 555 0199"]},
+    ("POST", "/v1/group-hubs/{hubID}/groups/add"): {"group_ids": ["grp_a"]},
+    ("POST", "/v1/group-hubs/{hubID}/groups/remove"): {"group_ids": ["grp_a"]},
+}
+# Required query parameters (the spec's), valid in A's context, so that only the foreign id in the path can fail.
+EXAMPLE_QUERIES: dict[tuple[str, str], str] = {
+    ("GET", "/v1/newsletters/{newsletterJID}/messages"): "?channel_id=ch_a",
 }
 
 
@@ -520,6 +530,7 @@ def test_another_organizations_ids_are_not_found_on_every_route(api: Api):
             problems.append(problem)
             continue
         path = _fill(route.path, lambda name, template=route.path: _foreign_value(name, b, template))
+        path += EXAMPLE_QUERIES.get((route.method, route.path), "")
         # Org routes: A's owner key and A's owner session; routes of the signed-in user: A's owner session (API keys
         # are refused there by design, with 403 "needs a signed-in user").
         callers = {"A's owner session": a_owner_session}
