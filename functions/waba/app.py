@@ -1,9 +1,93 @@
-"""Routes of the waba group (being built)."""
+"""Business-account onboarding routes (`/v1/waba`): the WhatsApp Business Platform embedded signup, step by step,
+ending with a connected `whatsapp_cloud` channel. Reads: viewer; every step: admin (it sets up a channel).
+
+Order: `oauth/start` → `signup-event` (FINISH; optional) and `exchange-code` → `register-phone` →
+`subscribe-webhook` → `sync-meta`; `GET progress/{progressID}` says where a flow stands (`next_step`). The rules live
+in `switchboard.waba.service`.
+"""
 
 from __future__ import annotations
 
+from typing import Annotated
+
+from aws_lambda_powertools.event_handler.openapi.params import Body, Query
+
 from switchboard.api.app import create_resolver, make_handler
+from switchboard.api.auth import requires
+from switchboard.api.context import current_auth
+from switchboard.api.envelope import Data, ListData, Meta
+from switchboard.store import get_store
+from switchboard.waba import models, service, support
 
 app = create_resolver()
+TAGS = ["business account onboarding"]
+
+
+@app.post("/v1/waba/oauth/start", middlewares=requires("admin"), tags=TAGS, status_code=201)
+def oauth_start(body: Annotated[models.OAuthStart, Body()]) -> Data[models.OAuthStarted]:
+    """Starts an onboarding: the progress record, Meta's OAuth dialog URL and the `state` (shown only here)."""
+    return Data(data=service.start(get_store(), current_auth(app), body))
+
+
+@app.post("/v1/waba/signup-event", middlewares=requires("admin"), tags=TAGS)
+def signup_event(body: Annotated[models.SignupEvent, Body()]) -> Data[models.Progress]:
+    """The embedded signup's `WA_EMBEDDED_SIGNUP` message event: FINISH / FINISH_ONLY_WABA record the business
+    account (and number), CANCEL ends the flow `canceled`, ERROR ends it `failed` and records the error."""
+    return Data(data=service.signup_event(get_store(), current_auth(app), body))
+
+
+@app.post("/v1/waba/exchange-code", middlewares=requires("admin"), tags=TAGS)
+def exchange_code(body: Annotated[models.ExchangeCode, Body()]) -> Data[models.Progress]:
+    """Swaps the signup's code for the business token (stored sealed, never returned) and checks its grants."""
+    return Data(data=service.exchange_code(get_store(), current_auth(app), body))
+
+
+@app.post("/v1/waba/register-phone", middlewares=requires("admin"), tags=TAGS)
+def register_phone(body: Annotated[models.RegisterPhone, Body()]) -> Data[models.Progress]:
+    """Registers the number for the Cloud API with a 6-digit two-step verification PIN (not stored)."""
+    return Data(data=service.register_phone(get_store(), current_auth(app), body))
+
+
+@app.post("/v1/waba/subscribe-webhook", middlewares=requires("admin"), tags=TAGS)
+def subscribe_webhook(body: Annotated[models.ProgressStep, Body()]) -> Data[models.Progress]:
+    """Subscribes the app to the business account's webhooks (and checks Meta lists it)."""
+    return Data(data=service.subscribe_webhook(get_store(), current_auth(app), body))
+
+
+@app.post("/v1/waba/sync-meta", middlewares=requires("admin"), tags=TAGS)
+def sync_meta(body: Annotated[models.ProgressStep, Body()]) -> Data[models.Progress]:
+    """Pulls the account, number and template details, creates and connects the whatsapp_cloud channel; the flow
+    ends `completed` with `channel_id`."""
+    return Data(data=service.sync_meta(get_store(), current_auth(app), body))
+
+
+@app.get("/v1/waba/progress/<progressID>", middlewares=requires("viewer"), tags=TAGS)
+def get_progress(progressID: str) -> Data[models.Progress]:
+    return Data(data=service.get(get_store(), current_auth(app), progressID))
+
+
+@app.get("/v1/waba/errors", middlewares=requires("viewer"), tags=TAGS)
+def list_errors(
+    limit: Annotated[int, Query(ge=1, le=100)] = 20,
+    cursor: Annotated[str | None, Query(max_length=2048)] = None,
+    progress_id: Annotated[str | None, Query(max_length=64)] = None,
+) -> ListData[models.OnboardingError]:
+    """Onboarding errors of the organization, newest first (Graph's code, message and trace id, support label)."""
+    items, nxt = service.list_errors(get_store(), current_auth(app), limit, cursor, progress_id)
+    return ListData(data=items, meta=Meta(has_more=nxt is not None, limit=limit, cursor=nxt))
+
+
+@app.get("/v1/waba/labels/support", middlewares=requires("viewer"), tags=TAGS)
+def support_labels(
+    code: Annotated[int | None, Query(ge=0, description="only the label of this Graph error code")] = None,
+    subcode: Annotated[int | None, Query(ge=0)] = None,
+) -> ListData[models.SupportLabel]:
+    """The catalogue of Graph errors an onboarding meets, by what to do about them (`support_label` of errors)."""
+    labels = support.labels()
+    if code is not None:
+        wanted = support.label_for(code, subcode)
+        labels = [label for label in labels if label.key == wanted]
+    return ListData(data=labels, meta=Meta(has_more=False, limit=len(labels), total=len(labels)))
+
 
 handler = make_handler(app)

@@ -114,9 +114,29 @@ class FakeGraphApi(FakeServer):
         verified_name: str = "Acme Support",
         quality_rating: str = "GREEN",
         app_secret: str = "app-secret",
+        app_id: str = "4455667788990011",
     ) -> None:
         super().__init__()
         self.token = token
+        self.app_id = app_id
+        self.app_name = "Switchboard Test App"
+        # Embedded signup: codes issued by the fake OAuth dialog, the tokens they became, registration, subscriptions.
+        self.codes: dict[str, dict[str, Any]] = {}  # code → {"token", "scopes", "waba_ids", "used"}
+        self.issued: dict[str, dict[str, Any]] = {}  # token → {"scopes", "waba_ids"}
+        self.redirect_uris: dict[str, str | None] = {}
+        self.two_step_pin: str | None = None  # a PIN already set on the number: register must give it
+        self.registered: dict[str, str] = {}  # phone_number_id → PIN used
+        self.subscribed_apps: list[str] = []
+        self.extra_phones: list[dict[str, Any]] = []  # more numbers of the WABA
+        self.waba = {
+            "id": waba_id,
+            "name": "Acme WABA",
+            "currency": "USD",
+            "timezone_id": "1",
+            "message_template_namespace": "ns_0a1b2c3d_4e5f",
+            "account_review_status": "APPROVED",
+            "business_verification_status": "verified",
+        }
         self.phone_number_id = phone_number_id
         self.waba_id = waba_id
         self.app_secret = app_secret
@@ -164,6 +184,28 @@ class FakeGraphApi(FakeServer):
     def url(self) -> str:
         return f"{self.root}/{VERSION}"
 
+    def issue_code(
+        self,
+        token: str | None = None,
+        *,
+        waba_ids: list[str] | None = None,
+        scopes: list[str] | None = None,
+        redirect_uri: str | None = None,
+    ) -> str:
+        """What Meta hands the page after the embedded signup: a one-time code that becomes `token` (a new random
+        business token by default) granting `scopes` on `waba_ids`."""
+        code = "AQ" + secrets.token_urlsafe(48)
+        self.codes[code] = {
+            "token": token or "EAAG" + secrets.token_urlsafe(40),
+            "scopes": scopes
+            if scopes is not None
+            else ["whatsapp_business_management", "whatsapp_business_messaging", "public_profile"],
+            "waba_ids": waba_ids if waba_ids is not None else [self.waba_id],
+            "used": False,
+        }
+        self.redirect_uris[code] = redirect_uri
+        return code
+
     def add_media(self, data: bytes, mime_type: str) -> str:
         media_id = str(1_000_000_000_000 + len(self.media) + 1)
         self.media[media_id] = (data, mime_type)
@@ -200,9 +242,22 @@ class FakeGraphApi(FakeServer):
         match = re.fullmatch(r"/v\d+\.\d+/([^/]+)(?:/([a-z_]+))?", request.path)
         if not match:
             raise graph_error(400, "Unknown path components: " + request.path, 2500)
-        self._auth(request)
         node, edge = match.group(1), match.group(2)
         method = request.method
+        if node == "oauth" and edge == "access_token" and method == "GET":
+            return self._exchange_code(request)
+        if node == "debug_token" and edge is None and method == "GET":
+            return self._debug_token(request)
+        self._auth(request)
+        if node == self.waba_id and edge is None and method == "GET":
+            return self._waba_node(request)
+        if node == self.waba_id and edge == "phone_numbers" and method == "GET":
+            return Response(200, {"data": [self.phone, *self.extra_phones], "paging": {"cursors": {}}})
+        if node == self.waba_id and edge == "subscribed_apps" and method in ("GET", "POST"):
+            return self._subscribed_apps(request)
+        numbers = [self.phone_number_id, *(p["id"] for p in self.extra_phones)]
+        if node in numbers and edge == "register" and method == "POST":
+            return self._register(node, self._body(request))
         if node == self.phone_number_id and edge is None and method == "GET":
             return self._phone_node(request)
         if node == self.phone_number_id and edge == "messages" and method == "POST":
@@ -228,7 +283,7 @@ class FakeGraphApi(FakeServer):
         token = header[7:] if header.lower().startswith("bearer ") else request.query.get("access_token", "")
         if not token:
             raise graph_error(400, "An access token is required to request this resource.", 104)
-        if token != self.token:
+        if token != self.token and token not in self.issued:
             raise graph_error(401, "Invalid OAuth access token - Cannot parse access token", 190)
 
     @staticmethod
@@ -242,6 +297,122 @@ class FakeGraphApi(FakeServer):
         if not isinstance(body, dict):
             raise invalid("Request body must be a JSON object")
         return body
+
+    # Embedded signup --------------------------------------------------------------------------------------------------
+    def _exchange_code(self, request: Request) -> Response:
+        query = request.query
+        if query.get("client_id") != self.app_id:
+            raise graph_error(400, "Error validating application. Invalid application ID.", 101)
+        if query.get("client_secret") != self.app_secret:
+            raise graph_error(400, "Error validating client secret.", 1)
+        code = query.get("code")
+        if not code:
+            raise graph_error(400, "Missing authorization code", 100)
+        grant = self.codes.get(code)
+        if grant is None:
+            raise graph_error(400, "Invalid verification code format.", 100, subcode=36007)
+        if grant["used"]:
+            raise graph_error(400, "This authorization code has been used.", 100, subcode=36009)
+        if self.redirect_uris.get(code) != query.get("redirect_uri"):
+            raise graph_error(
+                400,
+                "Error validating verification code. Please make sure your redirect_uri is identical to the one you "
+                "used in the OAuth dialog request",
+                100,
+                subcode=36008,
+            )
+        grant["used"] = True
+        self.issued[grant["token"]] = {"scopes": grant["scopes"], "waba_ids": grant["waba_ids"]}
+        return Response(200, {"access_token": grant["token"], "token_type": "bearer"})
+
+    def _debug_token(self, request: Request) -> Response:
+        header = request.headers.get("authorization", "")
+        caller = header[7:] if header.lower().startswith("bearer ") else request.query.get("access_token", "")
+        if not caller:
+            raise graph_error(400, "An access token is required to request this resource.", 104)
+        if caller != f"{self.app_id}|{self.app_secret}" and caller not in self.issued:
+            raise graph_error(400, "Invalid OAuth access token signature.", 190)
+        token = request.query.get("input_token", "")
+        grant = self.issued.get(token)
+        if grant is None:
+            return Response(
+                200,
+                {
+                    "data": {
+                        "error": {"code": 190, "message": "Invalid OAuth access token."},
+                        "is_valid": False,
+                        "scopes": [],
+                    }
+                },
+            )
+        management = list(grant["waba_ids"]) if "whatsapp_business_management" in grant["scopes"] else []
+        granular = [{"scope": "whatsapp_business_management", "target_ids": management}] if management else []
+        if "whatsapp_business_messaging" in grant["scopes"]:
+            granular.append({"scope": "whatsapp_business_messaging", "target_ids": list(grant["waba_ids"])})
+        return Response(
+            200,
+            {
+                "data": {
+                    "app_id": self.app_id,
+                    "type": "SYSTEM_USER",
+                    "application": self.app_name,
+                    "data_access_expires_at": 0,
+                    "expires_at": 0,
+                    "is_valid": True,
+                    "issued_at": 1763800000,
+                    "scopes": grant["scopes"],
+                    "granular_scopes": granular,
+                    "user_id": "100000000000001",
+                }
+            },
+        )
+
+    def _waba_node(self, request: Request) -> Response:
+        wanted = [f for f in request.query.get("fields", "").split(",") if f] or ["id", "name"]
+        for name in wanted:
+            if name not in self.waba:
+                raise graph_error(
+                    400,
+                    f"(#100) Tried accessing nonexisting field ({name}) on node type (WhatsAppBusinessAccount)",
+                    100,
+                )
+        return Response(200, {k: self.waba[k] for k in wanted} | {"id": self.waba_id})
+
+    def _register(self, phone_number_id: str, body: dict[str, Any]) -> Response:
+        if body.get("messaging_product") != "whatsapp":
+            raise graph_error(400, "(#100) The parameter messaging_product is required.", 100)
+        pin = body.get("pin")
+        if pin is None:
+            raise graph_error(400, "(#100) The parameter pin is required.", 100)
+        if not isinstance(pin, str) or not re.fullmatch(r"[0-9]{6}", pin):
+            raise graph_error(400, "(#100) Param pin must be 6 characters long.", 100)
+        if self.two_step_pin is not None and pin != self.two_step_pin:
+            raise graph_error(
+                400,
+                "(#133005) Two step verification PIN Mismatch",
+                133005,
+                details="Two step verification PIN is incorrect.",
+            )
+        self.registered[phone_number_id] = pin
+        self.two_step_pin = pin  # registering sets the PIN when the number had none
+        return Response(200, {"success": True})
+
+    def _subscribed_apps(self, request: Request) -> Response:
+        if request.method == "POST":
+            if self.app_id not in self.subscribed_apps:
+                self.subscribed_apps.append(self.app_id)
+            return Response(200, {"success": True})
+        rows = [
+            {
+                "whatsapp_business_api_data": {
+                    "link": f"https://www.facebook.com/games/?app_id={app}",
+                    "name": self.app_name,
+                    "id": app,
+                }
+            }
+            for app in self.subscribed_apps
+        ]
+        return Response(200, {"data": rows})
 
     # Nodes ------------------------------------------------------------------------------------------------------------
     def _phone_node(self, request: Request) -> Response:

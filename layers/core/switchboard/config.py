@@ -28,8 +28,17 @@ class Settings(BaseSettings):
     mail_sender: str = Field(min_length=3)
     sandbox_status_delay: float = Field(default=1.0, ge=0)
     local_time_scale: float = Field(default=1.0, gt=0)
+    # Connect, write and read timeouts of a webhook delivery (CONVENTIONS: 15 s); only the local stack's fault test
+    # shortens them, together with its compressed clock.
+    webhook_timeout_seconds: float = Field(default=15.0, gt=0, le=15)
     rate_limit_per_minute: int = Field(default=1200, ge=1)
     git_commit: str = "unknown"
+    # Business-account onboarding (/v1/waba): the Graph API base URL and the platform's Meta app (a flow may bring
+    # its own app id and secret instead; see switchboard/waba).
+    graph_api_base_url: str = Field(default="https://graph.facebook.com/v21.0", min_length=8)
+    meta_app_id: str | None = None
+    meta_app_secret: SecretStr | None = None
+    meta_config_id: str | None = None
     aws_region: str = Field(default="us-east-1", validation_alias="AWS_REGION")
 
     @property

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import contextlib
 import hashlib
 import hmac
 import json
@@ -133,12 +134,27 @@ def _header(headers: dict[str, str], name: str) -> str | None:
     return None
 
 
+def _open_secrets(channel: Channel) -> dict[str, Any]:
+    """The config with sealed values (`switchboard.sealed`, e.g. a token from business onboarding) opened; a value
+    that does not open stays as it is, and Graph then refuses it like any wrong token."""
+    config = dict(channel.get("config") or {})
+    sealed_keys = [k for k, v in config.items() if isinstance(v, str) and v.startswith("sealed:")]
+    if sealed_keys:
+        from switchboard import sealed
+
+        org = str(channel.get("organization_id") or "")
+        for key in sealed_keys:
+            with contextlib.suppress(ValueError):
+                config[key] = sealed.unseal(config[key], org)
+    return config
+
+
 class WhatsAppCloudProvider(Provider):
     platform = "whatsapp_cloud"
 
     def __init__(self, channel: Channel) -> None:
         super().__init__(channel)
-        self.config: dict[str, Any] = dict(channel.get("config") or {})
+        self.config: dict[str, Any] = _open_secrets(channel)
         self.timeout = DEFAULT_TIMEOUT
 
     # Plumbing ---------------------------------------------------------------------------------------------------------
