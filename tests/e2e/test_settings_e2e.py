@@ -1,0 +1,111 @@
+"""Billing and settings over HTTP against the local stack: messages sent through the real pipeline (stream →
+bus → queue → message_sender) are metered per channel, the month's invoice is generated from that usage, issued
+(its e-mail reaches the local outbox), paid, and refuses a further transition; integrations keep their secrets
+masked; notification preferences and the owner-only billing area answer as documented."""
+
+from __future__ import annotations
+
+import time
+import uuid
+from datetime import UTC, datetime
+from decimal import Decimal
+
+import pytest
+
+pytestmark = pytest.mark.e2e
+
+
+def _wait(fn, *, timeout: float = 30.0, every: float = 0.2):
+    deadline = time.monotonic() + timeout
+    while True:
+        value = fn()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            pytest.fail(f"condition not met within {timeout} s; last value {value!r}")
+        time.sleep(every)
+
+
+def _sent_on(client, channel_id: str) -> int:
+    usage = client.get("/v1/settings/billing").json()["data"]["usage"]
+    return next((c["messages_sent"] for c in usage["channels"] if c["channel_id"] == channel_id), 0)
+
+
+def test_metered_usage_to_a_paid_invoice_over_http(local_only):
+    tag = uuid.uuid4().hex[:6]
+    billing_email = f"billing-{tag}@example.com"
+    period = datetime.now(UTC).strftime("%Y-%m")
+    with local_only.client() as client:
+        ch = client.post("/v1/channels", json={"name": f"billing-{tag}", "platform": "sandbox"}).json()["data"]
+        client.post(f"/v1/channels/{ch['id']}/connect").raise_for_status()
+        for n in range(2):
+            phone = f"+1415{str(uuid.uuid4().int)[:7]}"
+            sent = client.post("/v1/messages", json={"channel_id": ch["id"], "to": phone, "text": {"body": f"#{n}"}})
+            assert sent.status_code == 202, sent.text
+        assert _wait(lambda: _sent_on(client, ch["id"]) == 2)
+
+        profile = {
+            "legal_name": f"E2E {tag} GmbH",
+            "billing_email": billing_email,
+            "billing_phone": "+49 30 901820",
+            "address_line_1": "Unter den Linden 1",
+            "city": "Berlin",
+            "postal_code": "10117",
+            "country_code": "de",
+            "tax_name": "USt",
+        }
+        updated = client.patch(
+            "/v1/settings/billing",
+            json={"plan": "growth", "currency": "EUR", "tax_rate": 19, "billing_profile": profile},
+        )
+        assert updated.status_code == 200, updated.text
+        assert updated.json()["data"]["billing_profile"]["billing_phone"] == "4930901820"
+
+        created = client.post("/v1/settings/billing/invoices", json={"period": period})
+        assert created.status_code == 201, created.text
+        invoice = created.json()["data"]
+        assert invoice["status"] == "draft" and invoice["currency"] == "EUR" and invoice["target_plan"] == "growth"
+        mine = [line for line in invoice["lines"] if f"billing-{tag}" in line["description"]]
+        assert len(mine) == 1 and mine[0]["quantity"] == 2 and mine[0]["unit_amount"] == 0.0046
+        subtotal = sum(Decimal(str(line["line_total"])) for line in invoice["lines"])
+        assert Decimal(str(invoice["subtotal_amount"])) == subtotal
+        tax = (subtotal * Decimal("0.19")).quantize(Decimal("0.01"), rounding="ROUND_HALF_UP")
+        assert Decimal(str(invoice["tax_amount"])) == tax
+        assert Decimal(str(invoice["total_amount"])) == subtotal + tax
+        again = client.post("/v1/settings/billing/invoices", json={"period": period})
+        assert again.status_code == 200 and again.json()["data"]["id"] == invoice["id"]
+
+        path = f"/v1/settings/billing/invoices/{invoice['id']}"
+        issued = client.post(f"{path}/finalize").json()["data"]
+        assert issued["status"] == "open" and issued["issued_at"] and issued["due_at"] > issued["issued_at"]
+        mail = _wait(lambda: client.get("/_local/mail", params={"to": billing_email}).json()["data"])
+        assert invoice["invoice_number"] in mail[0]["subject"]
+        paid = client.post(f"{path}/pay", json={"reference_id": f"sepa-{tag}"})
+        assert paid.status_code == 200 and paid.json()["data"]["status"] == "paid", paid.text
+        refused = client.post(f"{path}/void")
+        assert refused.status_code == 409 and refused.json()["error"]["code"] == "conflict"
+        listed = client.get("/v1/settings/billing/invoices", params={"status": "paid"}).json()["data"]
+        assert invoice["id"] in [i["id"] for i in listed]
+
+        token = "pat-na1-" + uuid.uuid4().hex
+        integration = client.post(
+            "/v1/settings/integrations",
+            json={
+                "type": "hubspot",
+                "name": f"crm-{tag}",
+                "config": {"portal_id": "424242"},
+                "secrets": {"access_token": token},
+            },
+        )
+        assert integration.status_code == 201, integration.text
+        assert integration.json()["data"]["secrets"] == {"access_token": "••••" + token[-4:]}
+        assert token not in client.get("/v1/settings/integrations").text
+
+        prefs = client.get("/v1/settings/notifications").json()["data"]
+        assert any(p["role"] == "owner" and p["emails"]["billing"] for p in prefs)
+
+        admin_key = client.post("/v1/api-keys", json={"name": f"admin-{tag}", "role": "admin"}).json()["data"]["key"]
+    with local_only.client(admin_key) as admin:
+        forbidden = admin.get("/v1/settings/billing/invoices")
+        assert forbidden.status_code == 403 and forbidden.json()["error"]["code"] == "forbidden"
+        assert admin.get("/v1/settings/integrations").status_code == 200
