@@ -81,7 +81,12 @@ def resolve_many(store: Store, org: str, refs: list[str]) -> list[Item]:
     by_id = {i["id"]: i for i in store.batch_get([group_key(org, r) for r in refs if r.startswith("grp_")])}
     out: list[Item] = []
     for ref in refs:
-        item = by_id.get(ref) if ref.startswith("grp_") else resolve(store, org, ref)
+        try:
+            item = by_id.get(ref) if ref.startswith("grp_") else resolve(store, org, ref)
+        except ValidationFailed:
+            raise ValidationFailed.field(
+                "body.group_ids", f"{ref} is on several of your channels: give its group id (grp_…)"
+            ) from None
         if item is None:
             raise NotFound(f"No such group: {ref}.", details=[{"group": ref}])
         if all(o["id"] != item["id"] for o in out):
