@@ -64,6 +64,7 @@ OPS = {
     "not_exists",
 }
 COUNT_OPS = {"eq", "gt", "gte", "lt", "lte"}
+MEMBER_FIELDS = ("id", "name", "email", "phone", "lifecycle_stage")  # what a members page shows of each contact
 
 
 def segment_key(org: str, segment_id: str) -> dict[str, str]:
@@ -431,12 +432,18 @@ def members(
         limit=limit,
         start_key=decode_cursor(cursor, org, fingerprint),
     )
-    found = {c["id"]: c for c in store.batch_get([contact_repo.contact_key(org, r["contact_id"]) for r in page.items])}
+    found = {
+        c["id"]: c
+        for c in store.batch_get(
+            [contact_repo.contact_key(org, r["contact_id"]) for r in page.items], projection=MEMBER_FIELDS
+        )
+    }
     out = []
     for row in page.items:
         contact = found.get(row["contact_id"], {})
+        # built from stored, already validated values: the response model checks them once, on the way out
         out.append(
-            models.SegmentMember(
+            models.SegmentMember.model_construct(
                 contact_id=row["contact_id"],
                 name=contact.get("name"),
                 email=contact.get("email"),

@@ -220,16 +220,20 @@ class Store:
         raw = resp.get("Item")
         return deserialize(raw) if raw else None
 
-    def batch_get(self, keys: Sequence[dict[str, str]], *, consistent: bool = False) -> list[Item]:
-        """Every existing item among `keys` (≤ 100 per request; unprocessed keys are retried)."""
+    def batch_get(
+        self, keys: Sequence[dict[str, str]], *, consistent: bool = False, projection: Sequence[str] | None = None
+    ) -> list[Item]:
+        """Every existing item among `keys` (≤ 100 per request; unprocessed keys are retried); `projection` names
+        the only attributes to return."""
         out: list[Item] = []
         unique = list({(k["PK"], k["SK"]): k for k in keys}.values())
+        shape: dict[str, Any] = {"ConsistentRead": consistent}
+        if projection:
+            names = {f"#p{n}": name for n, name in enumerate(projection)}
+            shape |= {"ProjectionExpression": ", ".join(names), "ExpressionAttributeNames": names}
         for start in range(0, len(unique), 100):
             request: dict[str, Any] = {
-                self.table_name: {
-                    "Keys": [serialize(k) for k in unique[start : start + 100]],
-                    "ConsistentRead": consistent,
-                }
+                self.table_name: {"Keys": [serialize(k) for k in unique[start : start + 100]], **shape}
             }
             for _attempt in range(6):
                 try:
