@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from aws_lambda_powertools.event_handler.openapi.params import Body, Query
+from aws_lambda_powertools.event_handler.openapi.params import Body, Path, Query
 
 from switchboard.api.app import create_resolver, make_handler
 from switchboard.api.auth import requires
@@ -267,9 +267,9 @@ def get_newsletter(newsletterJID: str, channel_id: ChannelFilter = None) -> Data
 
 @app.get("/v1/newsletters/<newsletterJID>/messages", middlewares=requires("viewer"), tags=NL)
 def newsletter_messages(
-    newsletterJID: str,
+    newsletterJID: Annotated[str, Path(min_length=1)],
     channel_id: Annotated[str, Query(min_length=1, max_length=64)],
-    limit: Annotated[int, Query(ge=1, le=200)] = 20,
+    limit: Annotated[int, Query(ge=1, le=200, json_schema_extra={"format": "int32"})] = 20,
     cursor: Cursor = None,
 ) -> Data[models.NewsletterMessages]:
     """The newsletter's posts, newest first; `next_cursor` continues (empty on the last page)."""

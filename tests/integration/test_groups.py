@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import pytest
 
+from switchboard.providers.base import ProviderUnavailable
+from switchboard.providers.sandbox import SandboxProvider
 from switchboard.store import get_store
 from tests.integration.support import Api
 
@@ -269,6 +271,36 @@ def test_groups_of_another_organization_are_not_found(api: Api, channel: dict):
         api.post("/v1/group-hubs/" + hub["id"] + "/groups/add", json={"group_ids": [b_group["id"]]}), 404, "not_found"
     )
     assert _ok(api.get(f"/v1/groups/{group['id']}"))["name"] == "Team"
+
+
+def test_a_concurrent_change_is_a_conflict_and_an_outage_changes_nothing(api: Api, channel: dict, monkeypatch):
+    group = _group(api, channel)
+    key = {"PK": f"ORG#{api.org_id}", "SK": f"GROUP#{group['id']}"}
+    original = SandboxProvider.groups
+
+    def racing(self, action, payload):
+        if action == "set_name":  # another writer changes the group while the provider works on the rename
+            get_store().update(
+                key,
+                "SET #d = :d, #v = #v + :one",
+                names={"#d": "description", "#v": "version"},
+                values={":d": "theirs", ":one": 1},
+            )
+        return original(self, action, payload)
+
+    monkeypatch.setattr(SandboxProvider, "groups", racing)
+    api.assert_error(api.post(f"/v1/groups/{group['id']}/name", json={"name": "Mine"}), 409, "conflict")
+    after = _ok(api.get(f"/v1/groups/{group['id']}"))
+    assert (after["name"], after["description"]) == ("Team", "theirs")  # their change kept, ours refused
+
+    def down(self, action, payload):
+        raise ProviderUnavailable("sandbox offline")
+
+    monkeypatch.setattr(SandboxProvider, "groups", down)
+    resp = api.post(f"/v1/groups/{group['id']}/participants/actions", json={"action": "add", "participants": [DAN]})
+    api.assert_error(resp, 503, "service_unavailable")
+    assert resp.headers["Retry-After"]
+    assert _ok(api.get(f"/v1/groups/{group['id']}"))["participant_count"] == 2
 
 
 def test_viewers_read_and_members_write(api: Api, channel: dict):
