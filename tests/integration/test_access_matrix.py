@@ -460,6 +460,8 @@ EXAMPLE_BODIES: dict[tuple[str, str], Any] = {
     ("POST", "/v1/cdp/object-types/{objectTypeID}/fields/reorder"): {"field_ids": ["ofl_a"]},
     ("PATCH", "/v1/cdp/object-types/{objectTypeID}/fields/{fieldID}"): {"label": "Renamed by A"},
     ("PATCH", "/v1/cdp/contact-objects/{objectID}"): {"display_name": "Renamed by A"},
+    ("POST", "/v1/cdp/contact-objects/{objectID}/comments"): {"body": "A comment by A"},
+    ("PUT", "/v1/cdp/contact-objects/{objectID}/relationships/{relatedID}"): {"label": "linked_by_a"},
     ("PATCH", "/v1/cdp/segments/{segmentID}"): {"name": "Renamed by A"},
     ("PATCH", "/v1/cdp/templates/{templateID}"): {"name": "Renamed by A"},
     ("POST", "/v1/cdp/templates/{templateID}"): {"action": "apply"},
