@@ -3,6 +3,7 @@ messages and provider status callbacks."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 from datetime import timedelta
 from typing import Any
@@ -14,7 +15,7 @@ from switchboard.config import get_settings
 from switchboard.contacts import models as contact_models
 from switchboard.contacts import service as contacts
 from switchboard.contacts.identifiers import Identifier, normalize_phone
-from switchboard.errors import Conflict, NotFound, ValidationFailed
+from switchboard.errors import Conflict, DomainError, NotFound, ValidationFailed
 from switchboard.events.outbox import outbox_put
 from switchboard.ids import new_message_id
 from switchboard.messaging import channels, conversations, models, status
@@ -182,28 +183,70 @@ def status_of(store: Store, auth: AuthContext, message_id: str) -> models.Messag
 
 
 # The sender (message_sender function) ---------------------------------------------------------------------------------
+class SendInProgress(Exception):
+    """Another consumer holds the send claim of this message (SQS handed it out twice): retry the record later."""
+
+
+SEND_LEASE = timedelta(seconds=60)  # longer than message_sender's timeout, shorter than the queue's visibility
+
+
+def _claim_send(store: Store, org: str, message_id: str) -> Item | None:
+    """Claim a pending message for one provider hand-off (the read and the claim in one conditional update).
+    None when it is no longer pending; SendInProgress while another consumer's claim is live."""
+    now_ms = int(clock.now().timestamp() * 1000)
+    try:
+        return store.update(
+            status.message_key(org, message_id),
+            "SET send_lease_until = :lease",
+            condition="#status = :pending AND (attribute_not_exists(send_lease_until) OR send_lease_until < :now)",
+            names={"#status": "status"},
+            values={":pending": "pending", ":now": now_ms, ":lease": now_ms + int(SEND_LEASE.total_seconds() * 1000)},
+        )
+    except Conflict:
+        current = get_item(store, org, message_id, consistent=True)  # NotFound when it does not exist
+        if current["status"] != "pending":
+            return None
+        raise SendInProgress(message_id) from None
+
+
+def _release_send(store: Store, org: str, message: Item) -> None:
+    with contextlib.suppress(DomainError):  # taken over or throttled: the lease runs out by itself
+        store.update(
+            status.message_key(org, message["id"]),
+            "REMOVE send_lease_until",
+            condition="send_lease_until = :mine",
+            values={":mine": message["send_lease_until"]},
+            return_values="NONE",
+        )
+
+
 def deliver(store: Store, org: str, message_id: str) -> str:
     """Hand a pending message to its provider. Idempotent: a redelivered queue message for a message that is no
-    longer pending does nothing. Provider outages raise ProviderUnavailable (the queue retries)."""
-    message = get_item(store, org, message_id, consistent=True)
-    if message["status"] != "pending":
+    longer pending does nothing, and two consumers given the same message at once never both send it (a send claim
+    with a lease; the loser's record is retried and then finds the message sent). Provider outages raise
+    ProviderUnavailable (the queue retries, after the claim's lease has run out)."""
+    message = _claim_send(store, org, message_id)
+    if message is None:
         return "skipped"
-    channel = channels.get_item(store, org, message["channel_id"])
-    content = message.get("media") or {}
-    outbound = OutboundMessage(
-        message_id=message_id,
-        to_phone=message["to_phone"],
-        type=message["type"],
-        text=message.get("text"),
-        media=_provider_media(store, org, content),
-        template=content.get("template"),
-        reply_to=_provider_reply_to(store, org, message.get("reply_to")),
-    )
     try:
+        channel = channels.get_item(store, org, message["channel_id"])
+        content = message.get("media") or {}
+        outbound = OutboundMessage(
+            message_id=message_id,
+            to_phone=message["to_phone"],
+            type=message["type"],
+            text=message.get("text"),
+            media=_provider_media(store, org, content),
+            template=content.get("template"),
+            reply_to=_provider_reply_to(store, org, message.get("reply_to")),
+        )
         result = provider_for(channel).send(outbound)
     except ProviderRejected as err:
         status.apply(store, org, message, "failed", error=err.message)
         return "failed"
+    except Exception:
+        _release_send(store, org, message)  # nothing was sent: the retry need not wait for the lease
+        raise
     sentinel = Put(
         item={
             **provider_key(org, channel["id"], result.provider_message_id),

@@ -1,0 +1,242 @@
+"""SQS redelivery and consumers that die mid-batch: message_sender and webhook_fanout.
+
+SQS delivers at least once: the same message can come back after a crash or a visibility timeout, and can even be
+handed to two consumers at once. Every record here is real: messages are sent through the API, their outbox events
+published by the real publisher onto moto's bus, routed by the template's rules to moto's queues and received from
+there. "Arrived" is what reached the outside world: provider sends (sandbox provider, counted) and webhook deliveries.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Callable
+from datetime import timedelta
+from typing import Any
+
+import pytest
+from aws_lambda_powertools.utilities.batch import BatchProcessor, EventType, process_partial_response
+from aws_lambda_powertools.utilities.batch.exceptions import BatchProcessingError
+
+from functions.message_sender.app import handler as sender_handler
+from functions.message_sender.app import record_handler
+from functions.webhook_fanout.app import handler as fanout_handler
+from switchboard import clock
+from switchboard.messaging import messages
+from switchboard.providers.base import ProviderUnavailable
+from switchboard.providers.sandbox import SandboxProvider
+from switchboard.store import get_store
+from switchboard.webhooks import repository as webhook_repo
+from tests.faults.injection import Ledger
+from tests.faults.pipeline import Pipeline
+from tests.helpers import FakeContext
+from tests.integration.support import Api
+
+
+class LambdaKilled(BaseException):
+    """The invocation dies (timeout, out of memory): nothing after this point of the batch runs or reports."""
+
+
+class ProviderSpy:
+    """Counts every message handed to the sandbox provider; `before` runs first (to fail, crash or stall a send)."""
+
+    def __init__(self) -> None:
+        self.sent: list[str] = []
+        self.before: Callable[[str, int], None] | None = None
+        self._lock = threading.Lock()
+
+    def install(self, monkeypatch: Any) -> None:
+        original = SandboxProvider.send
+        spy = self
+
+        def send(provider: SandboxProvider, message: Any) -> Any:
+            with spy._lock:
+                seen = spy.sent.count(message.message_id)
+            if spy.before is not None:
+                spy.before(message.message_id, seen)
+            result = original(provider, message)
+            with spy._lock:
+                spy.sent.append(message.message_id)
+            return result
+
+        monkeypatch.setattr(SandboxProvider, "send", send)
+
+
+@pytest.fixture
+def spy(monkeypatch) -> ProviderSpy:
+    provider_spy = ProviderSpy()
+    provider_spy.install(monkeypatch)
+    return provider_spy
+
+
+@pytest.fixture
+def channel(api: Api) -> dict[str, Any]:
+    created = api.post("/v1/channels", json={"name": "faults", "platform": "sandbox"})
+    assert created.status_code == 201, created.text
+    connected = api.post(f"/v1/channels/{created.json()['data']['id']}/connect")
+    assert connected.status_code == 200, connected.text
+    return connected.json()["data"]
+
+
+def _send_messages(api: Api, channel: dict[str, Any], n: int) -> list[str]:
+    ids = []
+    for i in range(n):
+        body = {"channel_id": channel["id"], "to": f"+1 415 555 {2600 + i:04d}", "text": {"body": f"hello {i}"}}
+        resp = api.post("/v1/messages", json=body)
+        assert resp.status_code == 202, resp.text
+        ids.append(resp.json()["data"]["id"])
+    return ids
+
+
+def _queued_records(api: Api, pipeline: Pipeline) -> list[dict[str, Any]]:
+    pipeline.publish()
+    records = pipeline.receive("OutboundMessagesQueue")
+    return [r for r in records if '"message.queued"' in r["body"]]
+
+
+def _status(api: Api, message_id: str) -> str:
+    return str(messages.get_item(get_store(), api.org_id, message_id, consistent=True)["status"])
+
+
+def _failures(result: dict[str, Any]) -> list[str]:
+    return [f["itemIdentifier"] for f in result.get("batchItemFailures", [])]
+
+
+# message_sender ---------------------------------------------------------------------------------------------------
+def test_sender_given_the_same_batch_twice_sends_each_message_once(api: Api, channel, spy: ProviderSpy):
+    ledger = Ledger("message_sender: whole batch redelivered")
+    ledger.accepted = _send_messages(api, channel, 4)
+    records = _queued_records(api, Pipeline(api))
+    assert len(records) == 4
+    assert _failures(sender_handler({"Records": records}, FakeContext())) == []
+    assert _failures(sender_handler({"Records": records}, FakeContext())) == []  # the redelivery
+    ledger.arrived = list(spy.sent)
+    ledger.check()
+    assert {_status(api, m) for m in ledger.accepted} == {"sent"}
+
+
+def test_sender_handed_one_message_twice_at_once_sends_it_once(api: Api, channel, spy: ProviderSpy):
+    """Two consumers get the same message concurrently (SQS at-least-once). The first one's provider call is held
+    until the second has finished its invocation: without a claim, both would hand the message to the provider."""
+    ledger = Ledger("message_sender: one message to two consumers at once")
+    ledger.accepted = _send_messages(api, channel, 1)
+    (record,) = _queued_records(api, Pipeline(api))
+    first_in_provider, second_done = threading.Event(), threading.Event()
+
+    def hold_first(message_id: str, seen: int) -> None:
+        if threading.current_thread().name == "first":
+            first_in_provider.set()
+            second_done.wait(timeout=5)
+
+    spy.before = hold_first
+    results: dict[str, Any] = {}
+
+    def run(name: str) -> None:
+        # Each consumer is its own Lambda container: its own BatchProcessor (the module's one is per container).
+        processor = BatchProcessor(event_type=EventType.SQS)
+        try:
+            results[name] = process_partial_response(
+                event={"Records": [record]}, record_handler=record_handler, processor=processor, context=FakeContext()
+            )
+        except BatchProcessingError:  # every record of the batch failed: Lambda retries the whole batch
+            results[name] = {"batchItemFailures": [{"itemIdentifier": record["messageId"]}]}
+
+    first = threading.Thread(target=run, args=("first",), name="first")
+    first.start()
+    assert first_in_provider.wait(timeout=5)
+    run("second")
+    second_done.set()
+    first.join(timeout=10)
+    assert not first.is_alive()
+    ledger.arrived = list(spy.sent)
+    ledger.check()
+    assert _status(api, ledger.accepted[0]) == "sent"
+    assert _failures(results["first"]) == []
+    # The consumer that lost the race must not drop the message while the other could still fail: it reports it for
+    # a retry (which then finds it sent and does nothing).
+    assert _failures(results["second"]) == [record["messageId"]]
+    assert _failures(sender_handler({"Records": [record]}, FakeContext())) == []
+    assert spy.sent == ledger.accepted
+
+
+def test_a_record_that_fails_alone_is_the_only_one_reported(api: Api, channel, spy: ProviderSpy):
+    ledger = Ledger("message_sender: one record fails mid-batch")
+    ledger.accepted = _send_messages(api, channel, 5)
+    records = _queued_records(api, Pipeline(api))
+    by_message = {r["messageId"]: r for r in records}
+    victim = ledger.accepted[2]
+
+    def provider_down_for_victim(message_id: str, seen: int) -> None:
+        if message_id == victim:
+            raise ProviderUnavailable("the provider timed out")
+
+    spy.before = provider_down_for_victim
+    failed = _failures(sender_handler({"Records": records}, FakeContext()))
+    assert len(failed) == 1 and victim in by_message[failed[0]]["body"], failed
+    assert _status(api, victim) == "pending"
+    spy.before = None
+    assert _failures(sender_handler({"Records": [by_message[failed[0]]]}, FakeContext())) == []
+    ledger.arrived = list(spy.sent)
+    ledger.check()
+
+
+def test_an_invocation_killed_mid_batch_is_redelivered_whole_and_sends_nothing_twice(
+    api: Api, channel, spy: ProviderSpy, monkeypatch
+):
+    ledger = Ledger("message_sender: invocation killed after 2 of 5 records")
+    ledger.accepted = _send_messages(api, channel, 5)
+    records = _queued_records(api, Pipeline(api))
+    handled: list[str] = []
+
+    def die_on_third(message_id: str, seen: int) -> None:
+        handled.append(message_id)
+        if len(handled) == 3:
+            raise LambdaKilled
+
+    spy.before = die_on_third
+    with pytest.raises(LambdaKilled):
+        sender_handler({"Records": records}, FakeContext())
+    assert len(spy.sent) == 2
+    spy.before = None
+    # Lambda reported nothing: SQS redelivers the whole batch after the queue's visibility timeout (180 s), by which
+    # time the dead invocation's send claim (60 s) has run out.
+    later = clock.now() + timedelta(seconds=181)
+    monkeypatch.setattr(clock, "now", lambda: later)
+    assert _failures(sender_handler({"Records": records}, FakeContext())) == []
+    ledger.arrived = list(spy.sent)
+    ledger.check()
+    assert {_status(api, m) for m in ledger.accepted} == {"sent"}
+
+
+# webhook_fanout ---------------------------------------------------------------------------------------------------
+def test_fanout_given_the_same_events_twice_creates_each_delivery_once(api: Api, channel):
+    ledger = Ledger("webhook_fanout: events redelivered whole and in part")
+    base = "/v1/settings/developer/webhooks/endpoints"
+    endpoints = []
+    for n in range(2):
+        resp = api.post(base, json={"url": f"http://127.0.0.1:9/hook{n}", "filter_types": ["message.sent"]})
+        assert resp.status_code == 201, resp.text
+        endpoints.append(resp.json()["data"]["id"])
+    pipeline = Pipeline(api)
+    sent_records = _queued_records(api, pipeline)
+    assert sent_records == []
+    _send_messages(api, channel, 3)
+    assert _failures(sender_handler({"Records": _queued_records(api, pipeline)}, FakeContext())) == []
+    pipeline.publish()
+    events = [r for r in pipeline.receive("WebhookEventsQueue") if '"message.sent"' in r["body"]]
+    assert len(events) == 3
+    ledger.accepted = [
+        webhook_repo.delivery_id(json.loads(r["body"])["detail"]["event_id"], e) for r in events for e in endpoints
+    ]
+    assert _failures(fanout_handler({"Records": events}, FakeContext())) == []
+    assert _failures(fanout_handler({"Records": events}, FakeContext())) == []  # redelivered
+    assert _failures(fanout_handler({"Records": events[:2]}, FakeContext())) == []  # and again, in part
+    deliveries = [
+        i for i in get_store().query_all(f"ORG#{api.org_id}", sk_prefix="DLV#") if i.get("entity") == "WebhookDelivery"
+    ]
+    ledger.arrived = [d["id"] for d in deliveries]
+    ledger.check()
+    # Duplicate wake-up messages may be queued (a delivery never attempted is queued again); the sender drops all
+    # but the first owner, so each delivery still gets one attempt. Their count is what the sender must absorb.
+    queued = pipeline.receive("WebhookDeliveriesQueue")
+    assert {json.loads(q["body"])["delivery_id"] for q in queued} == set(ledger.accepted)
