@@ -128,6 +128,19 @@ def test_embedded_signup_end_to_end_ends_with_a_connected_channel(api: Api, grap
     send = graph.requests_to("POST", f"/v21.0/{graph.phone_number_id}/messages")[-1]
     assert send.headers["authorization"] == f"Bearer {TOKEN}"
 
+    # Meta's callbacks for the number verify with the (sealed) app secret and land in the channel.
+    wamid = graph.inbound_message("14155552671")
+    body = graph.webhook(
+        {
+            "messages": [
+                {"from": "14155552671", "id": wamid, "timestamp": "1763800000", "type": "text", "text": {"body": "yo"}}
+            ]
+        }
+    )
+    headers = {"Content-Type": "application/json", "X-Hub-Signature-256": graph.signature(body)}
+    received = api.post(f"/v1/providers/{done['channel_id']}/callback", content=body, headers=headers)
+    assert _ok(received)["received"] == 1
+
     # The business token and the app secret are nowhere in plain text: not in any answer above, not in the table.
     dump = _table_dump()
     assert TOKEN not in dump and graph.app_secret not in dump and PIN not in dump
@@ -402,3 +415,33 @@ def test_viewers_read_and_only_admins_run_steps(api: Api, graph: FakeGraphApi):
     denied = api.post("/v1/waba/signup-event", json=_finish(graph, flow), headers={"X-Api-Key": member})
     api.assert_error(denied, 403, "forbidden")
     api.assert_error(api.post("/v1/waba/oauth/start", json={}, headers={"X-Api-Key": member}), 403, "forbidden")
+
+
+def test_a_step_in_flight_holds_the_flow_until_its_lease_ends(api: Api, graph: FakeGraphApi):
+    """A request running a step has claimed the flow (the lease is what a concurrent request sees): the same or
+    another step waits for it; a lease left by a crashed request ends on its own."""
+    from switchboard.waba import service
+
+    flow = _start(api, graph)
+    store = get_store()
+    item = service.get_item(store, api.org_id, flow["id"], consistent=True)
+    claimed = service._claim(store, item, "exchange_code")
+    exchange = {"progress_id": flow["id"], "code": graph.issue_code(TOKEN), "state": flow["state"]}
+    busy = api.assert_error(api.post("/v1/waba/exchange-code", json=exchange), 409, "conflict")
+    assert "Another request is running exchange_code" in busy["message"]
+    api.assert_error(api.post("/v1/waba/signup-event", json=_finish(graph, flow)), 409, "conflict")
+    assert graph.requests == []
+
+    store.put({**claimed, "lease_until": "2000-01-01T00:00:00.000Z"})  # the claimer crashed long ago
+    assert _ok(api.post("/v1/waba/exchange-code", json=exchange))["token_obtained"] is True
+
+
+def test_an_idempotent_retry_replays_the_answer_instead_of_refusing(api: Api, graph: FakeGraphApi):
+    flow = _start(api, graph)
+    exchange = {"progress_id": flow["id"], "code": graph.issue_code(TOKEN), "state": flow["state"]}
+    first = api.post("/v1/waba/exchange-code", json=exchange, headers={**api.owner_headers, "Idempotency-Key": "x-1"})
+    again = api.post("/v1/waba/exchange-code", json=exchange, headers={**api.owner_headers, "Idempotency-Key": "x-1"})
+    assert first.status_code == again.status_code == 200, again.text
+    assert again.headers.get("Idempotent-Replayed") == "true" and again.json() == first.json()
+    assert len(graph.requests_to("GET", "/v21.0/oauth/access_token")) == 1
+    api.assert_error(api.post("/v1/waba/exchange-code", json=exchange), 409, "conflict")  # without the key: a replay
