@@ -109,3 +109,40 @@ def test_metered_usage_to_a_paid_invoice_over_http(local_only):
         forbidden = admin.get("/v1/settings/billing/invoices")
         assert forbidden.status_code == 403 and forbidden.json()["error"]["code"] == "forbidden"
         assert admin.get("/v1/settings/integrations").status_code == 200
+
+
+def test_racing_generations_make_one_invoice_per_period(local_only):
+    """No resolver in between: 8 generations of one period interleave their DynamoDB requests against the stack's
+    AWS emulator. The period sentinel lets one transaction commit; the others answer the winner's invoice, and the
+    invoice number counter moves exactly once."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    import boto3
+
+    from switchboard.api.auth import AuthContext
+    from switchboard.billing import invoices
+    from switchboard.billing.models import InvoiceGenerate
+    from switchboard.store import Store
+
+    client = boto3.client(
+        "dynamodb",
+        endpoint_url=local_only.aws_endpoint_url,
+        region_name="us-east-1",
+        aws_access_key_id="local",
+        aws_secret_access_key="local",
+    )
+    (table,) = [t for t in client.list_tables()["TableNames"] if t.endswith("Table") or "table" in t.lower()][:1]
+    store = Store(table, client=client)
+    org = local_only.organization_id
+    auth = AuthContext("api_key", "key_race", None, org, "owner", "key_race")
+    period = "2025-0" + str(uuid.uuid4().int % 9 + 1)  # a past month no other test bills
+    before = (store.get({"PK": f"ORG#{org}", "SK": "BILLING#invoice_seq"}, consistent=True) or {}).get("last", 0)
+
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        results = list(pool.map(lambda _: invoices.generate(store, auth, InvoiceGenerate(period=period)), range(8)))
+    assert len({invoice.id for invoice, _ in results}) == 1
+    assert sum(created for _, created in results) == 1
+    after = store.get({"PK": f"ORG#{org}", "SK": "BILLING#invoice_seq"}, consistent=True)
+    assert after is not None and after["last"] == before + 1
+    stored = store.query_all(f"ORG#{org}", sk_prefix="INVOICE#")
+    assert [i["id"] for i in stored if i["period"] == period] == [results[0][0].id]

@@ -395,4 +395,9 @@ def _mail_issued(store: Store, org: str, invoice: Item) -> None:
     amount = f"{invoice['total_amount']} {invoice['currency']}"
     text = f"Invoice {invoice['invoice_number']} for {invoice['period']}: {amount}, due {invoice['due_at'][:10]}."
     for to in sorted(r for r in recipients if r):
-        sender.send(Mail(to=to, subject=f"Invoice {invoice['invoice_number']}", text=text))
+        try:  # the invoice is issued already: a mail outage must not turn that into an error
+            sender.send(Mail(to=to, subject=f"Invoice {invoice['invoice_number']}", text=text))
+        except Exception as err:  # noqa: BLE001 - logged, never raised
+            from aws_lambda_powertools import Logger
+
+            Logger(child=True).warning("invoice e-mail failed", extra={"error_type": type(err).__name__})
