@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass
+from functools import lru_cache
 
 from switchboard import clock
 from switchboard.errors import RateLimited
@@ -17,6 +18,7 @@ class Window:
     reset_in: int  # seconds until the window ends
 
 
+@lru_cache(maxsize=1024)
 def _bucket_pk(bucket: str) -> str:
     return f"RATE#{hashlib.sha256(bucket.encode()).hexdigest()[:32]}"
 

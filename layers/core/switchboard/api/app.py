@@ -10,7 +10,6 @@ from aws_lambda_powertools import Logger
 from aws_lambda_powertools.event_handler import APIGatewayRestResolver, Response
 from aws_lambda_powertools.event_handler.exceptions import NotFoundError, ServiceError
 from aws_lambda_powertools.event_handler.openapi.exceptions import RequestValidationError
-from aws_lambda_powertools.logging import correlation_paths
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from switchboard import ratelimit
@@ -92,6 +91,12 @@ def _body_limit(app: Any, next_middleware: Callable[[Any], Any]) -> Any:
     return next_middleware(app)
 
 
+def _core_middleware(app: Any, next_middleware: Callable[[Any], Any]) -> Any:
+    """The global middlewares in their order (body limit, rate limit, idempotency) as one frame of Powertools'
+    middleware stack: each frame costs a few microseconds per request, the checks themselves are unchanged."""
+    return _body_limit(app, lambda a: _rate_limit(a, lambda b: idempotency_middleware(b, next_middleware)))
+
+
 def _allowed_methods(app: APIGatewayRestResolver, path: str) -> list[str]:
     methods = {r.method for r in app._static_routes + app._dynamic_routes if r.rule.match(path)}
     return sorted(methods)
@@ -118,7 +123,7 @@ def create_resolver() -> Resolver:
         response_validation_error_http_code=500,
         serializer=_json,
     )
-    app.use(middlewares=[_body_limit, _rate_limit, idempotency_middleware])
+    app.use(middlewares=[_core_middleware])
 
     @app.exception_handler(DomainError)
     def _domain(err: DomainError) -> Response:
@@ -168,10 +173,13 @@ def create_resolver() -> Resolver:
 
 
 def make_handler(app: Resolver) -> Callable[[dict[str, Any], LambdaContext], dict[str, Any]]:
-    """The Lambda entry point of an endpoint group: correlation id = API Gateway request id."""
+    """The Lambda entry point of an endpoint group: correlation id = API Gateway request id (read directly: the same
+    value as Powertools' `correlation_paths.API_GATEWAY_REST` JMESPath, without evaluating it on every request)."""
 
-    @logger.inject_lambda_context(correlation_id_path=correlation_paths.API_GATEWAY_REST, clear_state=True)
+    @logger.inject_lambda_context(clear_state=True)
     def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
+        ctx = event.get("requestContext") if isinstance(event, dict) else None
+        logger.set_correlation_id(ctx.get("requestId") if isinstance(ctx, dict) else None)
         return app.resolve(event, context)
 
     return handler
