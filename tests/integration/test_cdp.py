@@ -54,7 +54,7 @@ def test_custom_field_crud_and_rename_keeps_data(api: Api):
     )
     field_error(api, api.post("/v1/cdp/custom-fields", json={"key": "k", "label": "x", "type": "colour"}), "body.type")
     field_error(
-        api, api.post("/v1/cdp/custom-fields", json={"key": "k", "label": "x", "type": "single_select"}), "body"
+        api, api.post("/v1/cdp/custom-fields", json={"key": "k", "label": "x", "type": "single_select"}), "body.options"
     )
     ct = contact(api, name="Ada", email="ada@example.com", attributes={"plan": "pro"})
     renamed = ok(api.patch(f"/v1/cdp/custom-fields/{plan['id']}", json={"label": "Subscription plan"}))

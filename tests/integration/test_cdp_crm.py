@@ -67,6 +67,8 @@ def test_deal_and_task_type_definitions_are_validated(api: Api):
         ({"kind": "task", "status_field": "stage", "completed_value": "x", "fields": [select]}, "body.completed_value"),
         ({"kind": "custom", "status_field": "stage", "fields": [select]}, "body.status_field"),
         ({"kind": "ticket", "fields": [select]}, "body.kind"),
+        ({"fields": [text, {"key": "s", "label": "S", "type": "single_select"}]}, "body.fields.1.options"),
+        ({"fields": [{**text, "options": STAGES}]}, "body.fields.0.options"),
     ]
     for extra, where in cases:
         field_error(api, api.post("/v1/cdp/object-types", json={"key": "t", "name": "T", **extra}), where)

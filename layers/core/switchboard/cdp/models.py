@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import Field, model_validator
+from pydantic import Field, ValidationInfo, field_validator, model_validator
+from pydantic_core import PydanticCustomError
 
 from switchboard.models import BaseModel, Strict
 
@@ -22,24 +23,25 @@ class FieldOption(Strict):
 
 
 class _FieldBody(Strict):
-    @model_validator(mode="after")
-    def _options_fit_the_type(self) -> Any:
-        field_type = getattr(self, "type", None)
-        options = getattr(self, "options", None)
+    @field_validator("options", check_fields=False)
+    @classmethod
+    def _options_fit_the_type(cls, options: list[FieldOption] | None, info: ValidationInfo) -> Any:
+        """Reported on `options` (runs on the default too, so a select field without options is caught)."""
+        field_type = info.data.get("type")
         if field_type in SELECT_TYPES and not options:
-            raise ValueError("options are required for select fields")
+            raise PydanticCustomError("options", "are required for select fields")
         if field_type is not None and field_type not in SELECT_TYPES and options:
-            raise ValueError("options are only allowed on select fields")
+            raise PydanticCustomError("options", "are only allowed on select fields")
         if options and len({o.value for o in options}) != len(options):
-            raise ValueError("option values must be unique")
-        return self
+            raise PydanticCustomError("options", "must have unique values")
+        return options
 
 
 class FieldCreate(_FieldBody):
     key: str = Key
     label: str = Field(min_length=1, max_length=200)
     type: FieldType
-    options: list[FieldOption] | None = Field(default=None, max_length=200)
+    options: list[FieldOption] | None = Field(default=None, max_length=200, validate_default=True)
     required: bool = False
     description: str | None = Field(default=None, max_length=1000)
 

@@ -440,7 +440,9 @@ def members(
     }
     out = []
     for row in page.items:
-        contact = found.get(row["contact_id"], {})
+        contact = found.get(row["contact_id"])
+        if contact is None:
+            continue  # deleted since the last evaluation: the next rebuild drops the row
         # built from stored, already validated values: the response model checks them once, on the way out
         out.append(
             models.SegmentMember.model_construct(
