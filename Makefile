@@ -8,7 +8,7 @@ SAM_VENV := .venv-sam
 PORT ?= 3000
 PYTEST_WORKERS ?= 2
 
-.PHONY: install chromium dev test test-unit test-integration test-e2e lint format typecheck openapi build validate bench clean
+.PHONY: install chromium dev test test-unit test-integration test-e2e lint format typecheck openapi build validate bench fuzz clean
 
 $(STAMP): requirements-dev.txt layers/core/requirements.txt
 	@test -n "$(PYTHON)" || { echo "python3.13 not found (pyenv install 3.13.0, or set PYTHON=)"; exit 1; }
@@ -68,6 +68,12 @@ build: $(SAM_VENV)/.installed
 
 bench: install
 	$(BIN)/python -m bench
+
+## Contract fuzzing deeper than the bounded run inside `make test`: more examples per operation, schemathesis'
+## coverage phase, a random seed (printed; FUZZ_SEED=<it> replays it).
+fuzz: install
+	FUZZ_EXAMPLES=$${FUZZ_EXAMPLES:-25} FUZZ_COVERAGE=1 FUZZ_SEED=$${FUZZ_SEED:-$$RANDOM$$RANDOM} \
+		$(BIN)/python -m pytest tests/contract -p no:xdist -s
 
 clean:
 	rm -rf $(VENV) $(SAM_VENV) .aws-sam .mypy_cache .ruff_cache

@@ -84,6 +84,20 @@ def test_settings_documents_and_provider_lookup(api: Api, channel: dict):
     assert api.put(f"/v1/channels/{cid}/profile", json={"about": "Hi"}).json()["data"]["about"] == "Hi"
 
 
+def test_settings_document_with_an_empty_key_is_refused_and_the_channel_stays_readable(api: Api, channel: dict):
+    # Found by the contract fuzzer: `{"a": {"": [false]}}` was stored, and every later read of the channel was a 500.
+    cid = channel["id"]
+    for path in ("privacy", "profile", "settings/advanced"):
+        resp = api.put(f"/v1/channels/{cid}/{path}", json={"a": {"": [False], "b": 1}})
+        api.assert_error(resp, 400, "validation_failed")
+    deep: dict = {}
+    for _ in range(20):
+        deep = {"x": deep}
+    api.assert_error(api.put(f"/v1/channels/{cid}/privacy", json=deep), 400, "validation_failed")
+    assert api.get(f"/v1/channels/{cid}").status_code == 200
+    assert api.get(f"/v1/channels/{cid}/privacy").status_code == 200
+
+
 def test_status_never_moves_backwards_and_each_change_emits_one_event(api: Api, channel: dict):
     msg = _send(api, channel)
     store, org = get_store(), api.org_id

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 from typing import Annotated
 
 import pytest
@@ -95,6 +96,15 @@ def test_query_bounds_are_validated():
 
 def test_malformed_json_is_invalid_json():
     assert_error(call("POST", "/v1/things", raw_body="{not json"), 400, "invalid_json")
+
+
+def test_body_that_is_not_utf8_is_invalid_json():
+    # Found by the contract fuzzer: a base64 body that does not decode to UTF-8 used to answer 500.
+    event = api_event(
+        "POST", "/v1/things", raw_body=base64.b64encode(b"\xc1\xd7\xbc{").decode(), authorizer=owner_auth()
+    )
+    event["isBase64Encoded"] = True
+    assert_error(handler(event, FakeContext()), 400, "invalid_json")
 
 
 def test_success_and_status_code():

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 DOC_PATH = Path(__file__).with_name("openapi.json")
+REF_PREFIX = "#/components/schemas/"
 
 
 @lru_cache(maxsize=1)
@@ -21,11 +22,13 @@ def load_openapi() -> dict[str, Any]:
     return json.loads(DOC_PATH.read_text())  # type: ignore[no-any-return]
 
 
-def _error_responses(public: bool) -> dict[str, Any]:
+def _error_responses(public: bool, path: str = "") -> dict[str, Any]:
     ref = {"content": {"application/json": {"schema": {"$ref": "#/components/schemas/ErrorEnvelope"}}}}
     statuses = {"400": "Invalid request", "429": "Rate limited", "500": "Internal error", "503": "Unavailable"}
     if not public:
         statuses |= {"401": "Unauthenticated", "403": "Forbidden", "404": "Not found", "409": "Conflict"}
+    elif "{" in path:
+        statuses["404"] = "Not found"  # a public route that names a resource (a provider callback's channel)
     return {code: {"description": text, **ref} for code, text in statuses.items()}
 
 
@@ -55,6 +58,10 @@ def _resolver_schema(resolver: Any) -> dict[str, Any]:
     resolver.configure_openapi(
         title="Switchboard API", version=__version__, security_schemes=security_schemes(), security=DEFAULT_SECURITY
     )
+    for route in resolver._static_routes + resolver._dynamic_routes:
+        # Powertools documents only `responses=` when a route gives it; the route's own status must stay documented.
+        if route.responses and route.status_code not in route.responses:
+            route.responses = {route.status_code: {"description": "Successful Response"}, **route.responses}
     public_ops = {
         (route.openapi_path, route.method.lower())
         for route in resolver._static_routes + resolver._dynamic_routes
@@ -66,9 +73,11 @@ def _resolver_schema(resolver: Any) -> dict[str, Any]:
             is_public = (path, method) in public_ops
             responses = op.setdefault("responses", {})
             responses.pop("422", None)
+            if "204" in responses:
+                responses["204"].pop("content", None)  # a 204 has no body (Powertools documents a JSON `null`)
             if responses.get("500", {}).get("description") == "Response Validation Error":
                 responses.pop("500")
-            for code, response in _error_responses(is_public).items():
+            for code, response in _error_responses(is_public, path).items():
                 responses.setdefault(code, response)
             if is_public:
                 op["security"] = []
@@ -76,6 +85,50 @@ def _resolver_schema(resolver: Any) -> dict[str, Any]:
     for name in ("HTTPValidationError", "ValidationError", "ResponseValidationError"):
         schemas.pop(name, None)
     return schema
+
+
+def _rename_refs(node: Any, renames: dict[str, str]) -> Any:
+    if isinstance(node, dict):
+        ref = node.get("$ref")
+        if isinstance(ref, str) and ref.startswith(REF_PREFIX) and ref[len(REF_PREFIX) :] in renames:
+            node = {**node, "$ref": REF_PREFIX + renames[ref[len(REF_PREFIX) :]]}
+        return {k: _rename_refs(v, renames) for k, v in node.items()}
+    if isinstance(node, list):
+        return [_rename_refs(v, renames) for v in node]
+    return node
+
+
+def _qualify_colliding_schemas(groups: list[tuple[str, dict[str, Any]]]) -> None:
+    """Two groups may each have a model of the same class name (catalog's and CDP's `Template`); merged under one
+    name, one group's operations would document the other's model. Such names get the group as prefix
+    (`CatalogTemplate`, `CdpTemplate`), in every group that has them, until no name means two schemas."""
+    while True:
+        variants: dict[str, set[str]] = {}
+        for _, schema in groups:
+            for name, component in schema.get("components", {}).get("schemas", {}).items():
+                variants.setdefault(name, set()).add(json.dumps(component, sort_keys=True))
+        colliding = {name for name, seen in variants.items() if len(seen) > 1}
+        if not colliding:
+            return
+        # One new name per distinct schema, from the first group (in order) that has it: identical copies stay one.
+        qualified: dict[tuple[str, str], str] = {}
+        for group, schema in groups:
+            for name, component in schema.get("components", {}).get("schemas", {}).items():
+                if name in colliding:
+                    prefix = "".join(part.title() for part in group.split("_"))
+                    qualified.setdefault((name, json.dumps(component, sort_keys=True)), prefix + name)
+        for index, (group, schema) in enumerate(groups):
+            components = schema.get("components", {}).get("schemas", {})
+            renames = {
+                name: qualified[(name, json.dumps(components[name], sort_keys=True))]
+                for name in colliding
+                if name in components
+            }
+            if renames:
+                renamed = _rename_refs(schema, renames)
+                schemas = renamed["components"]["schemas"]
+                renamed["components"]["schemas"] = {renames.get(k, k): v for k, v in schemas.items()}
+                groups[index] = (group, renamed)
 
 
 def build_openapi(functions_dir: Path) -> dict[str, Any]:
@@ -93,9 +146,14 @@ def build_openapi(functions_dir: Path) -> dict[str, Any]:
         security=DEFAULT_SECURITY,
         on_conflict="error",
     )
-    for app_file in sorted(functions_dir.glob("*/app.py")):
-        if "create_resolver()" in app_file.read_text():
-            merge.add_schema(_resolver_schema(_load_resolver(app_file)))
+    groups = [
+        (app_file.parent.name, _resolver_schema(_load_resolver(app_file)))
+        for app_file in sorted(functions_dir.glob("*/app.py"))
+        if "create_resolver()" in app_file.read_text()
+    ]
+    _qualify_colliding_schemas(groups)
+    for _, schema in groups:
+        merge.add_schema(schema)
     doc: dict[str, Any] = json.loads(merge.get_openapi_json_schema())
     doc["paths"] = dict(sorted(doc.get("paths", {}).items()))
     envelope = ErrorEnvelope.model_json_schema(ref_template="#/components/schemas/{model}")

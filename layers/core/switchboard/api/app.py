@@ -149,6 +149,15 @@ def create_resolver() -> Resolver:
         message = "; ".join(f"{d['field']}: {d['message']}" for d in details[:3]) or "The request is not valid."
         return error_response(app, 400, "validation_failed", message, details)
 
+    @app.exception_handler(UnicodeDecodeError)
+    def _undecodable(err: UnicodeDecodeError) -> Response:
+        # A body that is not UTF-8 (API Gateway passes it base64-encoded) fails while it is decoded for validation.
+        try:
+            _ = app.current_event.decoded_body
+        except (UnicodeDecodeError, ValueError):
+            return error_response(app, 400, "invalid_json", "The request body is not valid UTF-8 JSON.")
+        return _unexpected(err)
+
     @app.exception_handler(ServiceError)
     def _service(err: ServiceError) -> Response:
         code = "validation_failed" if err.status_code == 400 else "internal_error"

@@ -1,0 +1,61 @@
+"""Rules of the merged OpenAPI document that the contract fuzzer found missing (tests/contract)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from switchboard.openapi_doc import _qualify_colliding_schemas, build_openapi
+
+FUNCTIONS = Path(__file__).resolve().parents[2] / "functions"
+
+
+def _ops(doc: dict[str, Any]):
+    for path, item in doc["paths"].items():
+        for method, op in item.items():
+            yield path, method, op
+
+
+def test_a_204_documents_no_body():
+    doc = build_openapi(FUNCTIONS)
+    no_content = [op["responses"]["204"] for _, _, op in _ops(doc) if "204" in op["responses"]]
+    assert no_content, "some route answers 204"
+    assert all("content" not in response for response in no_content)
+
+
+def test_a_route_with_extra_responses_still_documents_its_own_status():
+    # POST /v1/contacts answers 201 on create and 200 on upsert; only the 200 used to be documented.
+    doc = build_openapi(FUNCTIONS)
+    responses = doc["paths"]["/v1/contacts"]["post"]["responses"]
+    assert {"200", "201"} <= set(responses)
+    assert responses["201"]["content"] == responses["200"]["content"]
+
+
+def test_a_public_route_naming_a_resource_documents_404():
+    doc = build_openapi(FUNCTIONS)
+    assert "404" in doc["paths"]["/v1/providers/{channelID}/callback"]["post"]["responses"]
+    assert "404" not in doc["paths"]["/v1/health"]["get"]["responses"]
+
+
+def test_one_name_never_means_two_schemas():
+    # Identity's `Contact` (a chat contact) and the CRM `Contact` both existed; the merge kept one of them for both.
+    doc = build_openapi(FUNCTIONS)
+    schemas = doc["components"]["schemas"]
+    block = doc["paths"]["/v1/contacts/block"]["post"]["responses"]["200"]["content"]["application/json"]["schema"]
+    data_ref = schemas[block["$ref"].rsplit("/", 1)[1]]["properties"]["data"]["$ref"].rsplit("/", 1)[1]
+    assert "lifecycle_stage" in schemas[data_ref]["properties"]
+
+
+def test_colliding_names_are_qualified_by_group_and_identical_copies_stay_one():
+    def group(contact: dict[str, Any]) -> dict[str, Any]:
+        wrapper = {"properties": {"data": {"$ref": "#/components/schemas/Contact"}}}
+        return {"paths": {}, "components": {"schemas": {"Contact": contact, "Data_Contact_": wrapper}}}
+
+    crm, chat = {"properties": {"email": {}}}, {"properties": {"user_id": {}}}
+    groups = [("contacts", group(crm)), ("identity", group(chat)), ("messaging", group(crm))]
+    _qualify_colliding_schemas(groups)
+    names = [set(schema["components"]["schemas"]) for _, schema in groups]
+    assert names[0] == names[2] == {"ContactsContact", "ContactsData_Contact_"}
+    assert names[1] == {"IdentityContact", "IdentityData_Contact_"}
+    wrapper = groups[1][1]["components"]["schemas"]["IdentityData_Contact_"]
+    assert wrapper["properties"]["data"]["$ref"] == "#/components/schemas/IdentityContact"
