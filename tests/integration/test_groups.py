@@ -97,6 +97,9 @@ def test_group_validation(api: Api, channel: dict):
     api.assert_error(api.post("/v1/groups", json={**base, "channel_id": "ch_missing"}), 404, "not_found")
     group = _group(api, channel)
     api.assert_error(api.post("/v1/groups/name", json={"name": "x"}), 400, "validation_failed")
+    both = {"group_id": group["id"], "group_jid": group["jid"], "name": "x"}
+    api.assert_error(api.post("/v1/groups/name", json=both), 400, "validation_failed")
+    api.assert_error(api.post("/v1/group-hubs", json={"name": "h", "group_ids": ["g" * 129]}), 400, "validation_failed")
     api.assert_error(api.post(f"/v1/groups/{group['id']}/name", json={"name": ""}), 400, "validation_failed")
     api.assert_error(
         api.post(f"/v1/groups/{group['id']}/description", json={"description": "d" * 2049}), 400, "validation_failed"

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Literal
 
 from pydantic import Field, model_validator
 
 from switchboard.models import BaseModel, Strict
 
 ParticipantRole = Literal["member", "admin", "superadmin"]
+Phone = Annotated[str, Field(min_length=1, max_length=64)]
+GroupRefText = Annotated[str, Field(min_length=1, max_length=128)]
 ParticipantAction = Literal["add", "remove", "promote", "demote"]
 ID = Field(min_length=1, max_length=64)
 OPT_ID = Field(default=None, min_length=1, max_length=64)
@@ -63,8 +65,8 @@ class GroupRef(Strict):
 
     @model_validator(mode="after")
     def _one_ref(self) -> GroupRef:
-        if not self.group_id and not self.group_jid:
-            raise ValueError("give group_id or group_jid")
+        if bool(self.group_id) == bool(self.group_jid):
+            raise ValueError("give exactly one of group_id or group_jid")
         return self
 
     @property
@@ -76,7 +78,7 @@ class GroupCreate(Strict):
     channel_id: str = ID
     name: str = GROUP_NAME
     description: str | None = Field(default=None, max_length=2048)
-    participants: list[str] = PHONES
+    participants: list[Phone] = PHONES
 
 
 class NameChange(Strict):
@@ -115,7 +117,7 @@ class JoinRequest(Strict):
 
 class ParticipantsChange(Strict):
     action: ParticipantAction
-    participants: list[str] = PHONES
+    participants: list[Phone] = PHONES
 
 
 class GroupNameRequest(GroupRef, NameChange):
@@ -193,11 +195,11 @@ class GroupHub(BaseModel):
 class GroupHubCreate(Strict):
     name: str = Field(min_length=1, max_length=100, description="unique per organization (case-insensitive)")
     description: str | None = Field(default=None, max_length=500)
-    group_ids: list[str] = Field(default_factory=list, max_length=100, description="group ids or JIDs")
+    group_ids: list[GroupRefText] = Field(default_factory=list, max_length=100, description="group ids or JIDs")
 
 
 class GroupIds(Strict):
-    group_ids: list[str] = Field(min_length=1, max_length=100, description="group ids (`grp_…`) or JIDs")
+    group_ids: list[GroupRefText] = Field(min_length=1, max_length=100, description="group ids (`grp_…`) or JIDs")
 
 
 # Communities (the provider's communities: an announcement group and linked groups) ------------------------------------
@@ -218,12 +220,12 @@ class CommunityCreate(Strict):
     channel_id: str = ID
     name: str = GROUP_NAME
     description: str | None = Field(default=None, max_length=2048)
-    group_ids: list[str] = Field(default_factory=list, max_length=100, description="groups to link at once")
+    group_ids: list[GroupRefText] = Field(default_factory=list, max_length=100, description="groups to link at once")
 
 
 class CommunityGroupsRequest(Strict):
     community_id: str = ID
-    group_ids: list[str] = Field(min_length=1, max_length=100, description="group ids (`grp_…`) or JIDs")
+    group_ids: list[GroupRefText] = Field(min_length=1, max_length=100, description="group ids (`grp_…`) or JIDs")
 
 
 # Newsletters ----------------------------------------------------------------------------------------------------------
