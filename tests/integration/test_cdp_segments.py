@@ -132,3 +132,20 @@ def test_a_bad_record_fails_alone(api: Api):
     result = segments_handler({"Records": [bad, *good]}, FakeContext())
     assert result == {"batchItemFailures": [{"itemIdentifier": "broken"}]}
     assert members(api, seg["id"]) == []
+
+
+def test_deleted_contacts_leave_the_pages_and_the_rebuild(api: Api):
+    gone = contact(api, name="Gone", email="gone@example.com", attributes={"plan": "pro"})
+    stays = contact(api, name="Stays", email="stays@example.com", attributes={"plan": "pro"})
+    seg = ok(
+        api.post(
+            "/v1/cdp/segments", json={"name": "Pro", "rules": {"field": "attributes.plan", "op": "eq", "value": "pro"}}
+        ),
+        201,
+    )
+    assert members(api, seg["id"]) == sorted([gone["id"], stays["id"]])
+    assert api.delete(f"/v1/contacts/{gone['id']}").status_code == 204
+    assert members(api, seg["id"]) == [stays["id"]]
+    rebuilt = ok(api.patch(f"/v1/cdp/segments/{seg['id']}", json={}))
+    assert rebuilt["member_count"] == 1
+    assert [e["payload"]["contact_id"] for e in events_of(api, "crm.list.entry_removed")] == [gone["id"]]
