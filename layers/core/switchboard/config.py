@@ -1,20 +1,26 @@
-"""One settings model of the environment, validated at cold start (first use in a container)."""
+"""One settings model of the environment, validated at cold start (first use in a container).
+
+A plain pydantic model filled from `os.environ` the way pydantic-settings' `BaseSettings` fills it for these fields
+(variable = field name or its `validation_alias`, matched case-insensitively; keyword arguments win), without
+importing pydantic-settings: it was the largest single import of every function's cold start. Fields are scalars
+(strings, numbers, literals, secrets); a list or dict field would need the JSON decoding pydantic-settings does.
+"""
 
 from __future__ import annotations
 
+import os
 from functools import lru_cache
-from typing import Literal
+from typing import Any, Literal
 
-from pydantic import Field, SecretStr
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic import BaseModel, ConfigDict, Field, SecretStr
 
 Stage = Literal["dev", "staging", "prod", "local", "test"]
 
 
-class Settings(BaseSettings):
+class Settings(BaseModel):
     """Every variable the functions read. Required ones have no default: a missing one fails loudly."""
 
-    model_config = SettingsConfigDict(extra="ignore", frozen=True)
+    model_config = ConfigDict(extra="ignore", frozen=True, validate_default=True)
 
     stage: Stage
     table_name: str = Field(min_length=3)
@@ -41,14 +47,27 @@ class Settings(BaseSettings):
     meta_config_id: str | None = None
     aws_region: str = Field(default="us-east-1", validation_alias="AWS_REGION")
 
+    def __init__(self, **values: Any) -> None:
+        super().__init__(**{**_from_environ(type(self)), **values})
+
     @property
     def is_local(self) -> bool:
         return self.stage in ("local", "test")
 
 
+def _from_environ(model: type[BaseModel]) -> dict[str, str]:
+    env = {name.lower(): value for name, value in os.environ.items()}
+    values: dict[str, str] = {}
+    for name, field in model.model_fields.items():
+        key = field.validation_alias if isinstance(field.validation_alias, str) else name
+        if key.lower() in env:
+            values[key] = env[key.lower()]
+    return values
+
+
 @lru_cache(maxsize=1)
 def get_settings() -> Settings:
-    return Settings()  # type: ignore[call-arg]  # values come from the environment
+    return Settings()
 
 
 def reset_settings() -> None:
