@@ -5,6 +5,7 @@ ending with a connected whatsapp_cloud channel, Graph's errors in the envelope a
 from __future__ import annotations
 
 import json
+import logging
 from typing import Any
 
 import pytest
@@ -64,7 +65,8 @@ def _table_dump() -> str:
             return json.dumps(items)
 
 
-def test_embedded_signup_end_to_end_ends_with_a_connected_channel(api: Api, graph: FakeGraphApi):
+def test_embedded_signup_end_to_end_ends_with_a_connected_channel(api: Api, graph: FakeGraphApi, caplog):
+    caplog.set_level(logging.DEBUG)  # every logger of the process, httpx and botocore included
     flow = _start(api, graph, channel_name="Acme support line")
     assert flow["status"] == "started" and flow["next_step"] == "signup_event"
     assert flow["steps"][0] == {
@@ -145,6 +147,10 @@ def test_embedded_signup_end_to_end_ends_with_a_connected_channel(api: Api, grap
     dump = _table_dump()
     assert TOKEN not in dump and graph.app_secret not in dump and PIN not in dump
     assert flow["state"] not in dump
+    # Nor in any log line written meanwhile (the code exchange and debug_token carry them in query strings).
+    logged = "\n".join(f"{r.name} {r.getMessage()} {r.__dict__}" for r in caplog.records)
+    assert caplog.records and TOKEN not in logged and graph.app_secret not in logged
+    assert code not in logged and PIN not in logged and flow["state"] not in logged
 
 
 def test_replayed_and_out_of_order_steps_are_refused(api: Api, graph: FakeGraphApi):

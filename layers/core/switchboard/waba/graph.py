@@ -13,6 +13,7 @@ throttling codes, 429 and 5xx → 503).
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass
 from typing import Any
 
@@ -51,8 +52,19 @@ class TokenInfo:
     expires_at: int  # 0: never
 
 
+def _quiet_transport_logs() -> None:
+    """httpx writes every request line at INFO, query string included, and Graph takes the app secret and the business
+    token as query parameters (code exchange, debug_token): those lines must never reach a log, whatever level the
+    function's loggers run at."""
+    for name in ("httpx", "httpcore"):
+        logger = logging.getLogger(name)
+        if logger.level < logging.WARNING:
+            logger.setLevel(logging.WARNING)
+
+
 class Graph:
     def __init__(self, base_url: str, token: str | None = None) -> None:
+        _quiet_transport_logs()
         headers = {"Authorization": f"Bearer {token}"} if token else {}
         self.api = HttpApi(PROVIDER, base_url, headers, read_error=graph_error)
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import Field
+from pydantic import Field, SecretStr, field_validator
 
 from switchboard.models import BaseModel, Strict
 
@@ -33,7 +33,7 @@ class OAuthStart(Strict):
         "out when the embedded signup runs through the JavaScript SDK (FB.login).",
     )
     app_id: str | None = Field(default=None, pattern=r"^[0-9]{1,32}$", description="defaults to META_APP_ID")
-    app_secret: str | None = Field(
+    app_secret: SecretStr | None = Field(
         default=None, min_length=8, max_length=256, description="with app_id only; stored sealed, never returned"
     )
     config_id: str | None = Field(
@@ -68,19 +68,27 @@ class SignupEvent(Strict):
 
 class ExchangeCode(Strict):
     progress_id: str = _progress_id()
-    code: str = Field(min_length=8, max_length=2048, description="the code from FB.login or the OAuth redirect")
-    state: str = Field(min_length=8, max_length=128, description="the state oauth/start returned")
+    code: SecretStr = Field(min_length=8, max_length=2048, description="the code from FB.login or the OAuth redirect")
+    state: SecretStr = Field(min_length=8, max_length=128, description="the state oauth/start returned")
 
 
 class RegisterPhone(Strict):
     progress_id: str = _progress_id()
-    pin: str = Field(
-        pattern=r"^[0-9]{6}$",
+    pin: SecretStr = Field(
+        min_length=6,
+        max_length=6,
         description="six digits: the number's two-step verification PIN (set to this value when it has none yet)",
     )
     phone_number_id: str | None = Field(
         default=None, pattern=r"^[0-9]{1,32}$", description="needed when the WABA has several numbers"
     )
+
+    @field_validator("pin")
+    @classmethod
+    def _digits(cls, value: SecretStr) -> SecretStr:
+        if not value.get_secret_value().isdigit() or not value.get_secret_value().isascii():
+            raise ValueError("must be six digits")
+        return value
 
 
 class ProgressStep(Strict):

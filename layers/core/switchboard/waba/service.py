@@ -155,7 +155,7 @@ def _app_credentials(org: str, body: models.OAuthStart) -> tuple[str, str | None
     if not app_id:
         raise ValidationFailed.field("body.app_id", "is required: this stage has no META_APP_ID")
     if body.app_secret:
-        return app_id, sealed.seal(body.app_secret, org)
+        return app_id, sealed.seal(body.app_secret.get_secret_value(), org)
     if settings.meta_app_secret is None or app_id != settings.meta_app_id:
         raise ValidationFailed.field("body.app_secret", "is required for an app other than this stage's META_APP_ID")
     return app_id, None
@@ -471,14 +471,15 @@ def _app_secret(item: Item) -> str:
 def exchange_code(store: Store, auth: AuthContext, body: models.ExchangeCode) -> models.Progress:
     item = get_item(store, auth.org_id, body.progress_id, consistent=True)
     _check_step(item, "exchange_code")
-    if not hmac.compare_digest(_state_hash(body.state), item["state_hash"]):
+    if not hmac.compare_digest(_state_hash(body.state.get_secret_value()), item["state_hash"]):
         raise ValidationFailed.field("body.state", "does not match the state oauth/start returned for this onboarding")
     item = _claim(store, item, "exchange_code")
     org, app_id = item["organization_id"], item["app_id"]
     try:
         app_secret = _app_secret(item)
         graph = _graph(item, token=False)
-        token, expires_in = graph.exchange_code(app_id, app_secret, body.code, item.get("redirect_uri"))
+        code = body.code.get_secret_value()
+        token, expires_in = graph.exchange_code(app_id, app_secret, code, item.get("redirect_uri"))
         info = graph.debug_token(app_id, app_secret, token)
         if MANAGEMENT not in info.scopes:
             raise ProviderRejected(f"The business did not grant {MANAGEMENT}; run the embedded signup again.")
@@ -531,7 +532,7 @@ def register_phone(store: Store, auth: AuthContext, body: models.RegisterPhone) 
         )
     item = _claim(store, item, "register_phone")
     try:
-        _graph(item).register(phone_id, body.pin)
+        _graph(item).register(phone_id, body.pin.get_secret_value())
     except (ProviderRejected, ProviderUnavailable) as err:
         _record_failure(store, item, "register_phone", err)
         raise
