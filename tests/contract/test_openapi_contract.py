@@ -36,13 +36,16 @@ def _assert_clean(report: FuzzReport) -> None:
 def test_every_operation_conforms(contract_stack: Stack, api_schema: Any) -> None:
     report = run_fuzzer(api_schema.exclude(**ORG_DELETE), contract_stack)
     _assert_clean(report)
-    # Each documented operation except the deletion was exercised, with at least one request.
+    # Each documented /v1 operation except the deletion was exercised, with at least one answered request.
     documented = {
-        f"{m.upper()} {p}" for p, item in api_schema.raw_schema["paths"].items() for m in item if m != "parameters"
+        f"{method.upper()} {path}"
+        for path, item in api_schema.raw_schema["paths"].items()
+        if path.startswith("/v1/")
+        for method in item
+        if method != "parameters"
     }
-    assert report.operations == documented - {"DELETE /v1/organization"}, (
-        f"not fuzzed: {sorted(documented - report.operations)}"
-    )
+    missed = documented - {"DELETE /v1/organization"} - report.operations
+    assert not missed, f"not fuzzed: {sorted(missed)}"
 
 
 def test_organization_delete_conforms(contract_stack: Stack, api_schema: Any) -> None:
