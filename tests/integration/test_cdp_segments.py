@@ -7,7 +7,11 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 from functions.cdp_segments.app import handler as segments_handler
+from switchboard.cdp import segments
+from switchboard.store import Store
 from tests.helpers import FakeContext
 from tests.integration.support import Api
 from tests.integration.test_cdp import contact, events_of, ok
@@ -149,3 +153,29 @@ def test_deleted_contacts_leave_the_pages_and_the_rebuild(api: Api):
     rebuilt = ok(api.patch(f"/v1/cdp/segments/{seg['id']}", json={}))
     assert rebuilt["member_count"] == 1
     assert [e["payload"]["contact_id"] for e in events_of(api, "crm.list.entry_removed")] == [gone["id"]]
+
+
+def test_a_rebuild_racing_the_consumer_still_fires_once(api: Api, monkeypatch: pytest.MonkeyPatch):
+    ada = contact(api, name="Ada", email="ada@example.com", attributes={"plan": "pro"})
+    seg = ok(
+        api.post(
+            "/v1/cdp/segments", json={"name": "Pro", "rules": {"field": "attributes.plan", "op": "eq", "value": "pro"}}
+        ),
+        201,
+    )
+    bob = contact(api, name="Bob", email="bob@example.com", attributes={"plan": "pro"})
+    real = Store.query_all
+    raced: list[list[tuple[str, bool]]] = []
+
+    def query_all_then_consumer(self: Store, pk: str, **kwargs: Any) -> list[dict[str, Any]]:
+        rows = real(self, pk, **kwargs)
+        if str(kwargs.get("sk_prefix", "")).startswith("SEGMENT#") and not raced:
+            # the consumer handles Bob's contact.updated between the rebuild's read and its writes
+            raced.append(segments.refresh_contact(self, api.org_id, bob["id"]))
+        return rows
+
+    monkeypatch.setattr(Store, "query_all", query_all_then_consumer)
+    rebuilt = ok(api.patch(f"/v1/cdp/segments/{seg['id']}", json={}))
+    assert raced == [[(seg["id"], True)]]
+    assert rebuilt["member_count"] == 2 and members(api, seg["id"]) == sorted([ada["id"], bob["id"]])
+    assert entries(api) == sorted([("added", ada["id"]), ("added", bob["id"])])

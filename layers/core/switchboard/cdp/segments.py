@@ -226,6 +226,10 @@ def _entry_event(org: str, segment: Item, contact_id: str, added: bool) -> Put:
     )
 
 
+class _Unchanged(Conflict):
+    """The membership already is what the evaluation wants (another evaluation got there first)."""
+
+
 def rebuild(store: Store, org: str, segment: Item) -> tuple[int, int, int]:
     """Evaluates every contact; writes the difference. → (members, added, removed)."""
     matches: set[str] = set()
@@ -237,27 +241,30 @@ def rebuild(store: Store, org: str, segment: Item) -> tuple[int, int, int]:
         if not start:
             break
     existing = {r["contact_id"] for r in store.query_all(keys.org_pk(org), sk_prefix=member_prefix(segment["id"]))}
-    now = clock.now_iso()
-    ops: list[TxOp] = []
-    for contact_id in sorted(matches - existing):
-        member = {"entity": "SegmentMember", "segment_id": segment["id"], "contact_id": contact_id, "added_at": now}
-        ops += [
-            Put(item={**member_key(org, segment["id"], contact_id), **member}),
-            _entry_event(org, segment, contact_id, True),
-        ]
-    for contact_id in sorted(existing - matches):
-        ops += [Delete(key=member_key(org, segment["id"], contact_id)), _entry_event(org, segment, contact_id, False)]
-    for chunk in range(0, len(ops), 100):
-        store.transact(ops[chunk : chunk + 100])
-    return len(matches), len(matches - existing), len(existing - matches)
+    flips = [(c, True) for c in sorted(matches - existing)] + [(c, False) for c in sorted(existing - matches)]
+    added = removed = 0
+    for chunk in range(0, len(flips), 50):
+        part = flips[chunk : chunk + 50]
+        try:
+            store.transact([op for c, join in part for op in _flip_ops(org, segment, c, join, count=False)])
+            done = part
+        except _Unchanged:
+            # the consumer flipped one of them meanwhile: one at a time, so each change still happens once
+            done = []
+            for c, join in part:
+                try:
+                    store.transact(_flip_ops(org, segment, c, join, count=False))
+                except _Unchanged:
+                    continue
+                done.append((c, join))
+        added += sum(1 for _, join in done if join)
+        removed += sum(1 for _, join in done if not join)
+    return len(matches), added, removed
 
 
-class _Unchanged(Conflict):
-    """The membership already is what the evaluation wants (another evaluation got there first)."""
-
-
-def _flip_ops(org: str, segment: Item, contact_id: str, join: bool) -> list[TxOp]:
-    """One membership change: the member item (conditional, so a change happens once), the count, the event."""
+def _flip_ops(org: str, segment: Item, contact_id: str, join: bool, *, count: bool = True) -> list[TxOp]:
+    """One membership change: the member item (conditional, so a change happens once), the count (a rebuild sets it
+    once at the end instead), the event."""
     key = member_key(org, segment["id"], contact_id)
     gone = NotFound("No such segment.")
     if join:
@@ -269,14 +276,17 @@ def _flip_ops(org: str, segment: Item, contact_id: str, join: bool) -> list[TxOp
         )
     else:
         change = Delete(key=key, condition="attribute_exists(PK)", error=_Unchanged())
-    count = Update(
+    event = _entry_event(org, segment, contact_id, join)
+    if not count:
+        return [change, event]
+    counter = Update(
         key=segment_key(org, segment["id"]),
         expression="ADD member_count :d",
         condition="attribute_exists(PK)",
         values={":d": 1 if join else -1},
         error=gone,
     )
-    return [change, count, _entry_event(org, segment, contact_id, join)]
+    return [change, counter, event]
 
 
 def refresh_contact(store: Store, org: str, contact_id: str) -> list[tuple[str, bool]]:
