@@ -451,3 +451,20 @@ def test_an_idempotent_retry_replays_the_answer_instead_of_refusing(api: Api, gr
     assert again.headers.get("Idempotent-Replayed") == "true" and again.json() == first.json()
     assert len(graph.requests_to("GET", "/v21.0/oauth/access_token")) == 1
     api.assert_error(api.post("/v1/waba/exchange-code", json=exchange), 409, "conflict")  # without the key: a replay
+
+
+def test_an_expired_flow_refuses_every_step(api: Api, graph: FakeGraphApi):
+    from switchboard.waba import service
+
+    flow = _start(api, graph)
+    store = get_store()
+    item = service.get_item(store, api.org_id, flow["id"], consistent=True)
+    store.put({**item, "expires_at": "2026-01-01T00:00:00.000Z"})
+    for path, body in (
+        ("/v1/waba/signup-event", _finish(graph, flow)),
+        ("/v1/waba/exchange-code", {"progress_id": flow["id"], "code": graph.issue_code(), "state": flow["state"]}),
+    ):
+        error = api.assert_error(api.post(path, json=body), 409, "conflict")
+        assert "expired" in error["message"]
+    assert graph.requests == []
+    assert _ok(api.get(f"/v1/waba/progress/{flow['id']}"))["expires_at"] == "2026-01-01T00:00:00.000Z"
