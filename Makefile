@@ -8,7 +8,7 @@ SAM_VENV := .venv-sam
 PORT ?= 3000
 PYTEST_WORKERS ?= 2
 
-.PHONY: install chromium dev test test-unit test-integration test-e2e lint format typecheck openapi build validate bench fuzz clean
+.PHONY: install chromium dev test test-unit test-integration test-e2e lint format typecheck openapi build validate bench fuzz load clean
 
 $(STAMP): requirements-dev.txt layers/core/requirements.txt
 	@test -n "$(PYTHON)" || { echo "python3.13 not found (pyenv install 3.13.0, or set PYTHON=)"; exit 1; }
@@ -74,6 +74,14 @@ bench: install
 fuzz: install
 	FUZZ_EXAMPLES=$${FUZZ_EXAMPLES:-25} FUZZ_COVERAGE=1 FUZZ_SEED=$${FUZZ_SEED:-$$RANDOM$$RANDOM} \
 		$(BIN)/python -m pytest tests/contract -p no:xdist -s
+
+## A bounded load run (a local stack of its own, the load from this second process, loopback only): contact writes,
+## resolves, sandbox sends and lists vs the floor routes; throughput, p50/p99, errors (must be 0) and the ratios.
+LOAD_REQUESTS ?= 1000
+LOAD_CONCURRENCY ?= 4
+LOAD_TIME_CAP ?= 120
+load: install
+	$(BIN)/python -m tests.load --requests $(LOAD_REQUESTS) --concurrency $(LOAD_CONCURRENCY) --time-cap $(LOAD_TIME_CAP)
 
 clean:
 	rm -rf $(VENV) $(SAM_VENV) .aws-sam .mypy_cache .ruff_cache
