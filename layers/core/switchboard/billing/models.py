@@ -153,9 +153,9 @@ class Invoice(BaseModel):
     issued_at: str | None = None
     due_at: str | None = None
     paid_at: str | None = None
-    period_start: str
-    period_end: str
-    target_plan: str
+    period_start: str = Field(description="first instant of the billed calendar month (UTC)")
+    period_end: str = Field(description="first instant after it (exclusive end)")
+    target_plan: str = Field(description="the plan billed (the organization's plan when the invoice was generated)")
     latest_reference_id: str | None = None
     latest_session_status: str | None = None
     notes: str | None = None
