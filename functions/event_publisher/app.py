@@ -7,7 +7,7 @@ from typing import Any
 from aws_lambda_powertools import Logger
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from switchboard import aws
+from switchboard import aws, metrics
 from switchboard.config import get_settings
 from switchboard.events.publisher import outbox_events, publish
 
@@ -15,9 +15,12 @@ logger = Logger()
 
 
 @logger.inject_lambda_context(clear_state=True)
+@metrics.flushed
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     pending = outbox_events(event.get("Records", []))
     failed = publish(pending, get_settings().event_bus_name, aws.client("events"))
+    metrics.count("EventsPublished", len(pending) - len(failed))
+    metrics.count("EventsFailed", len(failed))
     if failed:
         logger.warning("events not published; the stream will retry them", extra={"failed": len(failed)})
     # For streams, Lambda restarts from the lowest failed sequence number; later records may be re-sent, and

@@ -8,9 +8,11 @@ from typing import Any
 
 from aws_lambda_powertools import Logger
 from aws_lambda_powertools.utilities.batch import BatchProcessor, EventType, process_partial_response
+from aws_lambda_powertools.utilities.batch.exceptions import BatchProcessingError
 from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
+from switchboard import metrics
 from switchboard.messaging import messages
 from switchboard.store import get_store
 
@@ -25,11 +27,29 @@ def record_handler(record: SQSRecord) -> str:
         return "advanced"
     detail = body.get("detail") or {}  # an EventBridge event: message.queued
     data = detail.get("data") or {}
-    outcome = messages.deliver(get_store(), detail["organization_id"], data["message_id"])
+    org = detail["organization_id"]
+    outcome = messages.deliver(get_store(), org, data["message_id"])
+    if outcome in ("sent", "failed"):
+        metrics.count("MessagesSent" if outcome == "sent" else "MessagesFailed", organization=org)
     logger.info("message handled", extra={"message_id": data["message_id"], "outcome": outcome})
     return outcome
 
 
 @logger.inject_lambda_context(clear_state=True)
+@metrics.flushed
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
-    return process_partial_response(event=event, record_handler=record_handler, processor=processor, context=context)
+    records = event.get("Records") or []
+    try:
+        response = process_partial_response(
+            event=event, record_handler=record_handler, processor=processor, context=context
+        )
+    except BatchProcessingError:  # every record failed: Lambda retries the whole batch
+        _retries(records, [r.get("messageId", "") for r in records])
+        raise
+    _retries(records, [f["itemIdentifier"] for f in response.get("batchItemFailures", [])])
+    return response
+
+
+def _retries(records: list[dict[str, Any]], failed: list[str]) -> None:
+    metrics.count("MessageSendRetries", len(failed))
+    metrics.dlq_moves("OutboundMessagesQueue", records, failed)

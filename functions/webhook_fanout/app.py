@@ -9,11 +9,16 @@ from typing import Any
 from aws_lambda_powertools import Logger
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
+from switchboard import metrics
 from switchboard.webhooks.fanout import handle_batch
 
 logger = Logger()
 
 
 @logger.inject_lambda_context(clear_state=True)
+@metrics.flushed
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
-    return handle_batch(event.get("Records") or [])
+    records = event.get("Records") or []
+    response = handle_batch(records)
+    metrics.dlq_moves("WebhookEventsQueue", records, [f["itemIdentifier"] for f in response["batchItemFailures"]])
+    return response

@@ -9,11 +9,17 @@ from typing import Any
 from aws_lambda_powertools import Logger
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
+from switchboard import metrics
 from switchboard.webhooks.delivery import handle_batch
 
 logger = Logger()
 
 
 @logger.inject_lambda_context(clear_state=True)
+@metrics.flushed
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
-    return handle_batch(event.get("Records") or [])
+    records = event.get("Records") or []
+    response = handle_batch(records)
+    failed = [f["itemIdentifier"] for f in response["batchItemFailures"]]
+    metrics.dlq_moves("WebhookDeliveriesQueue", records, failed)
+    return response

@@ -4,15 +4,14 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from aws_lambda_powertools import Logger
 from aws_lambda_powertools.event_handler import APIGatewayRestResolver, Response
 from aws_lambda_powertools.event_handler.exceptions import NotFoundError, ServiceError
 from aws_lambda_powertools.event_handler.openapi.exceptions import RequestValidationError
-from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from switchboard import ratelimit
+from switchboard import metrics, ratelimit
 from switchboard.api.auth import route_access
 from switchboard.api.context import current_auth_optional, request_id
 from switchboard.api.envelope import error_body
@@ -21,6 +20,9 @@ from switchboard.config import get_settings
 from switchboard.errors import DomainError, MethodNotAllowed, PayloadTooLarge, RateLimited, RouteNotFound
 from switchboard.providers.base import ProviderUnavailable
 from switchboard.store import get_store
+
+if TYPE_CHECKING:
+    from aws_lambda_powertools.utilities.typing import LambdaContext
 
 logger = Logger()
 
@@ -189,6 +191,22 @@ def make_handler(app: Resolver) -> Callable[[dict[str, Any], LambdaContext], dic
     def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
         ctx = event.get("requestContext") if isinstance(event, dict) else None
         logger.set_correlation_id(ctx.get("requestId") if isinstance(ctx, dict) else None)
-        return app.resolve(event, context)
+        response = app.resolve(event, context)
+        _count_request(ctx, response)
+        return response
 
-    return handler
+    return metrics.flushed(handler)
+
+
+def _count_request(ctx: Any, response: dict[str, Any]) -> None:
+    """ApiRequests / ApiClientErrors / ApiServerErrors / ApiThrottled, in total and per organization."""
+    authorizer = ctx.get("authorizer") if isinstance(ctx, dict) else None
+    org = authorizer.get("organization_id") if isinstance(authorizer, dict) else None
+    status = int(response.get("statusCode") or 0) if isinstance(response, dict) else 0
+    metrics.count("ApiRequests", organization=org)
+    if status == 429:
+        metrics.count("ApiThrottled", organization=org)
+    if 400 <= status < 500:
+        metrics.count("ApiClientErrors", organization=org)
+    elif status >= 500:
+        metrics.count("ApiServerErrors", organization=org)
