@@ -468,3 +468,36 @@ def test_an_expired_flow_refuses_every_step(api: Api, graph: FakeGraphApi):
         assert "expired" in error["message"]
     assert graph.requests == []
     assert _ok(api.get(f"/v1/waba/progress/{flow['id']}"))["expires_at"] == "2026-01-01T00:00:00.000Z"
+
+
+def test_the_stage_app_from_the_settings(api: Api, graph: FakeGraphApi, monkeypatch):
+    """Without app_id in the request, the flow uses META_APP_ID / META_APP_SECRET / META_CONFIG_ID; the secret stays
+    in the settings (nothing sealed on the record) and the channel gets it sealed."""
+    from switchboard.config import reset_settings
+
+    monkeypatch.setenv("META_APP_ID", graph.app_id)
+    monkeypatch.setenv("META_APP_SECRET", graph.app_secret)
+    monkeypatch.setenv("META_CONFIG_ID", "112233445566")
+    reset_settings()
+    try:
+        started = api.post("/v1/waba/oauth/start", json={"graph_base_url": graph.url})
+        flow = _ok(started, 201)
+        assert flow["app_id"] == graph.app_id and flow["config_id"] == "112233445566"
+        other_app = api.post("/v1/waba/oauth/start", json={"app_id": "5566", "graph_base_url": graph.url})
+        assert api.assert_error(other_app, 400, "validation_failed")["details"][0]["field"] == "body.app_secret"
+        pid = flow["id"]
+        _ok(api.post("/v1/waba/signup-event", json=_finish(graph, flow)))
+        exchange = {"progress_id": pid, "code": graph.issue_code(TOKEN), "state": flow["state"]}
+        _ok(api.post("/v1/waba/exchange-code", json=exchange))
+        _ok(api.post("/v1/waba/register-phone", json={"progress_id": pid, "pin": PIN}))
+        _ok(api.post("/v1/waba/subscribe-webhook", json={"progress_id": pid}))
+        done = _ok(api.post("/v1/waba/sync-meta", json={"progress_id": pid}))
+        assert _ok(api.get(f"/v1/channels/{done['channel_id']}"))["status"] == "connected"
+        dump = _table_dump()
+        assert TOKEN not in dump and graph.app_secret not in dump
+    finally:
+        for name in ("META_APP_ID", "META_APP_SECRET", "META_CONFIG_ID"):
+            monkeypatch.delenv(name)  # only these: the fixture's environment stays
+        reset_settings()
+    missing = api.post("/v1/waba/oauth/start", json={"graph_base_url": graph.url})
+    assert api.assert_error(missing, 400, "validation_failed")["details"][0]["field"] == "body.app_id"

@@ -3,6 +3,8 @@ any change to the stored text is detected."""
 
 from __future__ import annotations
 
+import os
+
 import pytest
 
 from switchboard import sealed
@@ -34,13 +36,14 @@ def test_tampering_is_detected(position):
 
 def test_another_stage_key_does_not_open(monkeypatch):
     box = sealed.seal(SECRET, "org_a")
+    original = os.environ["CURSOR_SECRET"]
     monkeypatch.setenv("CURSOR_SECRET", "another-stage-secret-0123456789")
     reset_settings()
     try:
         with pytest.raises(ValueError):
             sealed.unseal(box, "org_a")
     finally:
-        monkeypatch.undo()
+        monkeypatch.setenv("CURSOR_SECRET", original)
         reset_settings()
     assert sealed.unseal(box, "org_a") == SECRET
 
