@@ -78,9 +78,9 @@ def recipients(store: Store, org: str, topic: str) -> list[str]:
 
 
 def _resolve(auth: AuthContext, user_id: str) -> str:
-    """`me` is the signed-in user; an API key is nobody's member."""
+    """`me` is the signed-in user; an API key is nobody's member (even though it records the user who made it)."""
     if user_id == "me":
-        if not auth.user_id:
+        if auth.principal_type != "session" or not auth.user_id:
             raise NotFound("An API key is not a member: name the member's user id.")
         return auth.user_id
     return user_id
