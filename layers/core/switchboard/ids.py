@@ -1,24 +1,37 @@
-"""Identifiers: prefixed opaque ids (ULID body, time-ordered) and UUIDv7 for messages."""
+"""Identifiers: prefixed opaque ids (ULID body, time-ordered) and UUIDv7 for messages.
+
+`ulid` (it reads its own version through `importlib.metadata`, which pulls in the `email` package) and `uuid6` are
+imported on first use: a cold start that serves reads never needs them.
+"""
 
 from __future__ import annotations
 
 import secrets
 from datetime import datetime
+from typing import TYPE_CHECKING
 
-from ulid import ULID
-from uuid6 import uuid7
+if TYPE_CHECKING:
+    from ulid import ULID
+
+
+def _ulid() -> type[ULID]:
+    from ulid import ULID
+
+    return ULID
 
 
 def new_id(prefix: str) -> str:
     """`ct_01JD…`: a type prefix and a ULID, lower-cased so ids read well in URLs."""
-    return f"{prefix}_{str(ULID()).lower()}"
+    return f"{prefix}_{str(_ulid()()).lower()}"
 
 
 def new_ulid() -> str:
-    return str(ULID())
+    return str(_ulid()())
 
 
 def new_message_id() -> str:
+    from uuid6 import uuid7
+
     return str(uuid7())
 
 
@@ -30,4 +43,4 @@ def ulid_bound(dt: datetime, *, high: bool) -> str:
     """The smallest (or largest) ULID of a millisecond: turns a time range into a sort-key range."""
     ms = int(dt.timestamp() * 1000)
     randomness = b"\xff" * 10 if high else b"\x00" * 10
-    return str(ULID.from_bytes(ms.to_bytes(6, "big") + randomness))
+    return str(_ulid().from_bytes(ms.to_bytes(6, "big") + randomness))

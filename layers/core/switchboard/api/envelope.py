@@ -1,4 +1,8 @@
-"""Response envelopes: `{"data": ...}` for success, `{"error": {...}}` for every failure."""
+"""Response envelopes: `{"data": ...}` for success, `{"error": {...}}` for every failure.
+
+Like the resource models (`switchboard/models.py`), the envelopes build their schemas on first use: every function
+imports this module, and most requests need one or two of them (errors are answered as plain dicts).
+"""
 
 from __future__ import annotations
 
@@ -9,13 +13,17 @@ from pydantic import BaseModel, ConfigDict, Field, model_serializer
 T = TypeVar("T")
 
 
+_DEFERRED = ConfigDict(defer_build=True)
+
+
 class ErrorDetail(BaseModel):
-    model_config = ConfigDict(extra="allow")
+    model_config = ConfigDict(extra="allow", defer_build=True)
     field: str | None = None
     message: str | None = None
 
 
 class ErrorBody(BaseModel):
+    model_config = _DEFERRED
     code: str = Field(description="Stable snake_case error code")
     message: str
     details: list[dict[str, Any]] = Field(default_factory=list)
@@ -23,11 +31,14 @@ class ErrorBody(BaseModel):
 
 
 class ErrorEnvelope(BaseModel):
+    model_config = _DEFERRED
     error: ErrorBody
 
 
 class Meta(BaseModel):
     """Pagination meta: offset lists carry `offset`, cursor lists `cursor`; absent values are left out."""
+
+    model_config = _DEFERRED
 
     has_more: bool
     limit: int
@@ -41,10 +52,12 @@ class Meta(BaseModel):
 
 
 class Data(BaseModel, Generic[T]):
+    model_config = _DEFERRED
     data: T
 
 
 class ListData(BaseModel, Generic[T]):
+    model_config = _DEFERRED
     data: list[T]
     meta: Meta
 

@@ -1,22 +1,44 @@
-"""Platform name → adapter class."""
+"""Platform name → adapter class.
+
+An adapter module is imported when a channel of its platform is first used: a function that serves sandbox channels
+never loads the Graph API or linked-device adapters (nor their HTTP client helpers).
+"""
 
 from __future__ import annotations
 
+from collections.abc import Iterator, Mapping
+from importlib import import_module
+
 from switchboard.errors import ValidationFailed
 from switchboard.providers.base import Channel, Provider
-from switchboard.providers.sandbox import SandboxProvider
-from switchboard.providers.whatsapp_cloud import WhatsAppCloudProvider
-from switchboard.providers.whatsapp_web import WhatsAppWebProvider
 
-PLATFORMS: dict[str, type[Provider]] = {
-    "sandbox": SandboxProvider,
-    "whatsapp_cloud": WhatsAppCloudProvider,
-    "whatsapp_web": WhatsAppWebProvider,
+_ADAPTERS = {
+    "sandbox": ("switchboard.providers.sandbox", "SandboxProvider"),
+    "whatsapp_cloud": ("switchboard.providers.whatsapp_cloud", "WhatsAppCloudProvider"),
+    "whatsapp_web": ("switchboard.providers.whatsapp_web", "WhatsAppWebProvider"),
 }
 
 
+class _Platforms(Mapping[str, type[Provider]]):
+    """A read-only `dict[str, type[Provider]]` whose classes are imported on first access."""
+
+    def __getitem__(self, name: str) -> type[Provider]:
+        module, attr = _ADAPTERS[name]
+        cls: type[Provider] = getattr(import_module(module), attr)
+        return cls
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(_ADAPTERS)
+
+    def __len__(self) -> int:
+        return len(_ADAPTERS)
+
+
+PLATFORMS: Mapping[str, type[Provider]] = _Platforms()
+
+
 def provider_for(channel: Channel) -> Provider:
-    cls = PLATFORMS.get(str(channel.get("platform")))
-    if cls is None:
+    platform = str(channel.get("platform"))
+    if platform not in _ADAPTERS:
         raise ValidationFailed.field("platform", f"unknown platform {channel.get('platform')!r}")
-    return cls(channel)
+    return PLATFORMS[platform](channel)
