@@ -14,9 +14,11 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from switchboard.errors import Unauthenticated
 from switchboard.identity.authn import authenticate
+from switchboard.logs import redact_logs
 from switchboard.store import get_store
 
 logger = Logger()
+redact_logs(logger)
 
 
 def _policy(method_arn: str, principal: str, context: dict[str, str]) -> dict[str, Any]:

@@ -10,8 +10,10 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 from switchboard import aws, metrics
 from switchboard.config import get_settings
 from switchboard.events.publisher import outbox_events, publish
+from switchboard.logs import redact_logs
 
 logger = Logger()
+redact_logs(logger)
 
 
 @logger.inject_lambda_context(clear_state=True)

@@ -13,10 +13,12 @@ from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from switchboard import metrics
+from switchboard.logs import redact_logs
 from switchboard.messaging import messages
 from switchboard.store import get_store
 
 logger = Logger()
+redact_logs(logger)
 processor = BatchProcessor(event_type=EventType.SQS)
 
 

@@ -10,9 +10,11 @@ from aws_lambda_powertools import Logger
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from switchboard import metrics
+from switchboard.logs import redact_logs
 from switchboard.webhooks.delivery import handle_batch
 
 logger = Logger()
+redact_logs(logger)
 
 
 @logger.inject_lambda_context(clear_state=True)

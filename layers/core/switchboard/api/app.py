@@ -18,6 +18,7 @@ from switchboard.api.envelope import error_body
 from switchboard.api.idempotency import idempotency_middleware
 from switchboard.config import get_settings
 from switchboard.errors import DomainError, MethodNotAllowed, PayloadTooLarge, RateLimited, RouteNotFound
+from switchboard.logs import redact_logs
 from switchboard.providers.base import ProviderUnavailable
 from switchboard.store import get_store
 
@@ -25,6 +26,7 @@ if TYPE_CHECKING:
     from aws_lambda_powertools.utilities.typing import LambdaContext
 
 logger = Logger()
+redact_logs(logger)
 
 MAX_BODY_BYTES = 256 * 1024
 DEFAULT_SECURITY: list[dict[str, list[str]]] = [{"ApiKey": []}, {"Bearer": []}]
