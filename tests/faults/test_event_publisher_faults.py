@@ -162,3 +162,37 @@ def test_the_publisher_reports_exactly_the_refused_entries(api: Api, monkeypatch
     assert failed == expected
     arrived = _arrived(pipeline)
     assert sorted(arrived) == sorted(e for s, e in event_of.items() if s not in set(failed))
+
+
+def test_a_bus_down_beyond_every_retry_parks_the_batch_and_the_redrive_recovers_it(
+    api: Api, relay: StreamPoller, monkeypatch
+):
+    """The bus stays down longer than the mapping's retries: the batch goes to EventPublisherDLQ (Lambda's
+    on-failure record: shard and sequence range only). Until the redrive, those events are missing downstream;
+    `switchboard.events.redrive` reads the range again from the stream and publishes it: nothing is lost."""
+    from switchboard.events.redrive import redrive
+
+    ledger = Ledger("event_publisher: bus down beyond the retries, then DLQ redrive")
+    _write_changes(api, 12)
+    relay.max_retries = 2  # the template says 10; the behaviour at the limit is the same, the test is faster
+    with aws_faults(monkeypatch) as faults:
+        faults.fail("events", "PutEvents", "InternalException", status=500)  # down until cleared
+        _drain(relay)
+        assert faults.injected["PutEvents"] >= 3 * 5
+    pipeline = Pipeline(api)
+    ledger.accepted = _all_outbox_events()
+    missing = set(ledger.accepted) - set(_arrived(pipeline))
+    print(f"[fault]   before the redrive: {len(missing)} of {len(ledger.accepted)} events parked in the DLQ")
+    assert missing == set(ledger.accepted)
+
+    report = redrive(
+        sqs=aws.client("sqs"),
+        streams=aws.client("dynamodbstreams"),
+        events=aws.client("events"),
+        queue_url=api.resources.queue_url("EventPublisherDLQ"),
+        bus=api.resources.physical["EventBus"],
+    )
+    assert report.failed == 0 and not report.unreadable and report.batches >= 1, report
+    ledger.arrived = _arrived(pipeline)
+    ledger.check(duplicates_allowed=True)
+    assert not aws.client("sqs").receive_message(QueueUrl=api.resources.queue_url("EventPublisherDLQ")).get("Messages")
