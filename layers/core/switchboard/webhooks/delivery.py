@@ -25,7 +25,7 @@ from typing import Any
 
 from aws_lambda_powertools import Logger
 
-from switchboard import aws, clock
+from switchboard import aws, clock, metrics
 from switchboard.api.auth import AuthContext
 from switchboard.audit import audit_put
 from switchboard.config import get_settings
@@ -365,6 +365,9 @@ def process(store: Store, org: str, msg_id: str, message_id: str) -> Outcome:
     trigger = "manual" if delivery.get("manual") else "scheduled"
     result = attempt_http(endpoint, claimed)
     outcome = _record(store, org, claimed, endpoint, result, message_id, trigger)
+    metrics.count("WebhookDeliveries" if result.ok else "WebhookDeliveryFailures", organization=org)
+    if outcome.status in ("retrying", "exhausted"):
+        metrics.count("WebhookRetries" if outcome.status == "retrying" else "WebhookExhausted", organization=org)
     logger.info(
         "webhook attempt",
         extra={
