@@ -145,3 +145,33 @@ def _tag(loader: yaml.Loader, suffix: str, node: yaml.Node) -> Any:
 
 
 _CfnLoader.add_multi_constructor("!", _tag)
+
+
+def test_webhook_attempts_are_counted(api: Api, capsys, monkeypatch):
+    from functions.webhook_fanout.app import handler as fanout_handler
+    from functions.webhook_sender.app import handler as webhook_handler
+    from switchboard.webhooks import delivery
+
+    base = "/v1/settings/developer/webhooks/endpoints"
+    for n in range(2):
+        created = api.post(base, json={"url": f"http://127.0.0.1:9/m{n}", "filter_types": ["contact.updated"]})
+        assert created.status_code == 201, created.text
+    assert api.post("/v1/contacts", json={"name": "Hooked", "phone": "+1 555 080 0003"}).status_code == 201
+    pipeline = Pipeline(api)
+    pipeline.publish()
+    events = pipeline.receive("WebhookEventsQueue")
+    assert fanout_handler({"Records": events}, FakeContext())["batchItemFailures"] == []
+    records = pipeline.receive("WebhookDeliveriesQueue")[:2]  # the contact's event, to each endpoint
+    assert len(records) == 2
+    answers = iter([200, 503])
+    monkeypatch.setattr(
+        delivery, "attempt_http", lambda endpoint, claimed: delivery.HttpResult(next(answers), 5, error=None)
+    )
+    monkeypatch.setattr(delivery, "reschedule", lambda receipt, seconds: None)
+    capsys.readouterr()
+    result = webhook_handler({"Records": records[:1]}, FakeContext())
+    result2 = webhook_handler({"Records": records[1:]}, FakeContext())
+    assert result["batchItemFailures"] == [] and len(result2["batchItemFailures"]) == 1
+    docs = emf_lines(capsys.readouterr().out)
+    expected = {"WebhookDeliveries": 1, "WebhookDeliveryFailures": 1, "WebhookRetries": 1}
+    assert totals(docs) == expected and totals(docs, api.org_id) == expected
