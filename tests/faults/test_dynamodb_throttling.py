@@ -9,6 +9,7 @@ request with the same `Idempotency-Key` after recovery gets the write done exact
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
@@ -158,3 +159,15 @@ def test_throttled_idempotency_bookkeeping_does_not_turn_a_committed_write_into_
     ledger.accepted.append(resp.json()["data"]["id"])
     ledger.arrived = [c["id"] for c in _contacts(api.org_id)]
     ledger.check()
+
+
+def test_a_throttled_credential_lookup_answers_503_from_the_gateway_not_500(api: Api, faults):
+    """The authorizer's read of the credential is throttled after every retry: the authorizer fails, and the gateway
+    response for AUTHORIZER_FAILURE tells the client to retry (503 + Retry-After), in the envelope."""
+    faults.fail(
+        "dynamodb", "GetItem", "ProvisionedThroughputExceededException", when=lambda p: "CRED#" in json.dumps(p)
+    )
+    refused = api.get("/v1/contacts")  # the owner key: valid, but it cannot be looked up
+    _assert_unavailable(api, refused)
+    faults.clear()
+    assert api.get("/v1/contacts").status_code == 200
