@@ -233,6 +233,10 @@ def test_audit_log_records_changes_and_paginates(api: Api):
     api.assert_error(api.get("/v1/audit-logs", params={"cursor": tampered}, headers=h), 400, "validation_failed")
     other_query = api.get("/v1/audit-logs", params={"cursor": page["meta"]["cursor"], "action": "x"}, headers=h)
     api.assert_error(other_query, 400, "validation_failed")
+    # Found by the contract fuzzer: a time bound matching the documented pattern but not a date was a 500.
+    for bad in ({"since": "1316-25-64T"}, {"until": "4707-82-04T10:00"}):
+        err = api.assert_error(api.get("/v1/audit-logs", params=bad, headers=h), 400, "validation_failed")
+        assert err["details"][0]["field"] == f"query.{next(iter(bad))}"
 
 
 def test_security_settings_restrict_api_keys_by_ip(api: Api):

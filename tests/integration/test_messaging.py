@@ -84,6 +84,16 @@ def test_settings_documents_and_provider_lookup(api: Api, channel: dict):
     assert api.put(f"/v1/channels/{cid}/profile", json={"about": "Hi"}).json()["data"]["about"] == "Hi"
 
 
+def test_channel_update_refuses_null_for_required_fields(api: Api, channel: dict):
+    # Found by the contract fuzzer: PATCH {"name": null} was stored, and every later read of the channel was a 500.
+    cid = channel["id"]
+    for body in ({"name": None}, {"is_active": None}, {"linked_channel_id": None, "name": None}):
+        api.assert_error(api.patch(f"/v1/channels/{cid}", json=body), 400, "validation_failed")
+    assert api.patch(f"/v1/channels/{cid}", json={"linked_channel_id": None}).status_code == 200
+    assert api.get(f"/v1/channels/{cid}").json()["data"]["name"] == channel["name"]
+    assert api.delete(f"/v1/channels/{cid}").status_code == 204
+
+
 def test_settings_document_with_an_empty_key_is_refused_and_the_channel_stays_readable(api: Api, channel: dict):
     # Found by the contract fuzzer: `{"a": {"": [false]}}` was stored, and every later read of the channel was a 500.
     cid = channel["id"]

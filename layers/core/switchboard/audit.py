@@ -64,8 +64,8 @@ def list_audit(
     """Newest first. The time range is a key condition (ULIDs sort by time); the other filters filter that range."""
     from switchboard.ids import ulid_bound
 
-    low = "AUDIT#" + (ulid_bound(clock.parse_iso(since), high=False) if since else "")
-    high = "AUDIT#" + (ulid_bound(clock.parse_iso(until), high=True) if until else "~")
+    low = "AUDIT#" + (ulid_bound(clock.parse_iso_input(since, "query.since"), high=False) if since else "")
+    high = "AUDIT#" + (ulid_bound(clock.parse_iso_input(until, "query.until"), high=True) if until else "~")
     filters = {"action": action, "actor_id": actor_id, "target_type": target_type, "target_id": target_id}
     active = {k: v for k, v in filters.items() if v}
     expression = " AND ".join(f"#{k} = :{k}" for k in active) or None

@@ -24,5 +24,15 @@ def parse_iso(value: str) -> datetime:
     return dt.astimezone(UTC)
 
 
+def parse_iso_input(value: str, field: str) -> datetime:
+    """A timestamp the caller sent (query or body): a malformed one is a 400 naming `field`, never a 500."""
+    from switchboard.errors import ValidationFailed
+
+    try:
+        return parse_iso(value)
+    except ValueError:
+        raise ValidationFailed.field(field, "must be an ISO 8601 timestamp such as 2026-11-21T10:00:00Z")
+
+
 def epoch(dt: datetime) -> int:
     return int(dt.timestamp())

@@ -41,10 +41,11 @@ class ChannelCreate(Strict):
 
 
 class ChannelUpdate(Strict):
-    name: str | None = Field(default=None, min_length=1, max_length=100)
+    # Absent means unchanged; an explicit null is refused (it used to be stored and made the channel unreadable).
+    name: str = Field(default=None, min_length=1, max_length=100)  # type: ignore[assignment]  # absent: unchanged
     phone_number: str | None = Field(default=None, min_length=3, max_length=40)
     config: dict[str, Any] | None = Field(default=None, max_length=50)
-    is_active: bool | None = None
+    is_active: bool = Field(default=None)  # type: ignore[assignment]  # absent: unchanged
     linked_channel_id: str | None = Field(default=None, max_length=64)
 
 
