@@ -309,10 +309,11 @@ class ImportCreate(Strict):
     format: Literal["csv", "jsonl"]
     content: str = Field(
         min_length=1,
-        max_length=2_000_000,
+        max_length=250_000,
         description="CSV with a header row, or one JSON object per line. Columns / keys: name, first_name, "
         "last_name, email, phone, whatsapp, instagram, company, avatar_url, `external_id.<source>`, "
-        "`attributes.<key>` (JSON lines may also give `attributes` as an object). At most 500 rows.",
+        "`attributes.<key>` (JSON lines may also give `attributes` as an object). At most 500 rows (the request "
+        "body is at most 256 KiB); CSV cells of number, boolean and multi-select (`a;b`) custom fields are converted.",
     )
     dry_run: bool = Field(default=False, description="validate and report without writing")
 
