@@ -16,21 +16,29 @@ from __future__ import annotations
 
 import logging
 import re
+from functools import cache
 from typing import Any
 
 _MARK = "[REDACTED]"
-_PREFIXED = re.compile(r"\b(sk_live_|sk_test_|sess_|whsec_|whp_)([A-Za-z0-9_\-+/=]{6})[A-Za-z0-9_\-+/=]{4,}")
-_HEADER = re.compile(r"(?i)\b(bearer|x-api-key)(\\?[\"']?\s*[:=]?\s*\\?[\"']?\s*)([A-Za-z0-9_\-+/=.]{8,})")
-_FIELD = re.compile(
-    r"(?i)(\\?[\"']?\b(?:password|new_password|otp_code|token|secret|api_key)\\?[\"']?\s*[:=]\s*\\?[\"']?)"
-    r"([^\s\"'\\,}]{4,})"
-)
+
+
+@cache
+def _patterns() -> tuple[re.Pattern[str], re.Pattern[str], re.Pattern[str]]:
+    """Compiled on the first line written, not at cold start (about 1 ms)."""
+    prefixed = re.compile(r"\b(sk_live_|sk_test_|sess_|whsec_|whp_)([A-Za-z0-9_\-+/=]{6})[A-Za-z0-9_\-+/=]{4,}")
+    header = re.compile(r"(?i)\b(bearer|x-api-key)(\\?[\"']?\s*[:=]?\s*\\?[\"']?\s*)([A-Za-z0-9_\-+/=.]{8,})")
+    fields = re.compile(
+        r"(?i)(\\?[\"']?\b(?:password|new_password|otp_code|token|secret|api_key)\\?[\"']?\s*[:=]\s*\\?[\"']?)"
+        r"([^\s\"'\\,}]{4,})"
+    )
+    return prefixed, header, fields
 
 
 def redact(text: str) -> str:
-    text = _PREFIXED.sub(lambda m: f"{m.group(1)}{m.group(2)}…{_MARK}", text)
-    text = _HEADER.sub(lambda m: f"{m.group(1)}{m.group(2)}{_MARK}", text)
-    return _FIELD.sub(lambda m: f"{m.group(1)}{_MARK}", text)
+    prefixed, header, fields = _patterns()
+    text = prefixed.sub(lambda m: f"{m.group(1)}{m.group(2)}…{_MARK}", text)
+    text = header.sub(lambda m: f"{m.group(1)}{m.group(2)}{_MARK}", text)
+    return fields.sub(lambda m: f"{m.group(1)}{_MARK}", text)
 
 
 def redact_logs(logger: Any) -> None:
