@@ -179,3 +179,37 @@ def test_a_rebuild_racing_the_consumer_still_fires_once(api: Api, monkeypatch: p
     assert raced == [[(seg["id"], True)]]
     assert rebuilt["member_count"] == 2 and members(api, seg["id"]) == sorted([ada["id"], bob["id"]])
     assert entries(api) == sorted([("added", ada["id"]), ("added", bob["id"])])
+
+
+def test_ingested_events_move_contacts_into_event_segments(api: Api):
+    eve = contact(api, name="Eve", email="eve@example.com")
+    fay = contact(api, name="Fay", email="fay@example.com")
+    rules = {"event": "order.placed", "op": "gte", "count": 2, "within_days": 30}
+    buyers = ok(api.post("/v1/cdp/segments", json={"name": "Buyers", "rules": rules}), 201)
+    plain = ok(
+        api.post("/v1/cdp/segments", json={"name": "Named", "rules": {"field": "name", "op": "exists"}}),
+        201,
+    )
+    assert members(api, buyers["id"]) == [] and len(members(api, plain["id"])) == 2
+
+    def ingest(*events: dict[str, Any]) -> None:
+        assert ok(api.post("/v1/cdp/events", json={"events": list(events)}))["accepted"] == len(events)
+
+    ingest({"event_id": "o1", "name": "order.placed", "contact_id": eve["id"]})
+    assert members(api, buyers["id"]) == []  # one order is not two
+    ingest(
+        {"event_id": "o2", "name": "order.placed", "contact_id": eve["id"]},
+        {"event_id": "o3", "name": "order.placed", "contact_id": eve["id"]},
+        {"event_id": "v1", "name": "page.viewed", "contact_id": fay["id"]},
+    )
+    assert members(api, buyers["id"]) == [eve["id"]]
+    added = [e["payload"] for e in events_of(api, "crm.list.entry_added") if e["payload"]["list_id"] == buyers["id"]]
+    assert [a["contact_id"] for a in added] == [eve["id"]]
+    # a duplicate batch changes nothing
+    dup = ok(
+        api.post(
+            "/v1/cdp/events", json={"events": [{"event_id": "o3", "name": "order.placed", "contact_id": eve["id"]}]}
+        )
+    )
+    assert dup["duplicates"] == 1
+    assert len([e for e in events_of(api, "crm.list.entry_added") if e["payload"]["list_id"] == buyers["id"]]) == 1

@@ -7,6 +7,7 @@ The ULID is built from the event's own timestamp, so both lists are newest-first
 
 from __future__ import annotations
 
+import logging
 from datetime import datetime
 from typing import Any
 
@@ -82,7 +83,8 @@ def _occurred(event: models.EventIn, n: int) -> datetime:
 
 
 def ingest(store: Store, auth: AuthContext, batch: models.EventBatch) -> models.IngestResult:
-    """Each event is one transaction (sentinel + timeline + log): a duplicate never blocks the others."""
+    """Each event is one transaction (sentinel + timeline + log): a duplicate never blocks the others. Segments
+    counting events are then re-evaluated for the batch's contacts (`segments.refresh_after_events`)."""
     org = auth.org_id
     ids = [e.event_id or new_id("cev") for e in batch.events]
     seen = {i["SK"].removeprefix("CDPEVTID#") for i in store.batch_get([event_sentinel(org, i) for i in set(ids)])}
@@ -126,6 +128,14 @@ def ingest(store: Store, auth: AuthContext, batch: models.EventBatch) -> models.
             continue
         seen.add(event_id)
         results.append(models.EventResult(index=n, event_id=event_id, status="accepted", contact_id=contact_id))
+    accepted = {r.contact_id for r in results if r.status == "accepted" and r.contact_id}
+    if accepted:
+        from switchboard.cdp.segments import refresh_after_events
+
+        try:
+            refresh_after_events(store, org, accepted)
+        except DomainError:  # the events are stored: a busy table only delays membership until the next rebuild
+            logging.getLogger("switchboard").warning("segment refresh after ingest failed", exc_info=True)
     count = {s: sum(1 for r in results if r.status == s) for s in ("accepted", "duplicate", "rejected")}
     return models.IngestResult(
         accepted=count["accepted"], duplicates=count["duplicate"], rejected=count["rejected"], results=results

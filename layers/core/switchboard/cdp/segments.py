@@ -289,11 +289,32 @@ def _flip_ops(org: str, segment: Item, contact_id: str, join: bool, *, count: bo
     return [change, counter, event]
 
 
-def refresh_contact(store: Store, org: str, contact_id: str) -> list[tuple[str, bool]]:
-    """Incremental evaluation (a `contact.updated` event): the contact against every segment of its organization;
-    each membership that flips is one transaction. A contact that no longer exists leaves every segment.
-    → [(segment_id, joined?)] for the changes made. Replaying the same event changes nothing."""
-    segments = store.query_all(keys.org_pk(org), sk_prefix="CDPSEG#")
+def _uses_events(rule: Any) -> bool:
+    if not isinstance(rule, dict):
+        return False
+    if "event" in rule:
+        return True
+    return any(_uses_events(r) for key in ("and", "or") for r in rule.get(key) or []) or _uses_events(rule.get("not"))
+
+
+def refresh_after_events(store: Store, org: str, contact_ids: set[str]) -> list[tuple[str, bool]]:
+    """Ingested events change event counts, not the contact: the segments with event conditions are evaluated for
+    the contacts of the batch (one Query of the segments for the batch; nothing when no segment counts events)."""
+    segments = [s for s in store.query_all(keys.org_pk(org), sk_prefix="CDPSEG#") if _uses_events(s["rules"])]
+    changes: list[tuple[str, bool]] = []
+    for contact_id in sorted(contact_ids) if segments else []:
+        changes += refresh_contact(store, org, contact_id, segments)
+    return changes
+
+
+def refresh_contact(
+    store: Store, org: str, contact_id: str, segments: list[Item] | None = None
+) -> list[tuple[str, bool]]:
+    """Incremental evaluation (a `contact.updated` event): the contact against every segment of its organization
+    (or `segments`); each membership that flips is one transaction. A contact that no longer exists leaves every
+    segment. → [(segment_id, joined?)] for the changes made. Replaying the same event changes nothing."""
+    if segments is None:
+        segments = store.query_all(keys.org_pk(org), sk_prefix="CDPSEG#")
     if not segments:
         return []
     contact = store.get(contact_repo.contact_key(org, contact_id), consistent=True)
