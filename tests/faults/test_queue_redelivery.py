@@ -240,3 +240,40 @@ def test_fanout_given_the_same_events_twice_creates_each_delivery_once(api: Api,
     # but the first owner, so each delivery still gets one attempt. Their count is what the sender must absorb.
     queued = pipeline.receive("WebhookDeliveriesQueue")
     assert {json.loads(q["body"])["delivery_id"] for q in queued} == set(ledger.accepted)
+
+
+def test_a_throttled_status_write_after_the_provider_accepted_does_not_send_twice(
+    api: Api, channel, spy: ProviderSpy, monkeypatch
+):
+    """The provider took the message, then the `pending → sent` write is throttled beyond botocore's 5 attempts.
+    Failing the record now would bring the message back after the claim's lease — and send it again; the sender
+    keeps trying to record what already happened instead."""
+    from tests.faults.injection import aws_faults
+
+    ledger = Ledger("message_sender: status write throttled after the provider accepted")
+    ledger.accepted = _send_messages(api, channel, 1)
+    records = _queued_records(api, Pipeline(api))
+
+    def sent_transition(params: dict[str, Any]) -> bool:
+        return any(
+            (op.get("Update") or {}).get("ExpressionAttributeValues", {}).get(":new", {}).get("S") == "sent"
+            for op in params.get("TransactItems", [])
+        )
+
+    with aws_faults(monkeypatch) as faults:
+        rule = faults.fail(
+            "dynamodb", "TransactWriteItems", "ProvisionedThroughputExceededException", times=7, when=sent_transition
+        )
+        try:
+            failed = _failures(sender_handler({"Records": records}, FakeContext()))
+        except BatchProcessingError:  # the whole (one-record) batch failed
+            failed = [records[0]["messageId"]]
+        if failed:  # the record came back: SQS redelivers it once the visibility timeout has passed
+            later = clock.now() + timedelta(seconds=181)
+            monkeypatch.setattr(clock, "now", lambda: later)
+            assert _failures(sender_handler({"Records": records}, FakeContext())) == []
+    assert rule.fired == 7
+    assert failed == [], "the sender should have recorded the send itself"
+    ledger.arrived = list(spy.sent)
+    ledger.check()
+    assert _status(api, ledger.accepted[0]) == "sent"

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import time
 from datetime import timedelta
 from typing import Any
 
@@ -15,7 +16,7 @@ from switchboard.config import get_settings
 from switchboard.contacts import models as contact_models
 from switchboard.contacts import service as contacts
 from switchboard.contacts.identifiers import Identifier, normalize_phone
-from switchboard.errors import Conflict, DomainError, NotFound, ValidationFailed
+from switchboard.errors import Conflict, DomainError, NotFound, ServiceUnavailable, ValidationFailed
 from switchboard.events.outbox import outbox_put
 from switchboard.ids import new_message_id
 from switchboard.messaging import channels, conversations, models, status
@@ -188,6 +189,7 @@ class SendInProgress(Exception):
 
 
 SEND_LEASE = timedelta(seconds=60)  # longer than message_sender's timeout, shorter than the queue's visibility
+SENT_WRITE_ATTEMPTS = 4
 
 
 def _claim_send(store: Store, org: str, message_id: str) -> Item | None:
@@ -254,14 +256,23 @@ def deliver(store: Store, org: str, message_id: str) -> str:
             "message_id": message_id,
         }
     )
-    status.apply(  # the usage counter rides on the pending → sent transaction: each message counted exactly once
-        store,
-        org,
-        message,
-        "sent",
-        extra=[sentinel, usage_op(org, channel)],
-        extra_set={"provider_message_id": result.provider_message_id},
-    )
+    # The provider has the message: recording it must not be given up lightly, or the record would come back and
+    # send it again. A throttled write is tried again here (the store's client already retried it 5 times).
+    for attempt in range(SENT_WRITE_ATTEMPTS):
+        try:
+            status.apply(  # the usage counter rides on the pending → sent transaction: each message counted once
+                store,
+                org,
+                message,
+                "sent",
+                extra=[sentinel, usage_op(org, channel)],
+                extra_set={"provider_message_id": result.provider_message_id},
+            )
+            break
+        except ServiceUnavailable:
+            if attempt + 1 == SENT_WRITE_ATTEMPTS:
+                raise
+            time.sleep(0.2 * 2**attempt)
     if channel["platform"] == "sandbox":
         schedule_sandbox_status(org, message_id, "delivered")
     return "sent"
