@@ -8,7 +8,7 @@ SAM_VENV := .venv-sam
 PORT ?= 3000
 PYTEST_WORKERS ?= 2
 
-.PHONY: install chromium dev test test-unit test-integration test-e2e lint format typecheck openapi build validate bench fuzz load clean
+.PHONY: install chromium dev test test-unit test-integration test-e2e test-faults lint format typecheck openapi build validate bench fuzz load clean
 
 $(STAMP): requirements-dev.txt layers/core/requirements.txt
 	@test -n "$(PYTHON)" || { echo "python3.13 not found (pyenv install 3.13.0, or set PYTHON=)"; exit 1; }
@@ -43,6 +43,10 @@ test-integration: install
 
 test-e2e: install
 	$(BIN)/python -m pytest tests/e2e
+
+## Fault injection (throttling, races, redelivery, bus outages): each test prints accepted/arrived/lost/duplicated.
+test-faults: install
+	$(BIN)/python -m pytest tests/faults -s -q
 
 lint: install $(SAM_VENV)/.installed
 	$(BIN)/ruff check .
