@@ -69,7 +69,7 @@ def error_envelope(ctx: CheckContext, response: Response, case: Case) -> bool | 
     return None
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")  # stopped once the contract tests are done, not kept for the whole session
 def contract_stack() -> Iterator[Stack]:
     # The per-organization request budget would turn most of the run into 429s; the limiter is not under test here.
     stack = _start_local_stack(extra_env={"RATE_LIMIT_PER_MINUTE": "1000000"})
@@ -97,7 +97,7 @@ def fuzz_config(stack: Stack) -> schemathesis.Config:
     )
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def api_schema(contract_stack: Stack) -> Any:
     """The document the running stack serves (so every route any group added is in it), not the file on disk."""
     return schemathesis.openapi.from_url(f"{contract_stack.url}/openapi.json", config=fuzz_config(contract_stack))

@@ -104,6 +104,11 @@ def test_settings_document_with_an_empty_key_is_refused_and_the_channel_stays_re
     for _ in range(20):
         deep = {"x": deep}
     api.assert_error(api.put(f"/v1/channels/{cid}/privacy", json=deep), 400, "validation_failed")
+    # ... and a number DynamoDB cannot hold (1.8e257) was a 500 from the table.
+    for number in (1.8392826729454388e257, 1e-200, 10**40 + 1):
+        resp = api.put(f"/v1/channels/{cid}/settings/advanced", json={"x": [None, {"n": number}]})
+        api.assert_error(resp, 400, "validation_failed")
+    assert api.put(f"/v1/channels/{cid}/settings/advanced", json={"x": 1.5e100, "y": 10**30}).status_code == 200
     assert api.get(f"/v1/channels/{cid}").status_code == 200
     assert api.get(f"/v1/channels/{cid}/privacy").status_code == 200
 

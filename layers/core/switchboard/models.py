@@ -30,3 +30,30 @@ def _valid_email(value: str) -> str:
 
 
 EmailStr = Annotated[str, Field(max_length=320), AfterValidator(_valid_email)]
+
+
+DOCUMENT_MAX_DEPTH = 16
+# DynamoDB numbers: magnitude 1E-130 to 9.9999999999999999999999999999999999999E+125, 38 significant digits.
+_DYNAMO_MAX = 9.9999999999999999999999999999999999999e125
+_DYNAMO_MIN = 1e-130
+
+
+def check_storable(value: object, depth: int = 0) -> None:
+    """A free-form JSON document (settings, profile, metadata) that DynamoDB can store and give back unchanged:
+    no empty map key (the emulator mangles it into an unreadable item), no nesting past `DOCUMENT_MAX_DEPTH` (the item
+    nests it further; DynamoDB stops at 32), no number outside DynamoDB's range. Raises ValueError, which pydantic
+    turns into a 400 `validation_failed` naming the field."""
+    if depth > DOCUMENT_MAX_DEPTH:
+        raise ValueError(f"documents nest at most {DOCUMENT_MAX_DEPTH} levels")
+    if isinstance(value, dict):
+        for key, item in value.items():
+            if not key:
+                raise ValueError("keys must not be empty")
+            check_storable(item, depth + 1)
+    elif isinstance(value, list):
+        for item in value:
+            check_storable(item, depth + 1)
+    elif isinstance(value, float) and value and not _DYNAMO_MIN <= abs(value) <= _DYNAMO_MAX:
+        raise ValueError("numbers must be between 1e-130 and 9.99e125 in magnitude")
+    elif isinstance(value, int) and not isinstance(value, bool) and len(str(abs(value)).rstrip("0")) > 38:
+        raise ValueError("integers may have at most 38 significant digits")

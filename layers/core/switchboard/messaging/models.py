@@ -6,7 +6,7 @@ from typing import Any, Literal
 
 from pydantic import Field, model_validator
 
-from switchboard.models import BaseModel, Strict
+from switchboard.models import BaseModel, Strict, check_storable
 
 Platform = Literal["sandbox", "whatsapp_cloud", "whatsapp_web"]
 ChannelStatus = Literal["disconnected", "pairing", "connected", "error"]
@@ -85,24 +85,6 @@ class PairingCode(BaseModel):
     code: str
 
 
-DOCUMENT_MAX_DEPTH = 16
-
-
-def _check_document(value: Any, depth: int = 0) -> None:
-    """Keys a stored map can hold: an empty key (which the DynamoDB emulator mangles into an unreadable item) and
-    nesting past DynamoDB's 32 levels (the document sits inside the channel item) are refused."""
-    if depth > DOCUMENT_MAX_DEPTH:
-        raise ValueError(f"documents nest at most {DOCUMENT_MAX_DEPTH} levels")
-    if isinstance(value, dict):
-        for key, item in value.items():
-            if not key:
-                raise ValueError("keys must not be empty")
-            _check_document(item, depth + 1)
-    elif isinstance(value, list):
-        for item in value:
-            _check_document(item, depth + 1)
-
-
 class Document(Strict):
     """A settings document: free-form keys, bounded in size."""
 
@@ -110,7 +92,7 @@ class Document(Strict):
 
     @model_validator(mode="after")
     def _storable(self) -> Document:
-        _check_document(self.model_extra or {})
+        check_storable(self.model_extra or {})
         return self
 
 
