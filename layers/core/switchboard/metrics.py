@@ -68,8 +68,8 @@ def flush() -> None:
     with _lock:
         counts = dict(_counts)
         _counts.clear()
-    if not counts:
-        return
+    if not counts or os.environ.get("POWERTOOLS_METRICS_DISABLED", "").lower() in ("1", "true"):
+        return  # the local stack disables them (its stdout is the developer's console)
     from aws_lambda_powertools.metrics import EphemeralMetrics, MetricUnit
 
     namespace = os.environ.get("POWERTOOLS_METRICS_NAMESPACE", "Switchboard")
