@@ -277,3 +277,45 @@ def test_a_throttled_status_write_after_the_provider_accepted_does_not_send_twic
     ledger.arrived = list(spy.sent)
     ledger.check()
     assert _status(api, ledger.accepted[0]) == "sent"
+
+
+def test_fanout_whose_queueing_partly_fails_is_retried_until_every_delivery_is_queued(api: Api, channel, monkeypatch):
+    """SendMessageBatch answers with some entries Failed: the event's record is reported, comes back, and the
+    deliveries created but never queued are queued then (the sender drops the duplicate wake-ups)."""
+    from switchboard import aws
+
+    ledger = Ledger("webhook_fanout: deliveries queue refuses some messages once")
+    base = "/v1/settings/developer/webhooks/endpoints"
+    endpoints = []
+    for n in range(3):
+        resp = api.post(base, json={"url": f"http://127.0.0.1:9/q{n}", "filter_types": ["message.sent"]})
+        assert resp.status_code == 201, resp.text
+        endpoints.append(resp.json()["data"]["id"])
+    pipeline = Pipeline(api)
+    _send_messages(api, channel, 2)
+    assert _failures(sender_handler({"Records": _queued_records(api, pipeline)}, FakeContext())) == []
+    pipeline.publish()
+    events = [r for r in pipeline.receive("WebhookEventsQueue") if '"message.sent"' in r["body"]]
+    assert len(events) == 2
+    ledger.accepted = [
+        webhook_repo.delivery_id(json.loads(r["body"])["detail"]["event_id"], e) for r in events for e in endpoints
+    ]
+    sqs = aws.client("sqs")
+    real_batch = sqs.send_message_batch
+    armed = [True]  # the queue refuses the first entry of each call, during the first invocation only
+
+    def flaky_batch(QueueUrl: str, Entries: list[dict[str, Any]]) -> dict[str, Any]:
+        refuse = Entries[:1] if armed[0] else []
+        passed = [e for e in Entries if e not in refuse]
+        response = real_batch(QueueUrl=QueueUrl, Entries=passed) if passed else {"Successful": []}
+        failed = [{"Id": e["Id"], "SenderFault": False, "Code": "InternalError", "Message": "injected"} for e in refuse]
+        return {**response, "Failed": failed}
+
+    monkeypatch.setattr(sqs, "send_message_batch", flaky_batch)
+    first = _failures(fanout_handler({"Records": events}, FakeContext()))
+    armed[0] = False
+    assert sorted(first) == sorted(r["messageId"] for r in events), "each event lost one queueing: both come back"
+    assert _failures(fanout_handler({"Records": events}, FakeContext())) == []
+    queued = [json.loads(q["body"])["delivery_id"] for q in pipeline.receive("WebhookDeliveriesQueue")]
+    ledger.arrived = queued
+    ledger.check(duplicates_allowed=True)  # the sender's ownership claim drops duplicate wake-ups
