@@ -109,6 +109,12 @@ def test_settings_document_with_an_empty_key_is_refused_and_the_channel_stays_re
         resp = api.put(f"/v1/channels/{cid}/settings/advanced", json={"x": [None, {"n": number}]})
         api.assert_error(resp, 400, "validation_failed")
     assert api.put(f"/v1/channels/{cid}/settings/advanced", json={"x": 1.5e100, "y": 10**30}).status_code == 200
+    # The same rule for a channel's config, on create and update.
+    for config in ({"": 1}, {"a": {"n": 1.8e257}}):
+        body = {"name": "bad config", "platform": "sandbox", "config": config}
+        api.assert_error(api.post("/v1/channels", json=body), 400, "validation_failed")
+        api.assert_error(api.patch(f"/v1/channels/{cid}", json={"config": config}), 400, "validation_failed")
+    assert api.get(f"/v1/channels/{cid}").status_code == 200
     assert api.get(f"/v1/channels/{cid}").status_code == 200
     assert api.get(f"/v1/channels/{cid}/privacy").status_code == 200
 

@@ -57,3 +57,12 @@ def check_storable(value: object, depth: int = 0) -> None:
         raise ValueError("numbers must be between 1e-130 and 9.99e125 in magnitude")
     elif isinstance(value, int) and not isinstance(value, bool) and len(str(abs(value)).rstrip("0")) > 38:
         raise ValueError("integers may have at most 38 significant digits")
+
+
+def _storable[T](value: T) -> T:
+    check_storable(value)
+    return value
+
+
+# `Annotated[dict[str, Any], Storable]`: a free-form field checked by `check_storable`.
+Storable = AfterValidator(_storable)

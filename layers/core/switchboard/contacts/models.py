@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import ConfigDict, Field
 
-from switchboard.models import BaseModel, Strict
+from switchboard.models import BaseModel, Storable, Strict
 
 ResolveType = Literal["contact_id", "phone", "whatsapp", "wa_id", "email", "external_id", "instagram"]
 IdentityTypeIn = Literal["phone", "whatsapp", "wa_id", "email", "external_id", "instagram"]
@@ -49,7 +49,7 @@ class Contact(BaseModel):
     updated_at: str
 
 
-Attributes = dict[str, str | int | float | bool | list[str] | None]
+Attributes = Annotated[dict[str, str | int | float | bool | list[str] | None], Storable]
 
 
 class ContactFields(Strict):

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import Field, model_validator
 
-from switchboard.models import BaseModel, Strict, check_storable
+from switchboard.models import BaseModel, Storable, Strict, check_storable
 
 Platform = Literal["sandbox", "whatsapp_cloud", "whatsapp_web"]
 ChannelStatus = Literal["disconnected", "pairing", "connected", "error"]
@@ -36,7 +36,7 @@ class ChannelCreate(Strict):
     name: str = Field(min_length=1, max_length=100)
     platform: Platform
     phone_number: str | None = Field(default=None, min_length=3, max_length=40)
-    config: dict[str, Any] = Field(default_factory=dict, max_length=50)
+    config: Annotated[dict[str, Any], Storable] = Field(default_factory=dict, max_length=50)
     linked_channel_id: str | None = Field(default=None, max_length=64)
 
 
@@ -44,7 +44,7 @@ class ChannelUpdate(Strict):
     # Absent means unchanged; an explicit null is refused (it used to be stored and made the channel unreadable).
     name: str = Field(default=None, min_length=1, max_length=100)  # type: ignore[assignment]  # absent: unchanged
     phone_number: str | None = Field(default=None, min_length=3, max_length=40)
-    config: dict[str, Any] | None = Field(default=None, max_length=50)
+    config: Annotated[dict[str, Any], Storable] | None = Field(default=None, max_length=50)
     is_active: bool = Field(default=None)  # type: ignore[assignment]  # absent: unchanged
     linked_channel_id: str | None = Field(default=None, max_length=64)
 

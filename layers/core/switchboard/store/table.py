@@ -25,6 +25,7 @@ Item = dict[str, Any]
 _serializer = TypeSerializer()
 _deserializer = TypeDeserializer()
 
+_TX_THROTTLE_REASONS = {"ThrottlingError", "ProvisionedThroughputExceeded", "RequestLimitExceeded"}
 _THROTTLE_CODES = {
     "ProvisionedThroughputExceededException",
     "ThrottlingException",
@@ -394,6 +395,8 @@ class Store:
                         raise op.error or Conflict() from err
                 if any(r.get("Code") == "TransactionConflict" for r in reasons):
                     raise Conflict("A concurrent change touched the same records; retry.") from err
+                if not any(r.get("Code") in _TX_THROTTLE_REASONS for r in reasons):
+                    raise  # e.g. ValidationError: an item DynamoDB refuses is a bug to see (500), not a "busy" (503)
                 # Cancelled for throttling (botocore does not retry a cancellation): nothing was written, so the
                 # same transaction is tried again a few times, then the caller is told to retry (503, not 409).
                 if attempt + 1 == _TX_THROTTLE_ATTEMPTS:
