@@ -119,7 +119,7 @@ def prepare(client: httpx.Client, contacts: int, seed: int) -> Fixture:
     return Fixture(channel_id=channel_id, phones=phones, run_id=run_id)
 
 
-def mix_operations(fixture: Fixture, seed: int) -> list[Operation]:
+def mix_operations(fixture: Fixture, seed: int, weights: dict[str, int] | None = None) -> list[Operation]:
     rng = random.Random(seed)
     lock = threading.Lock()
 
@@ -147,7 +147,7 @@ def mix_operations(fixture: Fixture, seed: int) -> list[Operation]:
         return "list", client.get("/v1/contacts", params={"limit": 20}), 200
 
     table = {"contact_write": contact_write, "resolve": resolve, "send": send, "list": list_contacts}
-    return [table[name] for name, weight in MIX_WEIGHTS.items() for _ in range(weight)]
+    return [table[name] for name, weight in (weights or MIX_WEIGHTS).items() for _ in range(weight)]
 
 
 def floor_operation(path: str) -> Operation:
@@ -213,7 +213,15 @@ def run_phase(
     return result
 
 
-def run(url: str, api_key: str, requests: int, concurrency: int, time_cap: float, seed: int) -> dict[str, Any]:
+def run(
+    url: str,
+    api_key: str,
+    requests: int,
+    concurrency: int,
+    time_cap: float,
+    seed: int,
+    weights: dict[str, int] | None = None,
+) -> dict[str, Any]:
     """The whole run; `time_cap` bounds each phase (five phases), so the run ends within about 5 x `time_cap`."""
     with httpx.Client(base_url=url, headers={"X-Api-Key": api_key}, timeout=30.0) as client:
         fixture = prepare(client, contacts=max(5, min(50, requests // 20)), seed=seed)
@@ -223,7 +231,7 @@ def run(url: str, api_key: str, requests: int, concurrency: int, time_cap: float
     authed = [floor_operation("/v1/organization")]
     floor_a = run_phase("floor", operations=health, requests=half, seed=seed, **args)
     auth_a = run_phase("auth_floor", operations=authed, requests=half, seed=seed, **args)
-    mix = run_phase("mix", operations=mix_operations(fixture, seed), requests=requests, seed=seed, **args)
+    mix = run_phase("mix", operations=mix_operations(fixture, seed, weights), requests=requests, seed=seed, **args)
     auth_b = run_phase("auth_floor", operations=authed, requests=requests - half, seed=seed, **args)
     floor_b = run_phase("floor", operations=health, requests=requests - half, seed=seed, **args)
     floor, auth_floor = floor_a.merge(floor_b), auth_a.merge(auth_b)
@@ -234,6 +242,7 @@ def run(url: str, api_key: str, requests: int, concurrency: int, time_cap: float
         "concurrency": concurrency,
         "time_cap_s": time_cap,
         "seed": seed,
+        "mix_weights": weights or MIX_WEIGHTS,
         "phases": {name: phase.summary() for name, phase in phases.items()},
         "errors": sum(phase.errors for phase in phases.values()),
         "capped": any(phase.capped for phase in phases.values()),
@@ -251,7 +260,7 @@ def run(url: str, api_key: str, requests: int, concurrency: int, time_cap: float
 def render(report: dict[str, Any]) -> str:
     lines = [
         f"load: {report['requests_per_phase']} requests per phase, concurrency {report['concurrency']}, "
-        f"time cap {report['time_cap_s']} s per phase, seed {report['seed']}",
+        f"time cap {report['time_cap_s']} s per phase, seed {report['seed']}, mix {report['mix_weights']}",
         f"{'phase':<12}{'requests':>9}{'errors':>8}{'req/s':>9}{'p50 ms':>9}{'p99 ms':>9}  mix",
     ]
     for name, phase in report["phases"].items():
@@ -280,18 +289,32 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--concurrency", type=int, default=4)
     parser.add_argument("--time-cap", type=float, default=60.0, help="seconds per phase")
     parser.add_argument("--seed", type=int, default=20261122)
+    parser.add_argument(
+        "--mix",
+        type=_weights,
+        default=None,
+        help="operation weights, e.g. contact_write=3,resolve=3,send=2,list=2 (the default)",
+    )
     args = parser.parse_args(argv)
     if args.url:
         if not args.url.startswith(("http://127.0.0.1", "http://localhost")):
             parser.error("the load test runs against the loopback interface only")
         if not args.api_key:
             parser.error("--api-key is required with --url")
-        report = run(args.url, args.api_key, args.requests, args.concurrency, args.time_cap, args.seed)
+        report = run(args.url, args.api_key, args.requests, args.concurrency, args.time_cap, args.seed, args.mix)
     else:
         report = _run_with_local_stack(args)
     print(render(report))
     print(f"{REPORT_MARKER} {json.dumps(report)}")
     return 1 if report["errors"] else 0
+
+
+def _weights(text: str) -> dict[str, int]:
+    weights = {name.strip(): int(weight) for name, _, weight in (part.partition("=") for part in text.split(","))}
+    unknown = set(weights) - set(MIX_WEIGHTS)
+    if unknown or not any(weights.values()):
+        raise argparse.ArgumentTypeError(f"operations are {sorted(MIX_WEIGHTS)}; unknown: {sorted(unknown)}")
+    return {name: weight for name, weight in weights.items() if weight > 0}
 
 
 def _run_with_local_stack(args: argparse.Namespace) -> dict[str, Any]:
@@ -300,7 +323,7 @@ def _run_with_local_stack(args: argparse.Namespace) -> dict[str, Any]:
 
     stack = _start_local_stack(extra_env=LOAD_STACK_ENV)
     try:
-        return run(stack.url, stack.api_key, args.requests, args.concurrency, args.time_cap, args.seed)
+        return run(stack.url, stack.api_key, args.requests, args.concurrency, args.time_cap, args.seed, args.mix)
     finally:
         _stop_local_stack(stack)
 
