@@ -638,7 +638,6 @@ def test_https_goes_to_the_checked_address_and_tls_is_verified_against_the_host_
     import threading
     from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-    import httpx
     from cryptography import x509
     from cryptography.hazmat.primitives import hashes, serialization
     from cryptography.hazmat.primitives.asymmetric import ec
@@ -684,11 +683,9 @@ def test_https_goes_to_the_checked_address_and_tls_is_verified_against_the_host_
     thread.start()
     port = server.server_address[1]
 
-    class TrustingTheTestCa(httpx.Client):  # the sender's own client settings, plus trust in this test's CA
-        def __init__(self, **kwargs: Any) -> None:
-            super().__init__(verify=ssl.create_default_context(cafile=str(tmp_path / "cert.pem")), **kwargs)
-
-    monkeypatch.setattr(httpx, "Client", TrustingTheTestCa)
+    # The sender's own client settings, trusting this test's CA instead of the public ones.
+    monkeypatch.setattr(delivery, "tls_context", lambda: ssl.create_default_context(cafile=str(tmp_path / "cert.pem")))
+    delivery.reset_clients()
     try:
         good = ssrf.parse(f"https://hooks.example.test:{port}/in?x=1", allow_local=False)
         result = delivery.post(good, "127.0.0.1", {"content-type": "application/json"}, b'{"a":1}')
@@ -699,6 +696,7 @@ def test_https_goes_to_the_checked_address_and_tls_is_verified_against_the_host_
         assert refused.status_code is None and "certificate" in (refused.error or "").lower()
         assert len(seen) == 1
     finally:
+        delivery.reset_clients()
         server.shutdown()
         server.server_close()
         thread.join(5)

@@ -34,8 +34,8 @@ class Settings(BaseModel):
     mail_sender: str = Field(min_length=3)
     sandbox_status_delay: float = Field(default=1.0, ge=0)
     local_time_scale: float = Field(default=1.0, gt=0)
-    # Connect, write and read timeouts of a webhook delivery (CONVENTIONS: 15 s); only the local stack's fault test
-    # shortens them, together with its compressed clock.
+    # Connect, write and read timeouts of a webhook delivery (CONVENTIONS: 15 s); only the webhook fault test
+    # shortens them, together with its compressed clock (LOCAL_TIME_SCALE).
     webhook_timeout_seconds: float = Field(default=15.0, gt=0, le=15)
     rate_limit_per_minute: int = Field(default=1200, ge=1)
     git_commit: str = "unknown"

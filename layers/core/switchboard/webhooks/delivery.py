@@ -16,8 +16,12 @@ recorded; 2xx ends the delivery, 410 disables the endpoint, the last failure lea
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
+import ssl
+import threading
 import time
+from collections import OrderedDict
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -39,7 +43,6 @@ from switchboard.webhooks import schedule, service, signing, ssrf
 Item = dict[str, Any]
 logger = Logger(child=True)
 
-TIMEOUT_SECONDS = 15.0
 LEASE = timedelta(seconds=90)  # longer than the worst request (connect + write + read timeouts)
 EARLY_TOLERANCE = 1.0  # seconds: visibility timeouts are whole seconds
 RESPONSE_EXCERPT_BYTES = 1024
@@ -77,10 +80,58 @@ def system_auth(org: str) -> AuthContext:
 
 
 # HTTP -------------------------------------------------------------------------------------------------------------
+@functools.lru_cache(maxsize=1)
+def tls_context() -> ssl.SSLContext:
+    """The CA bundle, loaded once per container: building it costs more than a whole delivery to a fast receiver."""
+    import certifi  # httpx's own CA bundle, imported with httpx on the first delivery
+
+    return ssl.create_default_context(cafile=certifi.where())
+
+
+MAX_CLIENTS = 64
+_clients: OrderedDict[tuple[str, str, int, str, float], Any] = OrderedDict()
+_clients_lock = threading.Lock()
+
+
+def client_for(target: ssrf.Target, address: str, timeout: float) -> Any:
+    """A keep-alive httpx client per (scheme, checked address, port, TLS host name, timeout), kept for the
+    container's life (the 64 most recently used): the next attempt or delivery to the same receiver reuses its
+    connection. A connection only ever serves the address it was opened to and the host name its certificate was
+    verified for, since both are in the key."""
+    import httpx
+
+    key = (target.scheme, address, target.effective_port, target.host if target.scheme == "https" else "", timeout)
+    with _clients_lock:
+        client = _clients.get(key)
+        if client is not None:
+            _clients.move_to_end(key)
+            return client
+        client = httpx.Client(
+            timeout=timeout,
+            verify=tls_context(),
+            follow_redirects=False,
+            trust_env=False,
+            limits=httpx.Limits(max_connections=20, max_keepalive_connections=BATCH_WORKERS, keepalive_expiry=30.0),
+        )
+        _clients[key] = client
+        if len(_clients) > MAX_CLIENTS:
+            _clients.popitem(last=False)  # not closed: a request may still be using it; its sockets close with it
+        return client
+
+
+def reset_clients() -> None:
+    """Forget the kept clients (tests that change the trusted CAs)."""
+    with _clients_lock:
+        _clients.clear()
+
+
 def post(target: ssrf.Target, address: str, headers: dict[str, str], body: bytes) -> HttpResult:
     """POST to the checked address (the URL's host only names the TLS server and the Host header); no redirects,
-    no proxies from the environment, 15 s timeouts, at most 1 KiB of the answer is read."""
+    no proxies from the environment, 15 s timeouts (`WEBHOOK_TIMEOUT_SECONDS`), at most 1 KiB of the answer is read,
+    on a kept-alive connection to the same address and host name when there is one."""
     import httpx  # imported on first delivery, not at cold start
+
+    timeout = get_settings().webhook_timeout_seconds
 
     extensions: dict[str, Any] = {}
     if target.scheme == "https" and not target.is_ip_literal:
@@ -91,25 +142,25 @@ def post(target: ssrf.Target, address: str, headers: dict[str, str], body: bytes
         return int((time.perf_counter() - started) * 1000)
 
     try:
-        with httpx.Client(timeout=TIMEOUT_SECONDS, follow_redirects=False, trust_env=False) as client:
-            request = client.build_request(
-                "POST",
-                target.url_for(address),
-                headers={**headers, "host": target.host_header},
-                content=body,
-                extensions=extensions,
-            )
-            response = client.send(request, stream=True)
-            try:
-                excerpt = bytearray()
-                for chunk in response.iter_bytes():
-                    excerpt += chunk
-                    if len(excerpt) >= RESPONSE_EXCERPT_BYTES:
-                        break
-            finally:
-                response.close()
+        client = client_for(target, address, timeout)
+        request = client.build_request(
+            "POST",
+            target.url_for(address),
+            headers={**headers, "host": target.host_header},
+            content=body,
+            extensions=extensions,
+        )
+        response = client.send(request, stream=True)
+        try:
+            excerpt = bytearray()
+            for chunk in response.iter_bytes():
+                excerpt += chunk
+                if len(excerpt) >= RESPONSE_EXCERPT_BYTES:
+                    break
+        finally:
+            response.close()
     except httpx.TimeoutException:
-        return HttpResult(None, elapsed(), error=f"timed out after {TIMEOUT_SECONDS:.0f} s")
+        return HttpResult(None, elapsed(), error=f"timed out after {timeout:g} s")
     except httpx.HTTPError as err:
         return HttpResult(None, elapsed(), error=f"{type(err).__name__}: {err}"[:ERROR_MAX])
     text = bytes(excerpt[:RESPONSE_EXCERPT_BYTES]).decode("utf-8", errors="replace")
@@ -393,13 +444,22 @@ def _one(record: dict[str, Any]) -> Outcome:
         return Outcome(False)
 
 
+BATCH_WORKERS = 10  # the queue's BatchSize: every record of a batch is attempted at once
+
+
+@functools.lru_cache(maxsize=1)
+def _workers() -> ThreadPoolExecutor:
+    """Kept for the container's life (its threads sleep between invocations), not started per batch."""
+    return ThreadPoolExecutor(max_workers=BATCH_WORKERS, thread_name_prefix="webhook-attempt")
+
+
 def handle_batch(records: list[dict[str, Any]]) -> dict[str, Any]:
     """Attempts of one batch run in parallel (each may take up to its timeouts); rescheduled and failed records are
     reported as batch item failures, the rescheduled ones with their new visibility."""
     if not records:
         return {"batchItemFailures": []}
-    with ThreadPoolExecutor(max_workers=min(10, len(records))) as pool:
-        outcomes = list(pool.map(_one, records))
+    # A lone record needs no thread.
+    outcomes = [_one(records[0])] if len(records) == 1 else list(_workers().map(_one, records))
     failures: list[dict[str, str]] = []
     for record, outcome in zip(records, outcomes, strict=True):
         if outcome.done:
