@@ -1,10 +1,12 @@
-"""Business and reliability metrics as CloudWatch Embedded Metric Format (EMF), through Powertools Metrics.
+"""Business and reliability metrics as CloudWatch Embedded Metric Format (EMF), in Powertools' format.
 
 Code counts during an invocation (`count("MessagesSent", organization=org)` — a dict update, no I/O); the
 invocation's entry point flushes once at its end (`flushed` decorator), so every invocation writes at most one EMF
 line per organization it touched plus one line of totals, on stdout, which Lambda ships to CloudWatch Logs and
-CloudWatch turns into metrics. Nothing is imported from Powertools Metrics until a flush has something to write,
-so cold start pays nothing for metrics.
+CloudWatch turns into metrics. The documents are the ones Powertools Metrics (`EphemeralMetrics.flush_metrics`)
+writes for the same namespace, dimensions and units (tests/unit/test_metrics_emf.py compares them), written
+directly: a Powertools Metrics object per organization per invocation cost more CPU than a whole bare request, while
+this writer serialises each (dimension set, metric names) directive once per container.
 
 Dimensions: `service` on every metric (the totals the dashboard and alarms use) and `service` + `organization` for
 per-tenant figures. The metric names are the contract of the dashboard and alarms in template.yaml:
@@ -20,8 +22,12 @@ per-tenant figures. The metric names are the contract of the dashboard and alarm
 
 from __future__ import annotations
 
+import json
+import math
 import os
+import sys
 import threading
+import time
 from collections.abc import Callable, Iterable
 from functools import wraps
 from typing import Any
@@ -66,24 +72,82 @@ def pending() -> dict[tuple[str, str | None], float]:
 def flush() -> None:
     """Write this invocation's counters as EMF (one line of totals, one per organization) and reset them."""
     with _lock:
+        if not _counts:
+            return
         counts = dict(_counts)
         _counts.clear()
-    if not counts or os.environ.get("POWERTOOLS_METRICS_DISABLED", "").lower() in ("1", "true"):
+    if _disabled():
         return  # the local stack disables them (its stdout is the developer's console)
-    from aws_lambda_powertools.metrics import EphemeralMetrics, MetricUnit
-
-    namespace = os.environ.get("POWERTOOLS_METRICS_NAMESPACE", "Switchboard")
-    service = os.environ.get("POWERTOOLS_SERVICE_NAME", "switchboard")
     by_org: dict[str | None, dict[str, float]] = {}
     for (name, org), value in counts.items():
         by_org.setdefault(org, {})[name] = value
-    for org, values in by_org.items():
-        metrics = EphemeralMetrics(namespace=namespace, service=service)
-        if org:
-            metrics.add_dimension(name="organization", value=org)
-        for name, value in values.items():
-            metrics.add_metric(name=name, unit=MetricUnit.Count, value=value)
-        metrics.flush_metrics()
+    timestamp = int(time.time() * 1000)
+    namespace, service = _static()
+    lines = [_document(namespace, service, org, values, timestamp) for org, values in by_org.items()]
+    sys.stdout.write("\n".join(lines) + "\n")
+
+
+def _disabled() -> bool:
+    """Powertools' rule (`is_metrics_disabled`): POWERTOOLS_METRICS_DISABLED true, or POWERTOOLS_DEV true with
+    POWERTOOLS_METRICS_DISABLED unset."""
+    flag = os.environ.get("POWERTOOLS_METRICS_DISABLED")
+    if flag is not None:
+        return flag.strip().lower() in _TRUE
+    return os.environ.get("POWERTOOLS_DEV", "").strip().lower() in _TRUE
+
+
+_TRUE = frozenset(("1", "y", "yes", "t", "true", "on"))
+
+
+def _static() -> tuple[str, str]:
+    return (
+        os.environ.get("POWERTOOLS_METRICS_NAMESPACE", "Switchboard"),
+        os.environ.get("POWERTOOLS_SERVICE_NAME", "switchboard"),
+    )
+
+
+# The serialised static parts of a document per (namespace, service, with organization?, metric names): the same
+# few combinations repeat on every invocation of a function, so each is serialised once per container.
+_parts: dict[tuple[str, str, bool, tuple[str, ...]], tuple[str, str, tuple[str, ...]]] = {}
+_quoted: dict[str, str] = {}
+
+
+def _document(namespace: str, service: str, org: str | None, values: dict[str, float], timestamp: int) -> str:
+    """One EMF document, byte for byte what Powertools' `EphemeralMetrics.flush_metrics` printed for the same
+    namespace, `service` (+ `organization`) dimensions and Count metrics:
+    `{"_aws":{"Timestamp":…,"CloudWatchMetrics":[{"Namespace":…,"Dimensions":[[…]],"Metrics":[{"Name":…,"Unit":
+    "Count"},…]}]},"organization":…,"service":…,"<metric>":[<value>],…}`."""
+    names = tuple(values)
+    key = (namespace, service, org is not None, names)
+    parts = _parts.get(key)
+    if parts is None:
+        dimensions = ["organization", "service"] if org is not None else ["service"]
+        metrics = [{"Name": name, "Unit": "Count"} for name in names]
+        directive = [{"Namespace": namespace, "Dimensions": [dimensions], "Metrics": metrics}]
+        if len(_parts) >= 256:  # bounded; the metric names come from code, organizations are not in the key
+            _parts.clear()
+        parts = _parts[key] = (
+            ',"CloudWatchMetrics":' + json.dumps(directive, separators=(",", ":")) + "},",
+            '"service":' + json.dumps(service) + ",",
+            tuple(json.dumps(name) + ":[" for name in names),
+        )
+    directive_json, service_json, name_prefixes = parts
+    if org is not None:
+        organization = _quoted.get(org)
+        if organization is None:
+            if len(_quoted) >= 1024:
+                _quoted.clear()
+            organization = _quoted[org] = '"organization":' + json.dumps(org) + ","
+        service_json = organization + service_json
+    metric_values = ",".join(
+        prefix + _number(values[name]) + "]" for prefix, name in zip(name_prefixes, names, strict=True)
+    )
+    return '{"_aws":{"Timestamp":' + str(timestamp) + directive_json + service_json + metric_values + "}"
+
+
+def _number(value: float) -> str:
+    number = float(value)  # Powertools stores every value as a float: 2 → 2.0
+    return repr(number) if math.isfinite(number) else json.dumps(number)
 
 
 def flushed[F: Callable[..., Any]](handler: F) -> F:
