@@ -104,3 +104,26 @@ def test_a_receiver_failing_twice_still_gets_it_and_the_attempts_show(endpoint_f
     (delivery,) = client.get(f"{BASE}/deliveries", params={"endpoint_id": endpoint["id"]}).json()["data"]
     assert delivery["status"] == "succeeded" and delivery["attempt_count"] == 3
     assert len(receiver.of(path)) == 3
+
+
+def test_deliveries_from_the_stack_verify_with_both_libraries_through_a_rotation(endpoint_for, receiver):
+    client, create = endpoint_for
+    path = f"/e2e-rotation-{uuid.uuid4().hex[:8]}"
+    endpoint = create(receiver.url(path))
+    old_secret = endpoint["secret"]
+    assert client.post(f"{BASE}/endpoints/{endpoint['id']}/test").status_code == 202
+    (before,) = receiver.wait_for(path, 1)
+    verify_both(old_secret, before)
+    assert len(before.headers["webhook-signature"].split(" ")) == 1
+
+    resp = client.post(f"{BASE}/endpoints/{endpoint['id']}/rotate-secret")
+    assert resp.status_code == 200, resp.text
+    new_secret = resp.json()["data"]["secret"]
+    assert new_secret != old_secret
+    assert client.post(f"{BASE}/endpoints/{endpoint['id']}/test").status_code == 202
+    after = receiver.wait_for(path, 2)[1]
+    assert len(after.headers["webhook-signature"].split(" ")) == 2  # new secret's and previous secret's
+    verify_both(new_secret, after)
+    verify_both(old_secret, after)  # a receiver that has not switched yet keeps verifying for 24 h
+    with pytest.raises(standardwebhooks.webhooks.WebhookVerificationError):
+        standardwebhooks.Webhook(new_secret).verify(before.body, before.headers)  # the old delivery: old secret only
