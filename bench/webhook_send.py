@@ -79,6 +79,8 @@ class SenderTable(FakeDynamoDB):
 
 
 def _items(url: str) -> list[dict[str, Any]]:
+    from switchboard import clock
+
     pk, now = f"ORG#{ORG}", "2026-11-01T00:00:00.000Z"
     return [
         {
@@ -92,6 +94,7 @@ def _items(url: str) -> list[dict[str, Any]]:
             "enabled": True,
             "secret": SECRET,
             "consecutive_failures": 0,
+            "last_success_at": clock.now_iso(),  # a healthy, busy endpoint (its success stamp is fresh)
             "created_at": now,
             "updated_at": now,
             "version": 1,
@@ -146,6 +149,7 @@ def run(runs: int, per_round: int = 20) -> dict[str, Any]:
         fake = SenderTable(_items(url))
         with bench_env(fake):
             from functions.webhook_sender.app import handler
+            from switchboard.webhooks.delivery import handle_batch
 
             event, ctx = sqs_event(), Ctx()
             body = json.dumps(BODY, separators=(",", ":")).encode()
@@ -153,6 +157,10 @@ def run(runs: int, per_round: int = 20) -> dict[str, Any]:
 
             def sender() -> None:
                 result = handler(event, ctx)
+                assert result == {"batchItemFailures": []}, result
+
+            def core() -> None:  # the same work without the Lambda wrappers (log context, metrics flush)
+                result = handle_batch(event["Records"])
                 assert result == {"batchItemFailures": []}, result
 
             def floor() -> None:
@@ -165,15 +173,19 @@ def run(runs: int, per_round: int = 20) -> dict[str, Any]:
             sender()
             calls = {name: count // BATCH for name, count in fake.calls.items()}
             try:
-                medians = interleaved({"sender": sender, "floor": floor}, rounds=runs, per_round=per_round)
+                medians = interleaved(
+                    {"sender": sender, "core": core, "floor": floor}, rounds=runs, per_round=per_round
+                )
             finally:
                 client.close()
     per_second = {name: BATCH * 1e6 / us for name, us in medians.items()}
     return {
         "calls": calls,
         "sender_per_s": per_second["sender"],
+        "core_per_s": per_second["core"],
         "floor_per_s": per_second["floor"],
         "ratio": per_second["sender"] / per_second["floor"],
+        "core_ratio": per_second["core"] / per_second["floor"],
     }
 
 
@@ -189,6 +201,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         f"  sender {r['sender_per_s']:.0f}/s vs floor (signed POSTs, same client library) {r['floor_per_s']:.0f}/s"
         f"  -> {r['ratio']:.2f} (target >= {TARGET})"
     )
+    print(f"  without the Lambda wrappers (log context, metrics flush): {r['core_per_s']:.0f}/s", end="")
+    print(f" -> {r['core_ratio']:.2f}")
     return 1 if args.check and r["ratio"] < TARGET else 0
 
 

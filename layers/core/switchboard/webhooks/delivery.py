@@ -48,6 +48,9 @@ EARLY_TOLERANCE = 1.0  # seconds: visibility timeouts are whole seconds
 RESPONSE_EXCERPT_BYTES = 1024
 ERROR_MAX = 500
 DISABLE_AFTER = timedelta(days=5)
+# A healthy endpoint's `last_success_at` is refreshed at most this often: a busy endpoint is not written on every
+# delivery (one item, many concurrent senders).
+SUCCESS_STAMP_EVERY = timedelta(seconds=60)
 ACTIVE = ("pending", "retrying")
 
 
@@ -280,11 +283,21 @@ def disable_endpoint(store: Store, org: str, endpoint: Item, reason: str, detail
     return True
 
 
+def _healthy_and_stamped(endpoint: Item, now: datetime) -> bool:
+    """No failure streak to reset and `last_success_at` younger than `SUCCESS_STAMP_EVERY` (as read just before)."""
+    if endpoint.get("consecutive_failures") or endpoint.get("failing_since"):
+        return False
+    stamp = endpoint.get("last_success_at")
+    return isinstance(stamp, str) and clock.parse_iso(stamp) > now - SUCCESS_STAMP_EVERY
+
+
 def _endpoint_after(store: Store, org: str, endpoint: Item, result: HttpResult, now: datetime) -> bool:
     """Update the endpoint's failure streak; returns True when the endpoint is (now) disabled."""
     key, iso = repo.endpoint_key(org, endpoint["id"]), clock.iso(now)
     try:
         if result.ok:
+            if _healthy_and_stamped(endpoint, now):
+                return False  # nothing to reset, and its success stamp is fresh: no write on the hot item
             store.update(
                 key,
                 "SET last_success_at = :now, consecutive_failures = :zero REMOVE failing_since",
