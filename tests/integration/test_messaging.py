@@ -196,6 +196,9 @@ def test_conversation_actions_and_filters(api: Api, channel: dict):
         assert api.post(f"/v1/conversations/{conv_id}/{action}").json()["data"][field] == value
     assert api.get("/v1/conversations", params={"status": "closed"}).json()["data"][0]["id"] == conv_id
     assert api.get("/v1/conversations", params={"status": "open"}).json()["data"] == []
+    # Found by the contract fuzzer: an `until` that is no date was a 500.
+    bad = api.post(f"/v1/conversations/{conv_id}/mute", json={"until": "0000-00-00T"})
+    assert api.assert_error(bad, 400, "validation_failed")["details"][0]["field"] == "body.until"
     muted = api.post(f"/v1/conversations/{conv_id}/mute", json={"until": "2999-01-01T00:00:00Z"}).json()["data"]
     assert muted["muted"] is True
     owner_id = api.get("/v1/members").json()["data"][0]["user_id"]

@@ -98,6 +98,15 @@ def test_malformed_json_is_invalid_json():
     assert_error(call("POST", "/v1/things", raw_body="{not json"), 400, "invalid_json")
 
 
+def test_body_that_is_not_json_by_content_type_is_415():
+    # Found by the contract fuzzer: `Content-Type: text/plain` on a route with a JSON body was a 500.
+    event = api_event(
+        "POST", "/v1/things", raw_body='{"name": "a", "count": 1}', headers={"Content-Type": "text/plain"}
+    )
+    event["requestContext"]["authorizer"] = owner_auth()
+    assert_error(handler(event, FakeContext()), 415, "unsupported_media_type")
+
+
 def test_body_that_is_not_utf8_is_invalid_json():
     # Found by the contract fuzzer: a base64 body that does not decode to UTF-8 used to answer 500.
     event = api_event(

@@ -59,3 +59,11 @@ def test_colliding_names_are_qualified_by_group_and_identical_copies_stay_one():
     assert names[1] == {"IdentityContact", "IdentityData_Contact_"}
     wrapper = groups[1][1]["components"]["schemas"]["IdentityData_Contact_"]
     assert wrapper["properties"]["data"]["$ref"] == "#/components/schemas/IdentityContact"
+
+
+def test_a_route_with_a_body_documents_415():
+    doc = build_openapi(FUNCTIONS)
+    with_body = [op for _, _, op in _ops(doc) if "requestBody" in op]
+    assert with_body
+    assert all("415" in op["responses"] for op in with_body)
+    assert "415" not in doc["paths"]["/v1/health"]["get"]["responses"]

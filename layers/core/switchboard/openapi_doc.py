@@ -79,6 +79,8 @@ def _resolver_schema(resolver: Any) -> dict[str, Any]:
                 responses.pop("500")
             for code, response in _error_responses(is_public, path).items():
                 responses.setdefault(code, response)
+            if "requestBody" in op:
+                responses.setdefault("415", {**_error_responses(True)["400"], "description": "Not a JSON body"})
             if is_public:
                 op["security"] = []
     schemas = schema.setdefault("components", {}).setdefault("schemas", {})

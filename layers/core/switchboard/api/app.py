@@ -9,7 +9,10 @@ from typing import TYPE_CHECKING, Any
 from aws_lambda_powertools import Logger
 from aws_lambda_powertools.event_handler import APIGatewayRestResolver, Response
 from aws_lambda_powertools.event_handler.exceptions import NotFoundError, ServiceError
-from aws_lambda_powertools.event_handler.openapi.exceptions import RequestValidationError
+from aws_lambda_powertools.event_handler.openapi.exceptions import (
+    RequestUnsupportedContentType,
+    RequestValidationError,
+)
 
 from switchboard import metrics, ratelimit
 from switchboard.api.auth import route_access
@@ -152,6 +155,12 @@ def create_resolver() -> Resolver:
         details = _validation_details(errors)
         message = "; ".join(f"{d['field']}: {d['message']}" for d in details[:3]) or "The request is not valid."
         return error_response(app, 400, "validation_failed", message, details)
+
+    @app.exception_handler(RequestUnsupportedContentType)
+    def _unsupported_media_type(err: RequestUnsupportedContentType) -> Response:
+        return error_response(
+            app, 415, "unsupported_media_type", "The request body must be JSON (Content-Type: application/json)."
+        )
 
     @app.exception_handler(UnicodeDecodeError)
     def _undecodable(err: UnicodeDecodeError) -> Response:

@@ -247,7 +247,7 @@ def act(store: Store, auth: AuthContext, conv_id: str, action: str) -> models.Co
 
 
 def mute(store: Store, auth: AuthContext, conv_id: str, body: models.MuteRequest) -> models.Conversation:
-    if body.until and clock.parse_iso(body.until) <= clock.now():
+    if body.until and clock.parse_iso_input(body.until, "body.until") <= clock.now():
         raise ValidationFailed.field("body.until", "must be in the future")
     return _change(store, auth, conv_id, {"muted": True, "muted_until": body.until})
 
