@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import base64
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.event_handler.openapi.params import Body, Query
@@ -12,11 +12,17 @@ from switchboard.api.app import PUBLIC, create_resolver, make_handler
 from switchboard.api.auth import public, requires
 from switchboard.api.context import current_auth
 from switchboard.api.envelope import Data, ListData, Meta
-from switchboard.catalog import models as catalog_models
+from switchboard.api.lazy import lazy_module
 from switchboard.errors import ValidationFailed
-from switchboard.groups import models as group_models
 from switchboard.messaging import callbacks, channels, conversations, media, messages, models
 from switchboard.store import get_store
+
+if TYPE_CHECKING:
+    from switchboard.catalog import models as catalog_models
+    from switchboard.groups import models as group_models
+else:  # models of the groups and catalog routes below: created on those routes' first use, not at init
+    catalog_models = lazy_module("switchboard.catalog.models")
+    group_models = lazy_module("switchboard.groups.models")
 
 app = create_resolver()
 CH = ["channels"]

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from aws_lambda_powertools import Logger
 from aws_lambda_powertools.event_handler import APIGatewayRestResolver, Response
+from aws_lambda_powertools.event_handler.api_gateway import _DYNAMIC_ROUTE_PATTERN, _NAMED_GROUP_BOUNDARY_PATTERN
 from aws_lambda_powertools.event_handler.exceptions import NotFoundError, ServiceError
 from aws_lambda_powertools.event_handler.openapi.exceptions import (
     RequestUnsupportedContentType,
@@ -109,9 +111,39 @@ def _allowed_methods(app: APIGatewayRestResolver, path: str) -> list[str]:
     return sorted(methods)
 
 
+# Powertools' own route-parameter expression and its replacement (a named group per `<name>`)
+_ROUTE_PARAMETER = re.compile(_DYNAMIC_ROUTE_PATTERN)
+
+
+class RoutePattern:
+    """A route's regular expression, compiled on its first match instead of at registration: Powertools compiles
+    every route's at import (~5 ms of a 70-route function's cold start), while a request tries only the routes
+    before the one it matches. Same expression, same matching; `groups` (read at registration to sort static from
+    dynamic routes) is the number of path parameters."""
+
+    __slots__ = ("_compiled", "groups", "pattern")
+
+    def __init__(self, pattern: str, groups: int) -> None:
+        self.pattern = pattern
+        self.groups = groups
+        self._compiled: re.Pattern[str] | None = None
+
+    def match(self, path: str) -> re.Match[str] | None:
+        compiled = self._compiled
+        if compiled is None:
+            compiled = self._compiled = re.compile(self.pattern)
+        return compiled.match(path)
+
+
 class Resolver(APIGatewayRestResolver):
     """Checks the route's declared access before anything else (request validation included), so a caller who may
     not use a route learns nothing about it beyond 401/403."""
+
+    @staticmethod
+    def _compile_regex(rule: str, base_regex: str = "^{}/*$") -> Any:
+        """`APIGatewayRestResolver._compile_regex` (no trailing slash needed), compiled lazily."""
+        expression = base_regex.format(_ROUTE_PARAMETER.sub(_NAMED_GROUP_BOUNDARY_PATTERN, rule))
+        return RoutePattern(expression, groups=len(_ROUTE_PARAMETER.findall(rule)))
 
     def _call_route(self, route: Any, route_arguments: dict[str, str]) -> Any:
         access = route_access(route)
