@@ -70,3 +70,21 @@ def test_amounts_are_always_consistent(plan, currency, counts, contacts, tax):
     assert amounts["subtotal_amount"] >= 0  # the included-messages credit never exceeds the usage it offsets
     assert amounts["tax_amount"] == catalogue.round_money(amounts["subtotal_amount"] * tax / 100, currency)
     assert amounts["total_amount"] == amounts["subtotal_amount"] + amounts["tax_amount"]
+
+
+def test_the_credit_never_offsets_more_than_sub_cent_usage_lines():
+    """Growth in GBP costs 0.0040 a message: two channels of one message each round to 0.00 apiece, while the credit
+    for both, rounded over their sum (0.008), would be -0.01. It is capped at the usage it offsets (a case found by
+    the property test above)."""
+    lines = invoices.build_lines(catalogue.PLANS["growth"], "GBP", "2026-10", _channels(1, 1), contacts=0)
+    assert [(line["line_type"], line["quantity"], line["unit_amount"], line["line_total"]) for line in lines] == [
+        ("subscription", "1", "239.00", "239.00"),
+        ("usage", "1", "0.0040", "0.00"),
+        ("usage", "1", "0.0040", "0.00"),
+        ("credit", "1", "0.00", "0.00"),
+    ]
+    assert lines[-1]["description"] == "Included messages (2 of 100000 per period)"
+    assert invoices.totals(lines, Decimal(0), "GBP")["subtotal_amount"] == "239.00"
+    # Where the rounded credit fits inside the usage, it stays quantity x unit price.
+    plain = invoices.build_lines(catalogue.PLANS["growth"], "GBP", "2026-10", _channels(3), contacts=0)
+    assert (plain[-1]["quantity"], plain[-1]["unit_amount"], plain[-1]["line_total"]) == ("3", "-0.0040", "-0.01")

@@ -137,7 +137,14 @@ def build_lines(
     if sent and plan.included_messages:
         included = min(sent, plan.included_messages)
         description = f"Included messages ({plan.included_messages} per period)"
-        lines.append(_line(len(lines) + 1, description, "credit", included, -price.per_message, currency))
+        credit = _line(len(lines) + 1, description, "credit", included, -price.per_message, currency)
+        # Each channel's line is rounded on its own, so a few sub-cent lines can add up to less than the credit
+        # rounded over their sum: the credit never offsets more than the usage it stands for (one line of that sum).
+        usage = sum((Decimal(line["line_total"]) for line in lines if line["line_type"] == "usage"), Decimal(0))
+        if -Decimal(credit["line_total"]) > usage:
+            description = f"Included messages ({included} of {plan.included_messages} per period)"
+            credit = _line(len(lines) + 1, description, "credit", 1, -usage, currency)
+        lines.append(credit)
     if contacts > plan.included_contacts:
         description = f"Contacts stored above the {plan.included_contacts} included"
         extra = contacts - plan.included_contacts
