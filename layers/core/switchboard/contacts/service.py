@@ -8,19 +8,25 @@ yield one contact — the loser re-reads and upserts.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from switchboard import clock
 from switchboard.api.auth import AuthContext
 from switchboard.api.pagination import decode_cursor, encode_cursor, query_fingerprint
 from switchboard.audit import audit_put
-from switchboard.contacts import models
 from switchboard.contacts import repository as repo
 from switchboard.contacts.identifiers import Identifier, normalize, normalize_phone
 from switchboard.errors import Conflict, NotFound
 from switchboard.events.outbox import outbox_put
 from switchboard.ids import new_id
 from switchboard.store import Delete, Put, Store, TxOp
+
+if TYPE_CHECKING:
+    from switchboard.contacts import models
+else:  # the model classes (~10 ms) load on first use: messaging imports this module for its rules at init
+    from switchboard.api.lazy import lazy_module
+
+    models = lazy_module("switchboard.contacts.models")
 
 Item = dict[str, Any]
 PROFILE_FIELDS = ("name", "first_name", "last_name", "company", "avatar_url", "lifecycle_stage")

@@ -7,13 +7,12 @@ import contextlib
 import json
 import time
 from datetime import timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from switchboard import aws, clock, ratelimit
 from switchboard.api.auth import AuthContext
 from switchboard.billing.usage import usage_op
 from switchboard.config import get_settings
-from switchboard.contacts import models as contact_models
 from switchboard.contacts import service as contacts
 from switchboard.contacts.identifiers import Identifier, normalize_phone
 from switchboard.errors import Conflict, DomainError, NotFound, ServiceUnavailable, ValidationFailed
@@ -23,6 +22,13 @@ from switchboard.messaging import channels, conversations, models, status
 from switchboard.providers import OutboundMessage, ProviderRejected, provider_for
 from switchboard.providers.base import InboundMessage, StatusCallback
 from switchboard.store import Put, Store, TxOp, keys
+
+if TYPE_CHECKING:
+    from switchboard.contacts import models as contact_models
+else:  # loaded by the first send to a number (contact upsert), not at the messaging function's init
+    from switchboard.api.lazy import lazy_module
+
+    contact_models = lazy_module("switchboard.contacts.models")
 
 Item = dict[str, Any]
 CHANNEL_KIND = "whatsapp"  # every platform here is a WhatsApp flavour: consent and suppressions use this kind
