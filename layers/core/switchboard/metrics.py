@@ -76,15 +76,36 @@ def flush() -> None:
             return
         counts = dict(_counts)
         _counts.clear()
-    if _disabled():
+    namespace, service, disabled = _config()
+    if disabled:
         return  # the local stack disables them (its stdout is the developer's console)
     by_org: dict[str | None, dict[str, float]] = {}
     for (name, org), value in counts.items():
         by_org.setdefault(org, {})[name] = value
     timestamp = int(time.time() * 1000)
-    namespace, service = _static()
     lines = [_document(namespace, service, org, values, timestamp) for org, values in by_org.items()]
     sys.stdout.write("\n".join(lines) + "\n")
+
+
+_config_cache: tuple[str, str, bool] | None = None
+
+
+def _config() -> tuple[str, str, bool]:
+    """Namespace, service and whether metrics are off, read from the environment once per container (the
+    environment of a Lambda function does not change; `reset_config` after changing it, as `reset_settings` does)."""
+    global _config_cache
+    if _config_cache is None:
+        _config_cache = (
+            os.environ.get("POWERTOOLS_METRICS_NAMESPACE", "Switchboard"),
+            os.environ.get("POWERTOOLS_SERVICE_NAME", "switchboard"),
+            _disabled(),
+        )
+    return _config_cache
+
+
+def reset_config() -> None:
+    global _config_cache
+    _config_cache = None
 
 
 def _disabled() -> bool:
@@ -97,13 +118,6 @@ def _disabled() -> bool:
 
 
 _TRUE = frozenset(("1", "y", "yes", "t", "true", "on"))
-
-
-def _static() -> tuple[str, str]:
-    return (
-        os.environ.get("POWERTOOLS_METRICS_NAMESPACE", "Switchboard"),
-        os.environ.get("POWERTOOLS_SERVICE_NAME", "switchboard"),
-    )
 
 
 # The serialised static parts of a document per (namespace, service, with organization?, metric names): the same
