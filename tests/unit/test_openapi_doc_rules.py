@@ -61,6 +61,13 @@ def test_colliding_names_are_qualified_by_group_and_identical_copies_stay_one():
     assert wrapper["properties"]["data"]["$ref"] == "#/components/schemas/IdentityContact"
 
 
+def test_authenticated_routes_document_the_provider_refusal():
+    # Found by the contract fuzzer: channel routes answered 422 provider_rejected, undocumented.
+    doc = build_openapi(FUNCTIONS)
+    assert "422" in doc["paths"]["/v1/channels/{channelID}/status"]["get"]["responses"]
+    assert "422" not in doc["paths"]["/v1/health"]["get"]["responses"]
+
+
 def test_a_route_with_a_body_documents_415():
     doc = build_openapi(FUNCTIONS)
     with_body = [op for _, _, op in _ops(doc) if "requestBody" in op]

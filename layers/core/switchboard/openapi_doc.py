@@ -27,6 +27,8 @@ def _error_responses(public: bool, path: str = "") -> dict[str, Any]:
     statuses = {"400": "Invalid request", "429": "Rate limited", "500": "Internal error", "503": "Unavailable"}
     if not public:
         statuses |= {"401": "Unauthenticated", "403": "Forbidden", "404": "Not found", "409": "Conflict"}
+        # `provider_rejected` (switchboard.providers.base.ProviderRejected): a channel's provider refused the call.
+        statuses["422"] = "Refused by the channel's provider"
     elif "{" in path:
         statuses["404"] = "Not found"  # a public route that names a resource (a provider callback's channel)
     return {code: {"description": text, **ref} for code, text in statuses.items()}
