@@ -105,6 +105,19 @@ def test_body_that_is_not_json_by_content_type_is_415():
     )
     event["requestContext"]["authorizer"] = owner_auth()
     assert_error(handler(event, FakeContext()), 415, "unsupported_media_type")
+    # ... and a multipart or form body (Powertools would parse the form, or fail on a missing boundary: a 500).
+    for content_type in ("multipart/form-data", "application/x-www-form-urlencoded"):
+        event = api_event("POST", "/v1/things", raw_body="name=a&count=1", headers={"Content-Type": content_type})
+        event["requestContext"]["authorizer"] = owner_auth()
+        assert_error(handler(event, FakeContext()), 415, "unsupported_media_type")
+    json_with_charset = api_event(
+        "POST",
+        "/v1/things",
+        body={"name": "a", "count": 1},
+        headers={"Content-Type": "application/json; charset=utf-8"},
+        authorizer=owner_auth(),
+    )
+    assert handler(json_with_charset, FakeContext())["statusCode"] == 201
 
 
 def test_body_that_is_not_utf8_is_invalid_json():

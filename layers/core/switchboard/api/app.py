@@ -155,6 +155,22 @@ class RoutePattern:
         return compiled.match(path)
 
 
+NOT_JSON = "The request body must be JSON (Content-Type: application/json)."
+
+
+def _non_json_body(app: Any) -> bool:
+    """A body sent as something other than JSON, checked on routes that declare a JSON body (Powertools would parse a
+    form, or fail on a multipart header without boundary); routes reading the raw body (provider callbacks) are not
+    concerned. No Content-Type at all is read as JSON."""
+    event = app.current_event
+    if not event.body:
+        return False
+    headers = event.headers or {}
+    content_type = headers.get("content-type") or headers.get("Content-Type") or ""
+    media_type = content_type.split(";", 1)[0].strip().lower()
+    return bool(media_type) and media_type != "application/json" and not media_type.endswith("+json")
+
+
 class Resolver(APIGatewayRestResolver):
     """Checks the route's declared access before anything else (request validation included), so a caller who may
     not use a route learns nothing about it beyond 401/403."""
@@ -173,6 +189,9 @@ class Resolver(APIGatewayRestResolver):
             except DomainError as err:
                 response = error_response(self, err.status, err.code, err.message, err.details, err.headers)
                 return self._response_builder_class(response=response, serializer=self._serializer, route=route)
+        if _non_json_body(self) and route.dependant.body_params:
+            response = error_response(self, 415, "unsupported_media_type", NOT_JSON)
+            return self._response_builder_class(response=response, serializer=self._serializer, route=route)
         return super()._call_route(route, route_arguments)
 
 
@@ -210,9 +229,7 @@ def create_resolver() -> Resolver:
 
     @app.exception_handler(RequestUnsupportedContentType)
     def _unsupported_media_type(err: RequestUnsupportedContentType) -> Response:
-        return error_response(
-            app, 415, "unsupported_media_type", "The request body must be JSON (Content-Type: application/json)."
-        )
+        return error_response(app, 415, "unsupported_media_type", NOT_JSON)
 
     @app.exception_handler(UnicodeDecodeError)
     def _undecodable(err: UnicodeDecodeError) -> Response:
