@@ -23,7 +23,6 @@ per-tenant figures. The metric names are the contract of the dashboard and alarm
 from __future__ import annotations
 
 import json
-import math
 import os
 import sys
 import threading
@@ -131,20 +130,10 @@ def _document(namespace: str, service: str, org: str | None, values: dict[str, f
     namespace, `service` (+ `organization`) dimensions and Count metrics:
     `{"_aws":{"Timestamp":…,"CloudWatchMetrics":[{"Namespace":…,"Dimensions":[[…]],"Metrics":[{"Name":…,"Unit":
     "Count"},…]}]},"organization":…,"service":…,"<metric>":[<value>],…}`."""
-    names = tuple(values)
-    key = (namespace, service, org is not None, names)
+    key = (namespace, service, org is not None, tuple(values))
     parts = _parts.get(key)
     if parts is None:
-        dimensions = ["organization", "service"] if org is not None else ["service"]
-        metrics = [{"Name": name, "Unit": "Count"} for name in names]
-        directive = [{"Namespace": namespace, "Dimensions": [dimensions], "Metrics": metrics}]
-        if len(_parts) >= 256:  # bounded; the metric names come from code, organizations are not in the key
-            _parts.clear()
-        parts = _parts[key] = (
-            ',"CloudWatchMetrics":' + json.dumps(directive, separators=(",", ":")) + "},",
-            '"service":' + json.dumps(service) + ",",
-            tuple(json.dumps(name) + ":[" for name in names),
-        )
+        parts = _static_parts(key)
     directive_json, service_json, name_prefixes = parts
     if org is not None:
         organization = _quoted.get(org)
@@ -153,15 +142,31 @@ def _document(namespace: str, service: str, org: str | None, values: dict[str, f
                 _quoted.clear()
             organization = _quoted[org] = '"organization":' + json.dumps(org) + ","
         service_json = organization + service_json
-    metric_values = ",".join(
-        prefix + _number(values[name]) + "]" for prefix, name in zip(name_prefixes, names, strict=True)
-    )
+    metric_values = ",".join([p + _number(v) + "]" for p, v in zip(name_prefixes, values.values(), strict=True)])
     return '{"_aws":{"Timestamp":' + str(timestamp) + directive_json + service_json + metric_values + "}"
+
+
+def _static_parts(key: tuple[str, str, bool, tuple[str, ...]]) -> tuple[str, str, tuple[str, ...]]:
+    """The directive (namespace, dimension set, metric names and units), the `service` member and each metric's
+    `"<name>":[` prefix, serialised once per (namespace, service, with organization?, metric names)."""
+    namespace, service, with_org, names = key
+    dimensions = ["organization", "service"] if with_org else ["service"]
+    metrics = [{"Name": name, "Unit": "Count"} for name in names]
+    directive = [{"Namespace": namespace, "Dimensions": [dimensions], "Metrics": metrics}]
+    if len(_parts) >= 256:  # bounded; the metric names come from code, organizations are not in the key
+        _parts.clear()
+    parts = _parts[key] = (
+        ',"CloudWatchMetrics":' + json.dumps(directive, separators=(",", ":")) + "},",
+        '"service":' + json.dumps(service) + ",",
+        tuple(json.dumps(name) + ":[" for name in names),
+    )
+    return parts
 
 
 def _number(value: float) -> str:
     number = float(value)  # Powertools stores every value as a float: 2 → 2.0
-    return repr(number) if math.isfinite(number) else json.dumps(number)
+    text = repr(number)
+    return text if text[-1].isdigit() else json.dumps(number)  # inf / nan as json.dumps writes them
 
 
 def flushed[F: Callable[..., Any]](handler: F) -> F:
