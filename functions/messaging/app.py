@@ -14,15 +14,17 @@ from switchboard.api.context import current_auth
 from switchboard.api.envelope import Data, ListData, Meta
 from switchboard.api.lazy import lazy_module
 from switchboard.errors import ValidationFailed
-from switchboard.messaging import callbacks, channels, conversations, media, messages, models
+from switchboard.messaging import callbacks, channels, conversations, messages, models
 from switchboard.store import get_store
 
 if TYPE_CHECKING:
     from switchboard.catalog import models as catalog_models
     from switchboard.groups import models as group_models
-else:  # models of the groups and catalog routes below: created on those routes' first use, not at init
+    from switchboard.messaging import media
+else:  # models and rules of the groups, catalog and media routes below: loaded on those routes' first use
     catalog_models = lazy_module("switchboard.catalog.models")
     group_models = lazy_module("switchboard.groups.models")
+    media = lazy_module("switchboard.messaging.media")
 
 app = create_resolver()
 CH = ["channels"]
