@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+import types
+import typing
+from typing import Annotated, Any
 
-from pydantic import AfterValidator, ConfigDict, Field
+from pydantic import AfterValidator, ConfigDict, Field, ValidationInfo, field_validator
 from pydantic import BaseModel as _PydanticModel
+from pydantic_core import PydanticCustomError
 
 
 class BaseModel(_PydanticModel):
@@ -14,10 +17,25 @@ class BaseModel(_PydanticModel):
     model_config = ConfigDict(defer_build=True)
 
 
+def _numeric_only(annotation: Any) -> bool:
+    """A number field that takes no boolean: `int`, `float`, `int | None`… (not `bool`, not `int | bool`)."""
+    args = typing.get_args(annotation) if typing.get_origin(annotation) in (typing.Union, types.UnionType) else ()
+    members = {a for a in args if a is not type(None)} or {annotation}
+    return bool(members) and members <= {int, float}
+
+
 class Strict(BaseModel):
-    """Request bodies: unknown fields are refused, strings trimmed."""
+    """Request bodies: unknown fields are refused, strings trimmed, and a JSON `true`/`false` is not a number
+    (pydantic's lax mode would read it as 1/0)."""
 
     model_config = ConfigDict(extra="forbid", str_strip_whitespace=True, defer_build=True)
+
+    @field_validator("*", mode="before")
+    @classmethod
+    def _no_boolean_numbers(cls, value: Any, info: ValidationInfo) -> Any:
+        if isinstance(value, bool) and info.field_name and _numeric_only(cls.model_fields[info.field_name].annotation):
+            raise PydanticCustomError("number_type", "Input should be a number, not a boolean")
+        return value
 
 
 def _valid_email(value: str) -> str:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import logging
 import re
+import types
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -171,6 +172,27 @@ def _non_json_body(app: Any) -> bool:
     return bool(media_type) and media_type != "application/json" and not media_type.endswith("+json")
 
 
+def _array_for_an_object(app: Any, route: Any) -> bool:
+    """A top-level JSON array sent to a route whose body is an object: Powertools would validate the array's first
+    element in its place (so `[{...}]` passed as `{...}` and `[null]` as no body at all)."""
+    body = app.current_event.body
+    if not body or body.lstrip()[:1] != "[":
+        return False
+    return not any(_sequence_annotation(p.field_info.annotation) for p in route.dependant.body_params)
+
+
+def _sequence_annotation(annotation: Any) -> bool:
+    import typing
+    from collections.abc import Sequence
+
+    origin = typing.get_origin(annotation)
+    if origin is typing.Annotated:
+        return _sequence_annotation(typing.get_args(annotation)[0])
+    if origin in (typing.Union, types.UnionType):
+        return any(_sequence_annotation(a) for a in typing.get_args(annotation))
+    return isinstance(origin, type) and issubclass(origin, Sequence) and origin is not str
+
+
 class Resolver(APIGatewayRestResolver):
     """Checks the route's declared access before anything else (request validation included), so a caller who may
     not use a route learns nothing about it beyond 401/403."""
@@ -189,9 +211,14 @@ class Resolver(APIGatewayRestResolver):
             except DomainError as err:
                 response = error_response(self, err.status, err.code, err.message, err.details, err.headers)
                 return self._response_builder_class(response=response, serializer=self._serializer, route=route)
-        if _non_json_body(self) and route.dependant.body_params:
-            response = error_response(self, 415, "unsupported_media_type", NOT_JSON)
-            return self._response_builder_class(response=response, serializer=self._serializer, route=route)
+        if route.dependant.body_params:
+            if _non_json_body(self):
+                response = error_response(self, 415, "unsupported_media_type", NOT_JSON)
+                return self._response_builder_class(response=response, serializer=self._serializer, route=route)
+            if _array_for_an_object(self, route):
+                details = [{"field": "body", "message": "Input should be a JSON object, not an array"}]
+                response = error_response(self, 400, "validation_failed", "body: must be a JSON object", details)
+                return self._response_builder_class(response=response, serializer=self._serializer, route=route)
         return super()._call_route(route, route_arguments)
 
 

@@ -19,7 +19,7 @@ Money = Annotated[Decimal, PlainSerializer(_number, return_type=float, when_used
 InvoiceStatus = Literal["draft", "open", "paid", "void", "uncollectible"]
 CurrencyCode = Literal["USD", "EUR", "GBP", "JPY"]
 PlanId = Literal["free", "starter", "growth"]
-PERIOD = r"^\d{4}-(0[1-9]|1[0-2])$"
+PERIOD = r"^(19[7-9]\d|2\d{3})-(0[1-9]|1[0-2])$"  # 1970-01 to 2999-12: a billing period, not any year
 
 
 # Billing profile -----------------------------------------------------------------------------------------------------

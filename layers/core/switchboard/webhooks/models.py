@@ -2,35 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import Any, Literal
 
-from pydantic import AfterValidator, ConfigDict, Field, field_validator
-from pydantic import BaseModel as _PydanticModel
+from pydantic import Field, field_validator
 
 from switchboard import clock
+from switchboard.models import BaseModel, EmailStr, Strict
 from switchboard.webhooks.catalogue import EVENT_TYPES
-
-
-class BaseModel(_PydanticModel):
-    """Schemas are built on first use, not at import (cold start)."""
-
-    model_config = ConfigDict(defer_build=True)
-
-
-class Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", str_strip_whitespace=True, defer_build=True)
-
-
-def _valid_email(value: str) -> str:
-    from email_validator import EmailNotValidError, validate_email  # imported on first use
-
-    try:
-        return str(validate_email(value, check_deliverability=False).normalized)
-    except EmailNotValidError as err:
-        raise ValueError(f"not a valid e-mail address: {err}") from None
-
-
-EmailStr = Annotated[str, Field(max_length=320), AfterValidator(_valid_email)]
 
 DeliveryStatus = Literal["pending", "retrying", "succeeded", "exhausted", "canceled"]
 MAX_FILTER_TYPES = len(EVENT_TYPES)

@@ -1,0 +1,56 @@
+"""Request bodies on every group: a JSON array where an object is declared, and booleans where numbers are declared,
+are refused in the envelope (fuzzer findings: Powertools validated an array's first element in the body's place, and
+pydantic's lax mode read `false` as 0)."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.integration.support import Api
+
+WEBHOOKS = "/v1/settings/developer/webhooks"
+
+
+@pytest.mark.parametrize(
+    ("path", "body"),
+    [
+        (f"{WEBHOOKS}/portal-access", [None, None]),  # was a 201: the optional body read as absent
+        (f"{WEBHOOKS}/portal-access", [{"expires_in": 600}]),
+        ("/v1/contacts", [{"name": "Ada"}]),  # was a 201 for the first element
+        ("/v1/contact-tags", []),
+        ("/v1/organizations", [{"name": "x"}]),
+    ],
+)
+def test_an_array_is_not_an_object_body(api: Api, path: str, body: list):
+    error = api.assert_error(api.post(path, json=body), 400, "validation_failed")
+    assert error["details"] == [{"field": "body", "message": "Input should be a JSON object, not an array"}]
+
+
+def test_an_array_body_still_reaches_routes_that_take_one_and_objects_pass(api: Api):
+    created = api.post("/v1/contacts", json={"name": "Ada"})
+    assert created.status_code == 201, created.text
+    events = api.post("/v1/cdp/events", json={"events": []})
+    assert events.status_code != 500, events.text
+
+
+@pytest.mark.parametrize(
+    ("path", "body", "field"),
+    [
+        ("/v1/cdp/lifecycle-stages", {"key": "lead", "name": "Lead", "position": False}, "body.position"),
+        (f"{WEBHOOKS}/portal-access", {"expires_in": True}, "body.expires_in"),
+        (
+            "/v1/cdp/templates",
+            {"name": "t", "lifecycle_stages": [{"key": "lead", "name": "Lead", "position": False}]},
+            "body.lifecycle_stages.0.position",
+        ),
+    ],
+)
+def test_a_boolean_is_not_a_number(api: Api, path: str, body: dict, field: str):
+    error = api.assert_error(api.post(path, json=body), 400, "validation_failed")
+    assert {"field": field, "message": "Input should be a number, not a boolean"} in error["details"], error
+
+
+def test_numbers_and_booleans_where_declared_still_pass(api: Api):
+    stage = api.post("/v1/cdp/lifecycle-stages", json={"key": "lead", "name": "Lead", "position": 3})
+    assert stage.status_code == 201, stage.text
+    assert stage.json()["data"]["position"] == 3
