@@ -54,3 +54,29 @@ def test_numbers_and_booleans_where_declared_still_pass(api: Api):
     stage = api.post("/v1/cdp/lifecycle-stages", json={"key": "lead", "name": "Lead", "position": 3})
     assert stage.status_code == 201, stage.text
     assert stage.json()["data"]["position"] == 3
+
+
+@pytest.mark.parametrize(
+    ("path", "body", "field"),
+    [
+        (
+            "/v1/cdp/events",
+            {
+                "events": [
+                    {"name": "signed_up", "contact": {"type": "email", "value": "a@example.com"}, "properties": {"": 1}}
+                ]
+            },
+            "body.events.0.properties",
+        ),
+        (
+            "/v1/auth/fingerprint-events",
+            {"telemetry_id": "t1", "event_type": "open", "properties": {"x": 1e200}},
+            "body.properties",
+        ),
+        ("/v1/settings/integrations", {"type": "slack", "name": "s", "config": {"": "x"}}, "body.config"),
+    ],
+)
+def test_free_form_documents_must_be_storable(api: Api, path: str, body: dict, field: str):
+    """An empty key or a number DynamoDB cannot hold was a 500 or an unreadable item later; now a 400 naming it."""
+    error = api.assert_error(api.post(path, json=body), 400, "validation_failed")
+    assert any(d["field"].startswith(field) for d in error["details"]), error

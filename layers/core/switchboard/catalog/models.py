@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import Field
 
-from switchboard.models import BaseModel, Strict
+from switchboard.models import BaseModel, Storable, Strict
 
 ID = Field(min_length=1, max_length=64)
 COLOR = r"^#[0-9a-fA-F]{6}$"
@@ -123,7 +123,7 @@ class TemplateComponent(Strict):
     format: Literal["TEXT", "IMAGE", "VIDEO", "DOCUMENT", "LOCATION"] | None = None
     text: str | None = Field(default=None, min_length=1, max_length=1024, description="`{{1}}`, `{{2}}`… parameters")
     buttons: list[TemplateButton] | None = Field(default=None, min_length=1, max_length=10)
-    example: dict[str, Any] | None = None
+    example: Annotated[dict[str, Any], Storable] | None = None
 
 
 class TemplateCreate(Strict):

@@ -2,18 +2,18 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import Field, ValidationInfo, field_validator, model_validator
 from pydantic_core import PydanticCustomError
 
-from switchboard.models import BaseModel, Strict
+from switchboard.models import BaseModel, Storable, Strict
 
 FieldType = Literal["text", "number", "boolean", "date", "single_select", "multi_select", "email", "phone", "url"]
 SELECT_TYPES = ("single_select", "multi_select")
 Key = Field(min_length=1, max_length=64, pattern=r"^[a-z][a-z0-9_]{0,63}$", description="stable slug")
 Iso = Field(default=None, pattern=r"^\d{4}-\d{2}-\d{2}T")
-Properties = dict[str, Any]
+Properties = Annotated[dict[str, Any], Storable]  # free-form, checked storable (switchboard.models)
 
 
 # Field definitions (custom fields of contacts and fields of object types) -------------------------------------------

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import ipaddress
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import ConfigDict, Field, field_validator
 
-from switchboard.models import BaseModel, EmailStr, Strict
+from switchboard.models import BaseModel, EmailStr, Storable, Strict
 
 RoleName = Literal["owner", "admin", "member", "viewer"]
 Otp = Field(min_length=6, max_length=6, pattern=r"^[0-9]{6}$", description="6-digit one-time code")
@@ -121,7 +121,7 @@ class FingerprintEvent(Strict):
     telemetry_id: str = Field(min_length=1, max_length=200)
     event_type: str = Field(min_length=1, max_length=64)
     occurred_at: str | None = None
-    properties: dict[str, Any] = Field(default_factory=dict, max_length=50)
+    properties: Annotated[dict[str, Any], Storable] = Field(default_factory=dict, max_length=50)
 
 
 class Session(BaseModel):

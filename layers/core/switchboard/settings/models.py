@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
 from pydantic import Field
 
-from switchboard.models import BaseModel, Strict
+from switchboard.models import BaseModel, Storable, Strict
 
 TOPICS = ("invitations", "webhook_failures", "billing", "weekly_digest")
 
@@ -43,8 +43,10 @@ class IntegrationCreate(Strict):
     type: str = Field(min_length=1, max_length=32, description="a type of `GET /v1/settings/integrations/catalog`")
     name: str = Field(min_length=1, max_length=100)
     enabled: bool = True
-    config: dict[str, Any] = Field(default_factory=dict)
-    secrets: dict[str, Any] = Field(default_factory=dict, description="write-only: never returned in plain text")
+    config: Annotated[dict[str, Any], Storable] = Field(default_factory=dict)
+    secrets: Annotated[dict[str, Any], Storable] = Field(
+        default_factory=dict, description="write-only: never returned in plain text"
+    )
 
 
 class IntegrationUpdate(Strict):
@@ -52,8 +54,8 @@ class IntegrationUpdate(Strict):
 
     name: str | None = Field(default=None, min_length=1, max_length=100)
     enabled: bool | None = None
-    config: dict[str, Any] | None = None
-    secrets: dict[str, Any] | None = None
+    config: Annotated[dict[str, Any], Storable] | None = None
+    secrets: Annotated[dict[str, Any], Storable] | None = None
 
 
 # Notifications -------------------------------------------------------------------------------------------------------
