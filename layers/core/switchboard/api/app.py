@@ -20,7 +20,7 @@ from aws_lambda_powertools.event_handler.openapi.exceptions import (
 
 from switchboard import metrics, ratelimit
 from switchboard.api.auth import route_access
-from switchboard.api.context import current_auth_optional, request_id
+from switchboard.api.context import current_auth_optional, header, request_id
 from switchboard.api.envelope import error_body
 from switchboard.api.idempotency import idempotency_middleware
 from switchboard.config import get_settings
@@ -163,11 +163,9 @@ def _non_json_body(app: Any) -> bool:
     """A body sent as something other than JSON, checked on routes that declare a JSON body (Powertools would parse a
     form, or fail on a multipart header without boundary); routes reading the raw body (provider callbacks) are not
     concerned. No Content-Type at all is read as JSON."""
-    event = app.current_event
-    if not event.body:
+    if not app.current_event.body:
         return False
-    headers = event.headers or {}
-    content_type = headers.get("content-type") or headers.get("Content-Type") or ""
+    content_type = header(app, "content-type") or ""
     media_type = content_type.split(";", 1)[0].strip().lower()
     return bool(media_type) and media_type != "application/json" and not media_type.endswith("+json")
 
