@@ -67,27 +67,11 @@ def list_audit(
     low = "AUDIT#" + (ulid_bound(clock.parse_iso_input(since, "query.since"), high=False) if since else "")
     high = "AUDIT#" + (ulid_bound(clock.parse_iso_input(until, "query.until"), high=True) if until else "~")
     filters = {"action": action, "actor_id": actor_id, "target_type": target_type, "target_id": target_id}
-    active = {k: v for k, v in filters.items() if v}
-    expression = " AND ".join(f"#{k} = :{k}" for k in active) or None
-    items: list[dict[str, Any]] = []
-    last = start_key
-    # A filter may leave a page short: keep reading (bounded) until the page is full or the range ends.
-    for _ in range(10):
-        page = store.query(
-            keys.org_pk(org_id),
-            sk_between=(low, high),
-            forward=False,
-            limit=limit - len(items) if not expression else max(limit, 50),
-            start_key=last,
-            filter_expression=expression,
-            names={f"#{k}": k for k in active} or None,
-            values={f":{k}": v for k, v in active.items()} or None,
-        )
-        items.extend(page.items)
-        last = page.last_key
-        if last is None or len(items) >= limit:
-            break
-    if len(items) > limit:
-        items = items[:limit]
-        last = {"PK": items[-1]["PK"], "SK": items[-1]["SK"]}
-    return items, last
+    return store.filtered_page(  # type: ignore[no-any-return]
+        keys.org_pk(org_id),
+        sk_between=(low, high),
+        forward=False,
+        limit=limit,
+        start_key=start_key,
+        filters={k: v or None for k, v in filters.items()},
+    )

@@ -143,42 +143,6 @@ def ingest(store: Store, auth: AuthContext, batch: models.EventBatch) -> models.
 
 
 # Reads --------------------------------------------------------------------------------------------------------------
-def filtered_page(
-    store: Store,
-    pk: str,
-    *,
-    limit: int,
-    start: dict[str, Any] | None,
-    sk_prefix: str | None = None,
-    sk_between: tuple[str, str] | None = None,
-    filters: dict[str, Any] | None = None,
-    forward: bool = False,
-) -> tuple[list[Item], dict[str, Any] | None]:
-    """A page of `limit` items; equality filters may thin a read, so it keeps reading (≤ 10 reads)."""
-    active = {k: v for k, v in (filters or {}).items() if v is not None}
-    expression = " AND ".join(f"#{k} = :{k}" for k in active) or None
-    items: list[Item] = []
-    last = start
-    for _ in range(10):
-        page = store.query(
-            pk,
-            sk_prefix=sk_prefix,
-            sk_between=sk_between,
-            forward=forward,
-            limit=limit - len(items) if not expression else max(limit, 50),
-            start_key=last,
-            filter_expression=expression,
-            names={f"#{k}": k for k in active} or None,
-            values={f":{k}": v for k, v in active.items()} or None,
-        )
-        items.extend(page.items)
-        last = page.last_key
-        if last is None or len(items) >= limit:
-            break
-    if len(items) > limit:
-        items = items[:limit]
-        last = {"PK": items[-1]["PK"], "SK": items[-1]["SK"]}
-    return items, last
 
 
 def contact_activity(
@@ -187,12 +151,12 @@ def contact_activity(
     org = auth.org_id
     contacts.get_item(store, org, contact_id)
     fingerprint = query_fingerprint("cdp.contact_activity", {"contact": contact_id, "name": name})
-    items, last = filtered_page(
-        store,
+    items, last = store.filtered_page(
         keys.org_pk(org),
         sk_prefix=f"CONTACT#{contact_id}#ACT#",
+        forward=False,
         limit=limit,
-        start=decode_cursor(cursor, org, fingerprint),
+        start_key=decode_cursor(cursor, org, fingerprint),
         filters={"name": name},
     )
     return [models.Activity.model_validate(i) for i in items], encode_cursor(org, fingerprint, last)
@@ -212,17 +176,14 @@ def activity_log(
     org = auth.org_id
     params = {"name": name, "contact_id": contact_id, "since": since, "until": until}
     fingerprint = query_fingerprint("cdp.activity_log", params)
-    try:
-        low = "CDPACT#" + (ulid_bound(clock.parse_iso(since), high=False) if since else "")
-        high = "CDPACT#" + (ulid_bound(clock.parse_iso(until), high=True) if until else "~")
-    except ValueError:
-        raise ValidationFailed.field("query.since", "is not an ISO 8601 time") from None
-    items, last = filtered_page(
-        store,
+    low = "CDPACT#" + (ulid_bound(clock.parse_iso_input(since, "query.since"), high=False) if since else "")
+    high = "CDPACT#" + (ulid_bound(clock.parse_iso_input(until, "query.until"), high=True) if until else "~")
+    items, last = store.filtered_page(
         keys.org_pk(org),
         sk_between=(low, high),
+        forward=False,
         limit=limit,
-        start=decode_cursor(cursor, org, fingerprint),
+        start_key=decode_cursor(cursor, org, fingerprint),
         filters={"name": name, "contact_id": contact_id},
     )
     return [models.Activity.model_validate(i) for i in items], encode_cursor(org, fingerprint, last)

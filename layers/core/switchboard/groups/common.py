@@ -109,36 +109,15 @@ def filtered_page(
 ) -> tuple[list[Item], str | None]:
     """A cursor page of `prefix` items whose attributes equal `filters` (a value list means "one of"); filters are
     applied while reading, at most MAX_FILTERED_READS queries per page."""
-    names: dict[str, str] = {}
-    values: dict[str, Any] = {}
-    clauses: list[str] = []
-    for n, (attr, wanted) in enumerate((k, v) for k, v in filters.items() if v is not None):
-        names[f"#f{n}"] = attr
-        options = wanted if isinstance(wanted, list | tuple) else [wanted]
-        ors = []
-        for m, option in enumerate(options):
-            values[f":f{n}_{m}"] = option
-            ors.append(f"#f{n} = :f{n}_{m}")
-        clauses.append("(" + " OR ".join(ors) + ")")
-    items: list[Item] = []
-    start = decode_cursor(cursor, org, fingerprint)
-    last: dict[str, Any] | None = None
-    for _ in range(MAX_FILTERED_READS):
-        page = store.query(
-            keys.org_pk(org),
-            sk_prefix=prefix,
-            limit=limit - len(items),
-            start_key=start,
-            forward=forward,
-            filter_expression=" AND ".join(clauses) or None,
-            names=names or None,
-            values=values or None,
-        )
-        items.extend(page.items)
-        last = page.last_key
-        if not last or len(items) >= limit:
-            break
-        start = last
+    items, last = store.filtered_page(
+        keys.org_pk(org),
+        sk_prefix=prefix,
+        forward=forward,
+        limit=limit,
+        start_key=decode_cursor(cursor, org, fingerprint),
+        filters=filters,
+        max_reads=MAX_FILTERED_READS,
+    )
     return items, encode_cursor(org, fingerprint, last)
 
 

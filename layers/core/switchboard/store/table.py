@@ -124,6 +124,9 @@ def _values(values: dict[str, Any] | None) -> dict[str, Any] | None:
     return {k: _ser(v) for k, v in values.items()}
 
 
+MAX_FILTERED_READS = 10  # reads a filtered page may take before it answers short (with a cursor)
+
+
 @dataclass
 class TxOp:
     """One operation of a transaction; `error` is raised when its condition is what cancelled the transaction."""
@@ -299,6 +302,53 @@ class Store:
             _raise_for(err)
         last = resp.get("LastEvaluatedKey")
         return Page([deserialize(i) for i in resp.get("Items", [])], deserialize(last) if last else None)
+
+    def filtered_page(
+        self,
+        pk: str,
+        *,
+        limit: int,
+        start_key: dict[str, Any] | None,
+        filters: dict[str, Any] | None = None,
+        max_reads: int = MAX_FILTERED_READS,
+        **query: Any,
+    ) -> tuple[list[Item], dict[str, Any] | None]:
+        """A page of up to `limit` items whose attributes equal `filters` (`None` values are ignored; a list or tuple
+        means "one of"), and the key to continue from. A filter can thin a read, so it reads on — at most `max_reads`
+        queries — until the page is full or the range ends. `query` takes the key condition and order of `query`
+        (`sk_prefix`, `sk_between`, `index`, `forward`)."""
+        names: dict[str, str] = {}
+        values: dict[str, Any] = {}
+        clauses: list[str] = []
+        for n, (attr, wanted) in enumerate((k, v) for k, v in (filters or {}).items() if v is not None):
+            names[f"#f{n}"] = attr
+            options = wanted if isinstance(wanted, list | tuple) else [wanted]
+            for m, option in enumerate(options):
+                values[f":f{n}_{m}"] = option
+            clauses.append("(" + " OR ".join(f"#f{n} = :f{n}_{m}" for m in range(len(options))) + ")")
+        expression = " AND ".join(clauses) or None
+        items: list[Item] = []
+        last = start_key
+        for _ in range(max_reads):
+            page = self.query(
+                pk,
+                limit=max(limit, 50) if expression else limit - len(items),
+                start_key=last,
+                filter_expression=expression,
+                names=names or None,
+                values=values or None,
+                **query,
+            )
+            items.extend(page.items)
+            last = page.last_key
+            if last is None or len(items) >= limit:
+                break
+        if len(items) > limit:  # the last read went past the page: continue right after its last item
+            items = items[:limit]
+            index = query.get("index")
+            key_attrs = ("PK", "SK") if index is None else ("PK", "SK", f"{index}PK", f"{index}SK")
+            last = {k: items[-1][k] for k in key_attrs}
+        return items, last
 
     def query_all(self, pk: str, *, start_key: dict[str, Any] | None = None, **kwargs: Any) -> list[Item]:
         """Every item of a (small, bounded) collection: follows continuation."""

@@ -320,29 +320,15 @@ def list_deliveries(
     index, pk = (
         ("GSI2", repo.endpoint_deliveries_pk(org, endpoint_id)) if endpoint_id else ("GSI1", repo.deliveries_pk(org))
     )
-    active = {k: v for k, v in (("status", status), ("event_type", event_type)) if v}
-    expression = " AND ".join(f"#{k} = :{k}" for k in active) or None
-    items: list[Item] = []
-    last = start
-    for _ in range(10):
-        page = store.query(
-            pk,
-            index=index,
-            sk_between=(low, "~"),
-            forward=False,
-            limit=max(limit, 50) if expression else limit - len(items),
-            start_key=last,
-            filter_expression=expression,
-            names={f"#{k}": k for k in active} or None,
-            values={f":{k}": v for k, v in active.items()} or None,
-        )
-        items.extend(page.items)
-        last = page.last_key
-        if last is None or len(items) >= limit:
-            break
-    if len(items) > limit:
-        items = items[:limit]
-        last = repo.page_key(items[-1], index)
+    items, last = store.filtered_page(
+        pk,
+        index=index,
+        sk_between=(low, "~"),
+        forward=False,
+        limit=limit,
+        start_key=start,
+        filters={"status": status or None, "event_type": event_type or None},
+    )
     return [delivery_view(i) for i in items], encode_cursor(org, fingerprint, last)
 
 
