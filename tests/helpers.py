@@ -70,3 +70,20 @@ def owner_auth(org_id: str = "org_a", role: str = "owner", principal: str = "key
 
 def body_of(response: dict[str, Any]) -> Any:
     return json.loads(response["body"]) if response.get("body") else None
+
+
+def wait_until(fn: Any, *, timeout: float = 20.0, every: float = 0.1) -> Any:
+    """Polls `fn` until it returns something truthy (returned) or `timeout` seconds pass (the test fails, showing the
+    last value): for what the pipeline does asynchronously (queues, pollers, sandbox timers)."""
+    import time
+
+    import pytest
+
+    deadline = time.monotonic() + timeout
+    while True:
+        value = fn()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            pytest.fail(f"condition not met within {timeout} s; last value {value!r}")
+        time.sleep(every)

@@ -4,23 +4,17 @@ submit + sync, and send a template message that goes all the way to `read`."""
 
 from __future__ import annotations
 
-import time
 import uuid
 
 import pytest
+
+from tests.helpers import wait_until
 
 pytestmark = pytest.mark.e2e
 
 
 def _wait(fn, *, timeout: float = 20.0, every: float = 0.1):
-    deadline = time.monotonic() + timeout
-    while True:
-        value = fn()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            pytest.fail(f"condition not met within {timeout} s; last value {value!r}")
-        time.sleep(every)
+    return wait_until(fn, timeout=timeout, every=every)
 
 
 def test_labels_chats_and_templates_over_http(local_only):

@@ -3,25 +3,19 @@ sandbox provider → status timers) with the real handlers, on a compressed cloc
 
 from __future__ import annotations
 
-import time
 import uuid
 from concurrent.futures import ThreadPoolExecutor
 
 import boto3
 import pytest
 
+from tests.helpers import wait_until
+
 pytestmark = pytest.mark.e2e
 
 
 def _wait(fn, *, timeout: float = 20.0, every: float = 0.1):
-    deadline = time.monotonic() + timeout
-    while True:
-        value = fn()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            pytest.fail(f"condition not met within {timeout} s; last value {value!r}")
-        time.sleep(every)
+    return wait_until(fn, timeout=timeout, every=every)
 
 
 def _channel(client) -> dict:

@@ -5,25 +5,19 @@ masked; notification preferences and the owner-only billing area answer as docum
 
 from __future__ import annotations
 
-import time
 import uuid
 from datetime import UTC, datetime
 from decimal import Decimal
 
 import pytest
 
+from tests.helpers import wait_until
+
 pytestmark = pytest.mark.e2e
 
 
 def _wait(fn, *, timeout: float = 30.0, every: float = 0.2):
-    deadline = time.monotonic() + timeout
-    while True:
-        value = fn()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            pytest.fail(f"condition not met within {timeout} s; last value {value!r}")
-        time.sleep(every)
+    return wait_until(fn, timeout=timeout, every=every)
 
 
 def _sent_on(client, channel_id: str) -> int:
