@@ -16,6 +16,7 @@ $(STAMP): requirements-dev.txt layers/core/requirements.txt
 	$(BIN)/pip install --quiet --disable-pip-version-check -r requirements-dev.txt
 	@touch $(STAMP)
 
+## Everything the tests need: the venv, and Chromium for the portal's browser test (`make dev` needs only the venv).
 install: $(STAMP) chromium
 
 ## Headless Chromium (Debian's package) for the webhook portal's browser test; the test fails without it.
@@ -28,7 +29,7 @@ $(SAM_VENV)/.installed:
 	@touch $@
 
 ## Run the API on 127.0.0.1:$(PORT) with moto as AWS; prints the URL and a working API key.
-dev: install
+dev: $(STAMP)
 	PORT=$(PORT) $(BIN)/python -m local
 
 ## Every test: unit, integration (moto) and e2e (HTTP against the local stack, started by a fixture).
