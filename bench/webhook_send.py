@@ -65,8 +65,9 @@ def receiver() -> Iterator[str]:
 
 
 class SenderTable(FakeDynamoDB):
-    """The harness's fake, answering the sender's claim with the claimed delivery (conditions are not evaluated and
-    writes are not applied, so every round starts from the same due delivery)."""
+    """The harness's fake, answering the sender's claim with the claimed delivery, or with its updated attributes
+    under `UPDATED_NEW` (conditions are not evaluated and writes are not applied, so every round starts from the
+    same due delivery)."""
 
     def update_item(self, **kw: Any) -> dict[str, Any]:
         self.calls["UpdateItem"] += 1
@@ -75,6 +76,11 @@ class SenderTable(FakeDynamoDB):
         item = dict(self.items[self._key(kw["Key"])])
         item["attempt_count"] = {"N": "1"}
         item["run_attempts"] = {"N": "1"}
+        if kw.get("ReturnValues") == "UPDATED_NEW":  # as DynamoDB: only the attributes the update sets or adds
+            names = kw.get("ExpressionAttributeNames") or {}
+            words = kw["UpdateExpression"].split(" REMOVE ")[0].replace(",", " ").split()
+            updated = {names.get(word, word) for word in words}
+            item = {name: value for name, value in item.items() if name in updated}
         return {"Attributes": item}
 
 

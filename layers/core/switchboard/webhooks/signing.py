@@ -15,6 +15,7 @@ import hashlib
 import hmac
 import secrets
 from collections.abc import Iterable, Mapping
+from functools import lru_cache
 
 SECRET_PREFIX = "whsec_"
 SECRET_BYTES = 32
@@ -29,10 +30,17 @@ def secret_key(secret: str) -> bytes:
     return base64.b64decode(raw + "=" * (-len(raw) % 4))
 
 
+@lru_cache(maxsize=256)
+def _keyed(secret: str) -> hmac.HMAC:
+    """The HMAC keyed with `secret`, kept per secret (the key is decoded and padded once); `sign` works on a copy."""
+    return hmac.new(secret_key(secret), digestmod=hashlib.sha256)
+
+
 def sign(secret: str, msg_id: str, timestamp: int, body: bytes) -> str:
-    signed = f"{msg_id}.{timestamp}.".encode() + body
-    digest = hmac.new(secret_key(secret), signed, hashlib.sha256).digest()
-    return "v1," + base64.b64encode(digest).decode()
+    mac = _keyed(secret).copy()
+    mac.update(f"{msg_id}.{timestamp}.".encode())
+    mac.update(body)
+    return "v1," + base64.b64encode(mac.digest()).decode()
 
 
 def signature_header(secrets_: Iterable[str], msg_id: str, timestamp: int, body: bytes) -> str:
