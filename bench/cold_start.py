@@ -6,7 +6,10 @@ environment set). The floor is a fresh interpreter that imports Powertools' ``AP
 and ``pydantic`` and builds a bare ``APIGatewayRestResolver(enable_validation=True)`` with one trivial route: the
 least any of our API functions could cost. Time is taken inside the child with ``time.perf_counter()`` around the
 import, so interpreter startup is excluded. Floor and functions run interleaved, round after round, and the ratio
-is median(function) / median(floor): on a noisy machine compare, don't quote absolute times.
+is median(function) / median(floor): on a noisy machine compare, don't quote absolute times. The portal, a FastAPI
+app run by Mangum (as the architecture requires), has a floor of its own, measured in the same rounds: a fresh
+interpreter importing FastAPI, Mangum, ``boto3`` and ``pydantic`` and building a bare FastAPI app with one route
+wrapped in ``Mangum`` (``FLOOR_OF``). Both floors are printed.
 
     python -m bench.cold_start [--runs N] [--check] [--only NAME ...]
 
@@ -34,6 +37,16 @@ PYTHONPATH = os.pathsep.join([str(REPO_ROOT / "layers" / "core"), str(REPO_ROOT)
 TARGET_RATIO = 1.25
 DEFAULT_RUNS = 15
 FLOOR = "floor"
+# The portal is a FastAPI app run by Mangum (the architecture mandates it): its floor is a bare FastAPI app through
+# Mangum, not the Powertools resolver. Functions not named here are compared with FLOOR.
+ASGI_FLOOR = "floor_asgi"
+FLOOR_OF = {"portal": ASGI_FLOOR}
+FLOOR_TEXT = {
+    FLOOR: "fresh process importing APIGatewayRestResolver, boto3 and pydantic, building\n"
+    "       APIGatewayRestResolver(enable_validation=True) with one route",
+    ASGI_FLOOR: "fresh process importing FastAPI, Mangum, boto3 and pydantic, building a bare\n"
+    "       FastAPI app with one route run by Mangum (the floor of: {functions})",
+}
 CHILD_TIMEOUT_S = 60
 IMPORTTIME_TOP = 10
 CLOCK = "cpu" if os.environ.get("BENCH_CLOCK", "").lower() == "cpu" else "wall"
@@ -96,6 +109,25 @@ if target == {FLOOR!r}:
             return app.resolve(event, context)
 
         return handler
+elif target == {ASGI_FLOOR!r}:
+    def init():
+        from fastapi import FastAPI
+        from mangum import Mangum
+        import boto3
+        import pydantic
+
+        app = FastAPI(docs_url=None, redoc_url=None, openapi_url=None)
+
+        @app.get("/ping")
+        def ping() -> dict[str, str]:
+            return {{"status": "ok"}}
+
+        asgi = Mangum(app, lifespan="off")
+
+        def handler(event, context):
+            return asgi(event, context)
+
+        return handler
 else:
     sys.path.insert(0, target)
 
@@ -124,10 +156,17 @@ class Target:
 
     @property
     def argv_target(self) -> str:
-        return FLOOR if self.directory is None else str(self.directory)
+        return self.name if self.directory is None else str(self.directory)
 
 
 FLOOR_TARGET = Target(FLOOR, None)
+ASGI_FLOOR_TARGET = Target(ASGI_FLOOR, None)
+FLOOR_TARGETS = {FLOOR: FLOOR_TARGET, ASGI_FLOOR: ASGI_FLOOR_TARGET}
+
+
+def floor_of(name: str) -> str:
+    """The floor a function is compared with."""
+    return FLOOR_OF.get(name, FLOOR)
 
 
 @dataclass(frozen=True)
@@ -137,6 +176,7 @@ class Row:
     median_ms: float
     ratio: float | None  # None for the floor itself
     error: str | None = None
+    floor: str = FLOOR  # the floor `ratio` is against
 
     @property
     def over(self) -> bool:
@@ -155,6 +195,7 @@ class Report:
     rows: list[Row]
     runs: int
     seconds: float
+    other_floors: tuple[Row, ...] = ()  # the ASGI floor, when a function measured is compared with it
 
 
 @dataclass
@@ -210,9 +251,11 @@ def measure_once(target: Target) -> float:
 
 
 def measure(targets: Sequence[Target], runs: int, *, warmup: bool = True) -> dict[str, list[float] | str]:
-    """Samples (ms) per target name, or the error text of a target that failed. Floor first in every round; the
-    functions' order rotates so none always runs right after the floor."""
-    ordered = [FLOOR_TARGET, *targets]
+    """Samples (ms) per target name, or the error text of a target that failed. Floors first in every round (the
+    ASGI floor only when a function measured is compared with it); the functions' order rotates so none always runs
+    right after a floor."""
+    floors = [FLOOR_TARGET] + ([ASGI_FLOOR_TARGET] if any(floor_of(t.name) == ASGI_FLOOR for t in targets) else [])
+    ordered = [*floors, *targets]
     results: dict[str, list[float] | str] = {t.name: [] for t in ordered}
     if warmup:  # writes bytecode caches and warms the page cache; not counted
         for target in ordered:
@@ -222,7 +265,7 @@ def measure(targets: Sequence[Target], runs: int, *, warmup: bool = True) -> dic
                 results[target.name] = str(err)
     for round_no in range(runs):
         shift = round_no % len(targets) if targets else 0
-        for target in [FLOOR_TARGET, *targets[shift:], *targets[:shift]]:
+        for target in [*floors, *targets[shift:], *targets[:shift]]:
             samples = results[target.name]
             if isinstance(samples, str):
                 continue
@@ -233,29 +276,44 @@ def measure(targets: Sequence[Target], runs: int, *, warmup: bool = True) -> dic
     return results
 
 
+def summarize_floors(results: dict[str, list[float] | str]) -> dict[str, Row]:
+    """The floors measured, by name (the main floor first)."""
+    floors: dict[str, Row] = {}
+    for name in FLOOR_TARGETS:
+        if name not in results:
+            continue
+        samples = results[name]
+        if isinstance(samples, str) or not samples:
+            raise ChildError(f"the floor {name} could not be measured: {samples}")
+        floors[name] = Row(name, tuple(samples), statistics.median(samples), None, floor=name)
+    if FLOOR not in floors:
+        raise ChildError("the floor was not measured")
+    return floors
+
+
 def summarize(results: dict[str, list[float] | str]) -> tuple[Row, list[Row]]:
-    floor_samples = results[FLOOR]
-    if isinstance(floor_samples, str) or not floor_samples:
-        raise ChildError(f"the floor could not be measured: {floor_samples}")
-    floor_median = statistics.median(floor_samples)
-    floor = Row(FLOOR, tuple(floor_samples), floor_median, None)
+    floors = summarize_floors(results)
     rows = []
     for name, samples in results.items():
-        if name == FLOOR:
+        if name in FLOOR_TARGETS:
             continue
+        floor = floors.get(floor_of(name), floors[FLOOR])
         if isinstance(samples, str) or not samples:
-            rows.append(Row(name, (), 0.0, None, error=samples if isinstance(samples, str) else "no samples"))
+            error = samples if isinstance(samples, str) else "no samples"
+            rows.append(Row(name, (), 0.0, None, error=error, floor=floor.name))
             continue
         median = statistics.median(samples)
-        rows.append(Row(name, tuple(samples), median, median / floor_median))
-    return floor, rows
+        rows.append(Row(name, tuple(samples), median, median / floor.median_ms, floor=floor.name))
+    return floors[FLOOR], rows
 
 
 def run_benchmark(runs: int, targets: Sequence[Target] | None = None, *, warmup: bool = True) -> Report:
     targets = discover_functions() if targets is None else list(targets)
     started = time.perf_counter()
-    floor, rows = summarize(measure(targets, runs, warmup=warmup))
-    return Report(floor, rows, runs, time.perf_counter() - started)
+    results = measure(targets, runs, warmup=warmup)
+    floor, rows = summarize(results)
+    others = tuple(row for name, row in summarize_floors(results).items() if name != FLOOR)
+    return Report(floor, rows, runs, time.perf_counter() - started, others)
 
 
 def parse_importtime(stderr: str) -> list[ImportLine]:
@@ -285,22 +343,21 @@ def importtime(target: Target) -> list[ImportLine]:
 
 
 def format_report(report: Report) -> str:
-    floor = report.floor
-    spread = f"{min(floor.samples_ms):.1f}-{max(floor.samples_ms):.1f}"
     target = f"<={TARGET_RATIO:.2f}x"
-    lines = [
-        f"Cold start (Lambda init: import + module-level code), {report.runs} interleaved runs, medians",
-        f"floor: {floor.median_ms:.1f} ms (range {spread} ms) = fresh process importing APIGatewayRestResolver,",
-        "       boto3 and pydantic, building APIGatewayRestResolver(enable_validation=True) with one route",
-        "",
-        f"{'function':<24} {'init ms':>9} {'ratio':>8} {'target':>8}  result",
-    ]
+    lines = [f"Cold start (Lambda init: import + module-level code), {report.runs} interleaved runs, medians"]
+    for floor in (report.floor, *report.other_floors):
+        spread = f"{min(floor.samples_ms):.1f}-{max(floor.samples_ms):.1f}"
+        users = ", ".join(sorted(row.name for row in report.rows if row.floor == floor.name))
+        text = FLOOR_TEXT[floor.name].format(functions=users)
+        lines.append(f"{floor.name + ':':<11} {floor.median_ms:.1f} ms (range {spread} ms) = {text}")
+    lines += ["", f"{'function':<24} {'init ms':>9} {'ratio':>8} {'target':>8}  result"]
     for row in report.rows:
+        against = "" if row.floor == FLOOR else f"  (to {row.floor})"
         if row.error is not None or row.ratio is None:
             lines.append(f"{row.name:<24} {'-':>9} {'-':>8} {target:>8}  {row.status}")
         else:
             ratio = f"{row.ratio:.2f}x"
-            lines.append(f"{row.name:<24} {row.median_ms:>9.1f} {ratio:>8} {target:>8}  {row.status}")
+            lines.append(f"{row.name:<24} {row.median_ms:>9.1f} {ratio:>8} {target:>8}  {row.status}{against}")
     clock_note = " clock: CPU time of each child (BENCH_CLOCK=cpu)" if CLOCK == "cpu" else ""
     lines.append(f"({report.seconds:.0f} s){clock_note}")
     for row in report.rows:
@@ -373,11 +430,13 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     over = [row for row in report.rows if row.over and row.error is None]
     if over:
-        floor_modules = {line.module for line in importtime(FLOOR_TARGET)}
+        floor_modules: dict[str, set[str]] = {}
         by_name = {t.name: t for t in targets}
         for row in over:
+            if row.floor not in floor_modules:
+                floor_modules[row.floor] = {line.module for line in importtime(FLOOR_TARGETS[row.floor])}
             print()
-            print(format_importtime(row.name, importtime(by_name[row.name]), floor_modules), flush=True)
+            print(format_importtime(row.name, importtime(by_name[row.name]), floor_modules[row.floor]), flush=True)
 
     failed = any(row.over for row in report.rows)
     return 1 if args.check and failed else 0

@@ -90,3 +90,27 @@ def test_importtime_output_is_parsed_into_a_tree():
 
 def test_python_m_bench_runs_the_cold_start_module():
     assert "bench.cold_start" in benchmark_modules()
+
+
+def test_the_portal_is_measured_against_the_asgi_floor_and_both_floors_are_printed():
+    portal = next(t for t in cold_start.discover_functions() if t.name == "portal")
+
+    report = cold_start.run_benchmark(runs=1, targets=[portal], warmup=False)
+
+    [asgi_floor] = report.other_floors
+    assert asgi_floor.name == cold_start.ASGI_FLOOR
+    assert asgi_floor.median_ms > 0
+    [row] = report.rows
+    assert row.error is None
+    assert row.floor == cold_start.ASGI_FLOOR
+    assert row.ratio == pytest.approx(row.median_ms / asgi_floor.median_ms)
+    table = cold_start.format_report(report)
+    assert "floor:" in table and f"{cold_start.ASGI_FLOOR}:" in table
+    assert "the floor of: portal" in table
+    assert f"{row.ratio:.2f}x" in table
+
+
+def test_a_function_of_the_resolver_floor_does_not_run_the_asgi_floor():
+    results = cold_start.measure([], runs=1, warmup=False)
+
+    assert set(results) == {cold_start.FLOOR}

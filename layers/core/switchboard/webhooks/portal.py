@@ -18,7 +18,7 @@ from __future__ import annotations
 import hmac
 import secrets
 from html import escape
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 from urllib.parse import parse_qs, urlencode, urlsplit
 
 from fastapi import Depends, FastAPI, Request
@@ -26,12 +26,19 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from pydantic import ValidationError
 
-from switchboard.api.auth import AuthContext
-from switchboard.config import get_settings
+from switchboard.api.lazy import lazy_module
 from switchboard.errors import DomainError, Unauthenticated, ValidationFailed
-from switchboard.store import get_store
-from switchboard.webhooks import models, service
 from switchboard.webhooks.catalogue import EVENT_TYPES
+
+if TYPE_CHECKING:
+    from switchboard.api.auth import AuthContext
+    from switchboard.store import Store
+    from switchboard.webhooks import models, service
+else:
+    # The webhook rules, their models and the store (boto3's DynamoDB types) load on the first request that needs
+    # them, not at cold start: the portal's init is FastAPI's and Mangum's own (bench/cold_start.py, its floor).
+    models = lazy_module("switchboard.webhooks.models")
+    service = lazy_module("switchboard.webhooks.service")
 
 COOKIE = "sb_portal"
 ROOT = "/portal/webhooks"
@@ -118,6 +125,12 @@ def check_origin(request: Request) -> None:
         raise PortalError(403, "The form was not sent from this portal.")
 
 
+def get_store() -> Store:
+    from switchboard.store import get_store as store_of_table
+
+    return store_of_table()
+
+
 class Session:
     def __init__(self, value: str, item: dict[str, Any]) -> None:
         self.value = value
@@ -149,6 +162,12 @@ def checked_session(request: Request, form: Form) -> Session:
 
 SessionDep = Annotated[Session, Depends(current_session)]
 PostSession = Annotated[Session, Depends(checked_session)]
+
+
+def _is_local() -> bool:
+    from switchboard.config import get_settings
+
+    return get_settings().is_local
 
 
 # HTML -------------------------------------------------------------------------------------------------------------
@@ -334,7 +353,7 @@ def create_app() -> FastAPI:
             value,
             max_age=int(service.PORTAL_SESSION_TTL.total_seconds()),
             path=public_prefix(request) + ROOT,
-            secure=not get_settings().is_local,
+            secure=not _is_local(),
             httponly=True,
             samesite="strict",
         )
