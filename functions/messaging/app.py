@@ -337,7 +337,7 @@ def presence(body: Annotated[media.PresenceRequest, Body()]) -> Data[dict[str, A
 
 
 @app.post("/v1/messages/uploads/image", middlewares=requires("member"), tags=MSG, status_code=201)
-def upload_image(body: Annotated[media.UploadRequest, Body()]) -> Data[media.UploadTicket]:
+def upload_image(body: Annotated[media.ImageUploadRequest, Body()]) -> Data[media.UploadTicket]:
     """A presigned S3 upload for an image to send (PNG, JPEG or WebP, up to 5 MiB)."""
     if not body.content_type.startswith("image/"):
         raise ValidationFailed.field("body.content_type", "must be an image type")

@@ -15,7 +15,14 @@ from typing import Any
 
 import pytest
 
-from tests.contract.conftest import FUZZ_COVERAGE, FUZZ_EXAMPLES, FUZZ_SEED, FuzzReport, run_fuzzer
+from tests.contract.conftest import (
+    FUZZ_COVERAGE,
+    FUZZ_EXAMPLES,
+    FUZZ_SEED,
+    SCHEMA_INEXPRESSIBLE,
+    FuzzReport,
+    run_fuzzer,
+)
 from tests.e2e.conftest import Stack
 
 pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("contract")]
@@ -46,6 +53,9 @@ def test_every_operation_conforms(contract_stack: Stack, api_schema: Any) -> Non
     }
     missed = documented - {"DELETE /v1/organization"} - report.operations
     assert not missed, f"not fuzzed: {sorted(missed)}"
+    # The exceptions to `positive_data_acceptance` name real operations (a renamed route must not keep one).
+    stale = set(SCHEMA_INEXPRESSIBLE) - documented
+    assert not stale, f"SCHEMA_INEXPRESSIBLE lists undocumented operations: {sorted(stale)}"
 
 
 def test_organization_delete_conforms(contract_stack: Stack, api_schema: Any) -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import types
 import typing
-from typing import Annotated, Any
+from typing import Annotated, Any, ClassVar
 
 from pydantic import AfterValidator, ConfigDict, Field, ValidationInfo, field_validator
 from pydantic import BaseModel as _PydanticModel
@@ -24,11 +24,39 @@ def _numeric_only(annotation: Any) -> bool:
     return bool(members) and members <= {int, float}
 
 
+# `exactly_one_of` of a request model: groups of field names of which exactly one must be given.
+Choices = tuple[tuple[str, ...], ...]
+
+
+def _document_choices(schema: dict[str, Any], model: type[Any]) -> None:
+    """`json_schema_extra` of request models: each `exactly_one_of` group (declared on the model or a base of it, and
+    checked by its own validator) is documented as a `oneOf`, so the document states the rule the validator applies.
+    A field counts as given when present and not null (a boolean: when `true`), as the validators count it."""
+    groups: list[tuple[str, ...]] = []
+    for klass in reversed(model.__mro__):
+        for group in klass.__dict__.get("exactly_one_of", ()):
+            if group not in groups:
+                groups.append(group)
+    rules = []
+    for group in groups:
+        branches = []
+        for name in group:
+            given = {"const": True} if model.model_fields[name].annotation is bool else {"not": {"type": "null"}}
+            branches.append({"required": [name], "properties": {name: given}})
+        rules.append({"oneOf": branches})
+    if rules:
+        schema["allOf"] = [*schema.get("allOf", []), *rules]
+
+
 class Strict(BaseModel):
     """Request bodies: unknown fields are refused, strings trimmed, and a JSON `true`/`false` is not a number
-    (pydantic's lax mode would read it as 1/0)."""
+    (pydantic's lax mode would read it as 1/0). A model whose validator wants exactly one of some fields declares
+    them in `exactly_one_of` (a ClassVar) so the document says so too."""
 
-    model_config = ConfigDict(extra="forbid", str_strip_whitespace=True, defer_build=True)
+    model_config = ConfigDict(
+        extra="forbid", str_strip_whitespace=True, defer_build=True, json_schema_extra=_document_choices
+    )
+    exactly_one_of: ClassVar[Choices] = ()
 
     @field_validator("*", mode="before")
     @classmethod
@@ -47,7 +75,9 @@ def _valid_email(value: str) -> str:
         raise ValueError(f"not a valid e-mail address: {err}") from None
 
 
-EmailStr = Annotated[str, Field(max_length=320), AfterValidator(_valid_email)]
+# Documented as `format: email` (what email_validator checks, without a DNS look-up), so clients and fuzzers know the
+# field is an address and not any string.
+EmailStr = Annotated[str, Field(max_length=320, json_schema_extra={"format": "email"}), AfterValidator(_valid_email)]
 
 
 DOCUMENT_MAX_DEPTH = 16

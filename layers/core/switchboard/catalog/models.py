@@ -43,6 +43,7 @@ class ChatLabelRequest(Strict):
     conversation_id: str | None = Field(default=None, min_length=1, max_length=64)
     chat_id: str | None = Field(default=None, min_length=1, max_length=128)
     channel_id: str | None = Field(default=None, min_length=1, max_length=64)
+    exactly_one_of = (("conversation_id", "chat_id"),)  # checked in labels.chat_label
 
 
 class MessageLabelRequest(Strict):
@@ -56,6 +57,7 @@ class ConversationLabelAdd(Strict):
     label_id: str | None = Field(default=None, min_length=1, max_length=64)
     name: str | None = Field(default=None, min_length=1, max_length=100)
     color: str | None = Field(default=None, pattern=COLOR)
+    exactly_one_of = (("label_id", "name"),)  # checked in labels.add_to_conversation
 
 
 class LabelAttachment(BaseModel):

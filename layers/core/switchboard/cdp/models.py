@@ -160,6 +160,7 @@ class EventIn(Strict):
     contact_id: str | None = Field(default=None, min_length=1, max_length=64)
     properties: Properties = Field(default_factory=dict, max_length=100)
     timestamp: str | None = Iso
+    exactly_one_of = (("contact", "contact_id"),)
 
     @model_validator(mode="after")
     def _one_contact(self) -> EventIn:

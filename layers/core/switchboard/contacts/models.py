@@ -116,6 +116,7 @@ class Tag(BaseModel):
 class TagAssign(Strict):
     name: str | None = Field(default=None, min_length=1, max_length=64)
     tag_id: str | None = Field(default=None, min_length=1, max_length=64)
+    exactly_one_of = (("name", "tag_id"),)  # checked in children.assign_tag
 
 
 class AssignedTag(BaseModel):
@@ -165,6 +166,7 @@ class BlockRequest(Strict):
     model_config = ConfigDict(extra="forbid", defer_build=True)
     contact_id: str | None = Field(default=None, min_length=1, max_length=64)
     identifier: BlockIdentifier | None = None
+    exactly_one_of = (("contact_id", "identifier"),)  # checked in children.set_blocked
 
 
 class MergeRequest(Strict):

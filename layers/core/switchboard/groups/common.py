@@ -9,6 +9,7 @@ from switchboard import clock
 from switchboard.api.pagination import decode_cursor, encode_cursor
 from switchboard.contacts.identifiers import normalize_phone
 from switchboard.errors import Conflict, NotFound, UnsupportedByProvider, ValidationFailed
+from switchboard.groups.models import INVITE_CODE_PATTERN
 from switchboard.messaging import channels
 from switchboard.providers import provider_for
 from switchboard.providers.base import Provider
@@ -16,7 +17,7 @@ from switchboard.store import Put, Store, keys
 
 Item = dict[str, Any]
 MAX_FILTERED_READS = 10
-_INVITE_CODE = re.compile(r"^[A-Za-z0-9_-]{6,64}$")
+_INVITE_CODE = re.compile(INVITE_CODE_PATTERN)
 _GROUP_LINK = re.compile(r"^(?:https?://)?chat\.whatsapp\.com/(?:invite/)?([^/?#\s]+)/?$", re.IGNORECASE)
 _NEWSLETTER_LINK = re.compile(r"^(?:https?://)?(?:www\.)?whatsapp\.com/channel/([^/?#\s]+)/?$", re.IGNORECASE)
 GROUP_JID = re.compile(r"^\d{6,40}(?:-\d{1,20})?@g\.us$")

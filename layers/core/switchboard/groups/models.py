@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated, ClassVar, Literal
 
 from pydantic import Field, model_validator
 
-from switchboard.models import BaseModel, Strict
+from switchboard.models import BaseModel, Choices, Strict
 
 ParticipantRole = Literal["member", "admin", "superadmin"]
 Phone = Annotated[str, Field(min_length=1, max_length=64)]
@@ -17,6 +17,9 @@ OPT_ID = Field(default=None, min_length=1, max_length=64)
 JID = Field(default=None, min_length=1, max_length=128)
 PHONES = Field(min_length=1, max_length=256, description="phone numbers in any international form")
 INVITE = Field(default=None, min_length=1, max_length=256)
+# An invite code (checked in groups.common.invite_code, which compiles this pattern: one rule, documented here).
+INVITE_CODE_PATTERN = r"^[A-Za-z0-9_-]{6,64}$"
+INVITE_CODE = Field(default=None, min_length=1, max_length=256, json_schema_extra={"pattern": INVITE_CODE_PATTERN})
 GROUP_NAME = Field(min_length=1, max_length=100, description="the group's subject (WhatsApp allows 100 characters)")
 GROUP_DESCRIPTION = Field(max_length=2048)
 
@@ -62,6 +65,7 @@ class GroupRef(Strict):
     channel_id: str | None = OPT_ID
     group_id: str | None = OPT_ID
     group_jid: str | None = JID
+    exactly_one_of: ClassVar[Choices] = (("group_id", "group_jid"),)
 
     @model_validator(mode="after")
     def _one_ref(self) -> GroupRef:
@@ -95,6 +99,7 @@ class PhotoChange(Strict):
     image_url: str | None = Field(default=None, min_length=9, max_length=2048, pattern=r"^https://\S+$")
     asset_id: str | None = OPT_ID
     remove: bool = False
+    exactly_one_of: ClassVar[Choices] = (("image_url", "asset_id", "remove"),)
 
     @model_validator(mode="after")
     def _one_source(self) -> PhotoChange:
@@ -111,7 +116,7 @@ class InviteLinkRequest(Strict):
 class JoinRequest(Strict):
     """For a known group: joins again with `invite_code` / `invite_link`, or its last known code."""
 
-    invite_code: str | None = INVITE
+    invite_code: str | None = INVITE_CODE
     invite_link: str | None = INVITE
 
 
@@ -144,8 +149,9 @@ class GroupJoinRequest(Strict):
     """Joins a group by its invite link (`https://chat.whatsapp.com/<code>`) or code."""
 
     channel_id: str = ID
-    invite_code: str | None = INVITE
+    invite_code: str | None = INVITE_CODE
     invite_link: str | None = INVITE
+    exactly_one_of: ClassVar[Choices] = (("invite_code", "invite_link"),)
 
     @model_validator(mode="after")
     def _one_invite(self) -> GroupJoinRequest:
@@ -270,9 +276,10 @@ class NewsletterSubscribe(Strict):
 
     channel_id: str = ID
     newsletter_jid: str | None = JID
-    invite_code: str | None = INVITE
+    invite_code: str | None = INVITE_CODE
     invite_link: str | None = INVITE
     unsubscribe: bool = False
+    exactly_one_of: ClassVar[Choices] = (("newsletter_jid", "invite_code", "invite_link"),)
 
     @model_validator(mode="after")
     def _one_ref(self) -> NewsletterSubscribe:

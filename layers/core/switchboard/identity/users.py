@@ -69,6 +69,7 @@ class LookupRequest(Strict):
     email: EmailStr | None = None
     phone: str | None = Field(default=None, min_length=3, max_length=32)
     channel_id: str | None = Field(default=None, min_length=1, max_length=64)
+    exactly_one_of = (("email", "phone"),)  # checked in lookup
 
 
 class LookupCheck(BaseModel):

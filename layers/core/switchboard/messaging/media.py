@@ -130,9 +130,20 @@ def presence(store: Store, auth: AuthContext, body: PresenceRequest) -> dict[str
 
 # Uploads and assets ------------------------------------------------------------------------------------------------
 class UploadRequest(Strict):
-    content_type: str = Field(min_length=3, max_length=100)
+    # The accepted types are checked in create_upload (one list, UPLOAD_TYPES); the document lists them too.
+    content_type: str = Field(min_length=3, max_length=100, json_schema_extra={"enum": [*sorted(UPLOAD_TYPES)]})
     size: int = Field(gt=0, le=MAX_UPLOAD, description="bytes")
     file_name: str | None = Field(default=None, max_length=255)
+
+
+class ImageUploadRequest(UploadRequest):
+    """`POST /v1/messages/uploads/image`: the image types of UPLOAD_TYPES (the route checks `image/`)."""
+
+    content_type: str = Field(
+        min_length=3,
+        max_length=100,
+        json_schema_extra={"enum": [t for t in sorted(UPLOAD_TYPES) if t.startswith("image/")]},
+    )
 
 
 class Asset(BaseModel):

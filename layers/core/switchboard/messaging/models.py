@@ -172,6 +172,7 @@ class SendMessage(Strict):
     channel_id: str = Field(min_length=1, max_length=64)
     to: str | None = Field(default=None, min_length=3, max_length=64, description="phone in any common form")
     contact_id: str | None = Field(default=None, min_length=1, max_length=64)
+    exactly_one_of = (("to", "contact_id"),)  # checked in messages._recipient
     type: MessageType = "text"
     text: TextContent | None = None
     media: MediaContent | None = None

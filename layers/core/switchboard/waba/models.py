@@ -78,6 +78,7 @@ class RegisterPhone(Strict):
         min_length=6,
         max_length=6,
         description="six digits: the number's two-step verification PIN (set to this value when it has none yet)",
+        json_schema_extra={"pattern": "^[0-9]{6}$"},  # what `_digits` checks, stated in the document
     )
     phone_number_id: str | None = Field(
         default=None, pattern=r"^[0-9]{1,32}$", description="needed when the WABA has several numbers"
