@@ -18,6 +18,8 @@ def test_a_listed_field_is_relaxed_only_on_its_operation() -> None:
     assert inexpressible("POST /v1/groups", fields)
     assert not inexpressible("POST /v1/groups/name", fields)  # the same field elsewhere is not listed
     assert not inexpressible("POST /v1/groups", ["body.participantsX"])  # a prefix is a whole path segment
+    assert inexpressible("GET /v1/contacts", ["query.cursor"])  # a list's cursor, on every operation
+    assert not inexpressible("GET /v1/contacts", ["query.cursor", "query.limit"])
 
 
 def test_every_named_field_must_be_listed() -> None:
