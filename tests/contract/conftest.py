@@ -57,9 +57,16 @@ _UNSUPPORTED = "state: the channel's provider (the sandbox one here) does not of
 _IF_THEN = "(if/then could say it; TODO in the model)"
 _STRIPPED = "trimmed before its length is checked (str_strip_whitespace): all-whitespace is empty"
 _FUTURE = "state: not in the future (today's date)"
-# On every operation: a list's cursor, and a refusal of the channel's provider (the fuzz stack's channels are
-# sandbox ones), are never about the document.
-ANY_OPERATION: dict[str, str] = {"query.cursor": _CURSOR, "code:unsupported_by_provider": _UNSUPPORTED}
+# On every operation: a list's cursor, a refusal of the channel's provider (the fuzz stack's channels are sandbox
+# ones, never connected) and an e-mail domain's special use are never about the document.
+ANY_OPERATION: dict[str, str] = {
+    "query.cursor": _CURSOR,
+    "code:unsupported_by_provider": _UNSUPPORTED,
+    "code:provider_rejected": "state: the channel's provider refused (e.g. a channel that is not connected)",
+    # Every `email` field is switchboard.models.EmailStr, documented as `format: email`; email_validator also refuses
+    # special-use domains (RFC 6761: `.test`, `.local`…), which a JSON Schema format does not say.
+    "body.email": "an address email_validator accepts: `format: email`, and no special-use domain",
+}
 SCHEMA_INEXPRESSIBLE: dict[str, dict[str, str]] = {
     "GET /v1/audit-logs": {"query.since": _TIME, "query.until": _TIME},
     "GET /v1/cdp/activity-log": {"query.since": _TIME, "query.until": _TIME},
