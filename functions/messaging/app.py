@@ -6,7 +6,7 @@ import base64
 from typing import TYPE_CHECKING, Annotated, Any
 
 from aws_lambda_powertools.event_handler import Response
-from aws_lambda_powertools.event_handler.openapi.params import Body, Query
+from aws_lambda_powertools.event_handler.openapi.params import Body, Path, Query
 
 from switchboard.api.app import PUBLIC, create_resolver, make_handler
 from switchboard.api.auth import public, requires
@@ -27,6 +27,14 @@ else:  # models and rules of the groups, catalog and media routes below: loaded 
     media = lazy_module("switchboard.messaging.media")
 
 app = create_resolver()
+# The spec: "Path parameter messageID (string, required, UUID)"; message ids are UUIDv7 (CONVENTIONS).
+MessageId = Annotated[
+    str,
+    Path(
+        pattern=r"^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$",
+        description="the message's id (a UUID)",
+    ),
+]
 CH = ["channels"]
 MSG = ["messages"]
 CONV = ["conversations"]
@@ -292,12 +300,12 @@ def send_message(body: Annotated[models.SendMessage, Body()]) -> Data[models.Mes
 
 
 @app.get("/v1/messages/<messageID>", middlewares=requires("viewer"), tags=MSG)
-def get_message(messageID: str) -> Data[models.Message]:
+def get_message(messageID: MessageId) -> Data[models.Message]:
     return Data(data=messages.get(get_store(), current_auth(app), messageID))
 
 
 @app.get("/v1/messages/<messageID>/status", middlewares=requires("viewer"), tags=MSG)
-def get_message_status(messageID: str) -> Data[models.MessageStatus]:
+def get_message_status(messageID: MessageId) -> Data[models.MessageStatus]:
     return Data(data=messages.status_of(get_store(), current_auth(app), messageID))
 
 

@@ -253,3 +253,11 @@ def test_media_download_and_uploads(api: Api, channel: dict):
         api.post("/v1/messages/uploads/image", json={"content_type": "text/plain", "size": 1}), 400, "validation_failed"
     )
     assert json.dumps(got)
+
+
+def test_message_ids_in_paths_are_uuids(api: Api):
+    """The spec: messageID is a UUID. Anything else is refused before a read; an unknown UUID is 404."""
+    for path in ("/v1/messages/not-a-uuid", "/v1/messages/msg_123/status"):
+        error = api.assert_error(api.get(path), 400, "validation_failed")
+        assert error["details"][0]["field"] == "path.messageID", error
+    api.assert_error(api.get("/v1/messages/0190a1b2-c3d4-7e5f-8a9b-0c1d2e3f4a5b"), 404, "not_found")
