@@ -86,27 +86,15 @@ def list_invoices(
     """Newest first (ids are time-ordered); a status filter keeps reading (bounded) until the page is full."""
     org = auth.org_id
     fingerprint = query_fingerprint("invoices", {"status": status})
-    start = decode_cursor(cursor, org, fingerprint)
-    items: list[Item] = []
-    for _ in range(10):
-        page = store.query(
-            keys.org_pk(org),
-            sk_prefix="INVOICE#",
-            forward=False,
-            limit=limit - len(items) if not status else max(limit, 50),
-            start_key=start,
-            filter_expression="#s = :s" if status else None,
-            names={"#s": "status"} if status else None,
-            values={":s": status} if status else None,
-        )
-        items.extend(page.items)
-        start = page.last_key
-        if start is None or len(items) >= limit:
-            break
-    if len(items) > limit:
-        items = items[:limit]
-        start = {"PK": items[-1]["PK"], "SK": items[-1]["SK"]}
-    return [view(i) for i in items], encode_cursor(org, fingerprint, start)
+    items, last = store.filtered_page(
+        keys.org_pk(org),
+        sk_prefix="INVOICE#",
+        forward=False,
+        limit=limit,
+        start_key=decode_cursor(cursor, org, fingerprint),
+        filters={"status": status},
+    )
+    return [view(i) for i in items], encode_cursor(org, fingerprint, last)
 
 
 # Generation ----------------------------------------------------------------------------------------------------------

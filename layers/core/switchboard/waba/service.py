@@ -647,24 +647,12 @@ def list_errors(
     """Newest first; `progress_id` filters the range (at most 10 reads fill a page)."""
     org = auth.org_id
     fingerprint = query_fingerprint("waba-errors", {"progress_id": progress_id})
-    start = decode_cursor(cursor, org, fingerprint)
-    found: list[Item] = []
-    for _ in range(10):
-        page = store.query(
-            keys.org_pk(org),
-            sk_prefix="WABAERR#",
-            forward=False,
-            limit=limit - len(found) if not progress_id else max(limit, 25),
-            start_key=start,
-            filter_expression="#p = :p" if progress_id else None,
-            names={"#p": "progress_id"} if progress_id else None,
-            values={":p": progress_id} if progress_id else None,
-        )
-        found.extend(page.items)
-        start = page.last_key
-        if len(found) >= limit or start is None:
-            break
-    if len(found) > limit:  # a filtered read overshot: continue after the last item kept
-        found = found[:limit]
-        start = {"PK": found[-1]["PK"], "SK": found[-1]["SK"]}
-    return [models.OnboardingError.model_validate(i) for i in found], encode_cursor(org, fingerprint, start)
+    found, last = store.filtered_page(
+        keys.org_pk(org),
+        sk_prefix="WABAERR#",
+        forward=False,
+        limit=limit,
+        start_key=decode_cursor(cursor, org, fingerprint),
+        filters={"progress_id": progress_id},
+    )
+    return [models.OnboardingError.model_validate(i) for i in found], encode_cursor(org, fingerprint, last)
