@@ -26,11 +26,22 @@ def test_an_array_is_not_an_object_body(api: Api, path: str, body: list):
     assert error["details"] == [{"field": "body", "message": "Input should be a JSON object, not an array"}]
 
 
-def test_an_array_body_still_reaches_routes_that_take_one_and_objects_pass(api: Api):
+def test_objects_pass_and_arrays_inside_them_are_validated_as_declared(api: Api):
     created = api.post("/v1/contacts", json={"name": "Ada"})
     assert created.status_code == 201, created.text
-    events = api.post("/v1/cdp/events", json={"events": []})
-    assert events.status_code != 500, events.text
+    error = api.assert_error(api.post("/v1/cdp/events", json={"events": []}), 400, "validation_failed")
+    assert error["details"][0]["field"] == "body.events", error
+
+
+def test_only_sequence_annotations_take_an_array():
+    from typing import Annotated
+
+    from switchboard.api.app import _sequence_annotation
+    from switchboard.contacts.models import ContactCreate
+
+    assert _sequence_annotation(list[int]) and _sequence_annotation(Annotated[list[ContactCreate] | None, "x"])
+    assert not _sequence_annotation(ContactCreate) and not _sequence_annotation(str)
+    assert not _sequence_annotation(ContactCreate | None)
 
 
 @pytest.mark.parametrize(
