@@ -64,22 +64,6 @@ SETTLE_DEADLINE = 420.0  # a safety net for a shared, loaded machine; the time i
 
 
 @pytest.fixture
-def serialized_dynamodb(monkeypatch) -> None:
-    """moto's DynamoDB is not thread-safe in-process (concurrent updates race on an item's attributes); the local
-    stack serializes its requests (local/moto_server.py), and so does this test, for its concurrent workers."""
-    from moto.dynamodb.responses import DynamoHandler
-
-    lock = threading.RLock()
-    original = DynamoHandler.call_action
-
-    def call_action(self: Any) -> Any:
-        with lock:
-            return original(self)
-
-    monkeypatch.setattr(DynamoHandler, "call_action", call_action)
-
-
-@pytest.fixture
 def serialized_sqs(monkeypatch) -> None:
     """moto's SQS is not thread-safe in-process either: deleting a message rebuilds the queue's message list from
     the one it iterated, so a message sent (or another deleted) by a concurrent thread meanwhile is lost (or comes
@@ -278,7 +262,6 @@ def all_deliveries(api: Api, **params: Any) -> list[dict[str, Any]]:
 def test_a_thousand_events_through_failing_receivers_are_all_delivered_at_least_once(
     api: Api,
     compressed_clock: None,
-    serialized_dynamodb: None,
     serialized_sqs: None,
     lean_sqs: None,
     cached_input_paths: None,

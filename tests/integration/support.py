@@ -26,11 +26,30 @@ from switchboard.store import get_store
 PASSWORD = "correct horse battery"
 
 
+def serialize_dynamodb(monkeypatch: Any) -> None:
+    """moto's DynamoDB is not thread-safe in-process: two conditional writes on one item from two threads can both
+    pass their condition. The local stack serializes DynamoDB requests (local/moto_server.py), and so does the
+    in-process emulator here, so that tests with concurrent writers see DynamoDB's one-winner behaviour."""
+    import threading
+
+    from moto.dynamodb.responses import DynamoHandler
+
+    lock = threading.RLock()
+    original = DynamoHandler.call_action
+
+    def call_action(self: Any) -> Any:
+        with lock:
+            return original(self)
+
+    monkeypatch.setattr(DynamoHandler, "call_action", call_action)
+
+
 @contextmanager
 def moto_resources(monkeypatch: Any) -> Iterator[tuple[LocalTemplate, Resources]]:
     """moto in-process with every resource of template.yaml; the functions' environment set as in AWS."""
     with mock_aws():
         patch_transactions()
+        serialize_dynamodb(monkeypatch)
         try:
             aws.reset_clients()
             template = load_template(stage="local")
