@@ -3,7 +3,7 @@ segments, CDP templates. Reads: viewer; CRM operations and definitions: member; 
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.event_handler.openapi.params import Body, Query
@@ -12,8 +12,21 @@ from switchboard.api.app import create_resolver, make_handler
 from switchboard.api.auth import requires
 from switchboard.api.context import current_auth
 from switchboard.api.envelope import Data, ListData, Meta
-from switchboard.cdp import crm, events, fields, imports, models, objects, segments, stages, templates
+from switchboard.api.lazy import lazy_module
 from switchboard.store import get_store
+
+if TYPE_CHECKING:
+    from switchboard.cdp import crm, events, fields, imports, models, objects, segments, stages, templates
+else:  # the models when a route's dependant is first built, the rules when a route first runs (not at init)
+    crm = lazy_module("switchboard.cdp.crm")
+    events = lazy_module("switchboard.cdp.events")
+    fields = lazy_module("switchboard.cdp.fields")
+    imports = lazy_module("switchboard.cdp.imports")
+    models = lazy_module("switchboard.cdp.models")
+    objects = lazy_module("switchboard.cdp.objects")
+    segments = lazy_module("switchboard.cdp.segments")
+    stages = lazy_module("switchboard.cdp.stages")
+    templates = lazy_module("switchboard.cdp.templates")
 
 app = create_resolver()
 Limit = Annotated[int, Query(ge=1, le=100)]

@@ -8,7 +8,7 @@ path. The body-driven routes (`/v1/groups/name`, …) name the group with `group
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import TYPE_CHECKING, Annotated, Literal
 
 from aws_lambda_powertools.event_handler.openapi.params import Body, Path, Query
 
@@ -16,8 +16,17 @@ from switchboard.api.app import create_resolver, make_handler
 from switchboard.api.auth import requires
 from switchboard.api.context import current_auth
 from switchboard.api.envelope import Data, ListData, Meta
-from switchboard.groups import common, hubs, models, newsletters, service
+from switchboard.api.lazy import lazy_module
 from switchboard.store import get_store
+
+if TYPE_CHECKING:
+    from switchboard.groups import common, hubs, models, newsletters, service
+else:  # the models when a route's dependant is first built, the rules when a route first runs (not at init)
+    common = lazy_module("switchboard.groups.common")
+    hubs = lazy_module("switchboard.groups.hubs")
+    models = lazy_module("switchboard.groups.models")
+    newsletters = lazy_module("switchboard.groups.newsletters")
+    service = lazy_module("switchboard.groups.service")
 
 app = create_resolver()
 GRP = ["groups"]

@@ -4,20 +4,32 @@ audit logs, security settings, sessions, and the signed-in user's own area."""
 from __future__ import annotations
 
 from datetime import UTC, datetime
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 from aws_lambda_powertools.event_handler.openapi.params import Body, Query
-from pydantic import BaseModel
 
 from switchboard import audit, clock
 from switchboard.api.app import create_resolver, make_handler
 from switchboard.api.auth import authenticated, requires
 from switchboard.api.context import base_url, current_auth, header, source_ip
 from switchboard.api.envelope import Data, ListData, Meta
+from switchboard.api.lazy import lazy_module
 from switchboard.api.pagination import decode_cursor, encode_cursor, query_fingerprint
-from switchboard.identity import accounts, apikeys, models, organizations, security, sessions, users
-from switchboard.mail import get_mail_sender
+from switchboard.models import BaseModel
 from switchboard.store import get_store
+
+if TYPE_CHECKING:
+    from switchboard import mail
+    from switchboard.identity import accounts, apikeys, models, organizations, security, sessions, users
+else:  # the models when a route's dependant is first built, the rules when a route first runs (not at init)
+    accounts = lazy_module("switchboard.identity.accounts")
+    apikeys = lazy_module("switchboard.identity.apikeys")
+    mail = lazy_module("switchboard.mail")
+    models = lazy_module("switchboard.identity.models")
+    organizations = lazy_module("switchboard.identity.organizations")
+    security = lazy_module("switchboard.identity.security")
+    sessions = lazy_module("switchboard.identity.sessions")
+    users = lazy_module("switchboard.identity.users")
 
 app = create_resolver()
 
@@ -42,7 +54,7 @@ AUTH = ["auth"]
 @app.post("/v1/auth/email-verification/request", middlewares=authenticated(), tags=AUTH, status_code=202)
 def request_email_verification(body: Annotated[models.EmailOnly, Body()]) -> Data[models.Accepted]:
     """E-mails a 6-digit one-time code (10 minutes, 5 tries) to verify the address before registration."""
-    accounts.request_email_verification(get_store(), get_mail_sender(), body.email)
+    accounts.request_email_verification(get_store(), mail.get_mail_sender(), body.email)
     return Data(data=models.Accepted())
 
 
@@ -78,7 +90,7 @@ def logout() -> None:
 @app.post("/v1/auth/password/reset", middlewares=authenticated(), tags=AUTH, status_code=202)
 def password_reset(body: Annotated[models.EmailOnly, Body()]) -> Data[models.Accepted]:
     """E-mails a reset code when the address has an account; the answer is the same either way."""
-    accounts.request_password_reset(get_store(), get_mail_sender(), body.email)
+    accounts.request_password_reset(get_store(), mail.get_mail_sender(), body.email)
     return Data(data=models.Accepted())
 
 
@@ -244,7 +256,7 @@ def list_invitations() -> ListData[models.Invitation]:
 @app.post("/v1/invitations", middlewares=requires("admin"), tags=INVITES, status_code=201)
 def create_invitation(body: Annotated[models.InvitationCreate, Body()]) -> Data[models.Invitation]:
     """E-mails an invitation link; it expires after 7 days."""
-    inv = organizations.create_invitation(get_store(), get_mail_sender(), current_auth(app), body, base_url(app))
+    inv = organizations.create_invitation(get_store(), mail.get_mail_sender(), current_auth(app), body, base_url(app))
     return Data(data=inv)
 
 
