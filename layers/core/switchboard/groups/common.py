@@ -10,7 +10,6 @@ from switchboard.api.pagination import decode_cursor, encode_cursor
 from switchboard.contacts.identifiers import normalize_phone
 from switchboard.errors import Conflict, NotFound, UnsupportedByProvider, ValidationFailed
 from switchboard.groups.models import INVITE_CODE_PATTERN
-from switchboard.messaging import channels
 from switchboard.providers import provider_for
 from switchboard.providers.base import Provider
 from switchboard.store import Put, Store, keys
@@ -33,6 +32,8 @@ def adapter(
 ) -> tuple[Item, Provider]:
     """The channel (404 when not the caller's), its adapter (400 `unsupported_by_provider` without `capability`) and,
     for provider calls, a connected state (409 `conflict` otherwise) — in that order."""
+    from switchboard.messaging import channels  # and its models: only the routes that reach a channel need them
+
     channel = channels.get_item(store, org, channel_id)
     provider = provider_for(channel)
     if capability not in provider.capabilities():
