@@ -7,6 +7,12 @@ The SQS message of a delivery is a wake-up call; the delivery item is the state:
   message for the same delivery (a duplicate send by fan-out, a stale one from before an API retry) is dropped.
 - `lease_until` (epoch ms) is held while an attempt runs, so two receivers never POST the same delivery at once,
   and an API retry is refused meanwhile.
+- `generation` counts the API retries and recoveries of the delivery (absent = 0); each one queues a new message
+  carrying the new generation. A message of an earlier generation (the one still scheduled for the next attempt of
+  a `retrying` delivery when it was recovered) is superseded: acknowledged and dropped on its next receive, checked
+  on the read and again in the claim's condition, so it never attempts, never waits "not due" and never takes over
+  the new run (it would carry its receive count into it, towards the DLQ). A message without the field (fan-out's,
+  or queued before generations existed) is generation 0.
 
 After a failed attempt the same message is made visible again when the next attempt is due
 (ChangeMessageVisibility, at most 12 h) and reported as a batch item failure, so SQS keeps it. Every attempt is
@@ -205,26 +211,45 @@ def attempt_http(endpoint: Item, delivery: Item) -> HttpResult:
 
 
 # State changes ----------------------------------------------------------------------------------------------------
-def _claim(store: Store, org: str, delivery: Item, message_id: str, now: datetime) -> Item | None:
+def generation_of(item: Item) -> int:
+    return int(item.get("generation") or 0)
+
+
+def _same_generation(generation: int) -> str:
+    """The condition that the delivery is still at the message's generation (`:gen` is bound only when > 0)."""
+    return "attribute_not_exists(generation)" if generation == 0 else "generation = :gen"
+
+
+_CLAIM = (
+    "(attribute_not_exists(#owner) OR #owner = :me) AND #status IN (:pending, :retrying)"
+    " AND (attribute_not_exists(lease_until) OR lease_until < :now_ms) AND "
+)
+_CLAIM_CONDITIONS = (_CLAIM + _same_generation(0), _CLAIM + _same_generation(1))
+
+
+def _claim(store: Store, org: str, delivery: Item, message_id: str, now: datetime, generation: int) -> Item | None:
     """Take the delivery for this attempt; returns it as claimed. Only the claimed attributes come back (the rest an
-    attempt reads, id, body, event type, never change after creation and were just read consistently)."""
+    attempt reads, id, body, event type, never change after creation and were just read consistently). Refused to a
+    message of an earlier generation (an API retry or recovery between the read and the claim)."""
+    values = {
+        ":me": message_id,
+        ":lease": _ms(now + LEASE),
+        ":now": clock.iso(now),
+        ":now_ms": _ms(now),
+        ":one": 1,
+        ":pending": "pending",
+        ":retrying": "retrying",
+    }
+    if generation:
+        values[":gen"] = generation
     try:
         updated = store.update(
             repo.delivery_key(org, delivery["id"]),
             "SET #owner = :me, lease_until = :lease, last_attempt_at = :now, updated_at = :now"
             " ADD attempt_count :one, run_attempts :one REMOVE manual",
-            condition="(attribute_not_exists(#owner) OR #owner = :me) AND #status IN (:pending, :retrying)"
-            " AND (attribute_not_exists(lease_until) OR lease_until < :now_ms)",
+            condition=_CLAIM_CONDITIONS[generation > 0],
             names={"#owner": "owner", "#status": "status"},
-            values={
-                ":me": message_id,
-                ":lease": _ms(now + LEASE),
-                ":now": clock.iso(now),
-                ":now_ms": _ms(now),
-                ":one": 1,
-                ":pending": "pending",
-                ":retrying": "retrying",
-            },
+            values=values,
             return_values="UPDATED_NEW",
         )
     except Conflict:
@@ -234,24 +259,27 @@ def _claim(store: Store, org: str, delivery: Item, message_id: str, now: datetim
     return claimed
 
 
-def _cancel(store: Store, org: str, delivery: Item, reason: str, message_id: str) -> None:
+def _cancel(store: Store, org: str, delivery: Item, reason: str, message_id: str, generation: int) -> None:
     now = clock.now()
+    values = {
+        ":canceled": "canceled",
+        ":reason": reason,
+        ":now": clock.iso(now),
+        ":pending": "pending",
+        ":retrying": "retrying",
+        ":me": message_id,
+        ":now_ms": _ms(now),
+    }
+    if generation:
+        values[":gen"] = generation
     with contextlib.suppress(Conflict):  # it changed meanwhile (claimed, retried): nothing to cancel
         store.update(
             repo.delivery_key(org, delivery["id"]),
             "SET #status = :canceled, last_error = :reason, updated_at = :now REMOVE next_attempt_at",
             condition="#status IN (:pending, :retrying) AND (attribute_not_exists(#owner) OR #owner = :me)"
-            " AND (attribute_not_exists(lease_until) OR lease_until < :now_ms)",
+            " AND (attribute_not_exists(lease_until) OR lease_until < :now_ms) AND " + _same_generation(generation),
             names={"#status": "status", "#owner": "owner"},
-            values={
-                ":canceled": "canceled",
-                ":reason": reason,
-                ":now": clock.iso(now),
-                ":pending": "pending",
-                ":retrying": "retrying",
-                ":me": message_id,
-                ":now_ms": _ms(now),
-            },
+            values=values,
             return_values="NONE",
         )
 
@@ -430,11 +458,13 @@ def _record(
     return Outcome(True, status=status)
 
 
-def process(store: Store, org: str, msg_id: str, message_id: str) -> Outcome:
-    """Handle one wake-up of delivery `msg_id` by SQS message `message_id`."""
+def process(store: Store, org: str, msg_id: str, message_id: str, generation: int = 0) -> Outcome:
+    """Handle one wake-up of delivery `msg_id` by SQS message `message_id` of the delivery's `generation`."""
     delivery = repo.get_delivery(store, org, msg_id, consistent=True)
     if delivery is None or delivery.get("status") not in ACTIVE:
         return Outcome(True, status="nothing to do")
+    if generation_of(delivery) != generation:
+        return Outcome(True, status="superseded")  # an API retry or recovery queued its own message since
     if delivery.get("owner") and delivery["owner"] != message_id:
         return Outcome(True, status="duplicate")
     now = clock.now()
@@ -444,9 +474,9 @@ def process(store: Store, org: str, msg_id: str, message_id: str) -> Outcome:
     endpoint = repo.get_endpoint(store, org, delivery["endpoint_id"], consistent=True)
     if endpoint is None or not endpoint.get("enabled"):
         reason = "the endpoint was deleted" if endpoint is None else "the endpoint is disabled"
-        _cancel(store, org, delivery, reason, message_id)
+        _cancel(store, org, delivery, reason, message_id, generation)
         return Outcome(True, status="canceled")
-    claimed = _claim(store, org, delivery, message_id, now)
+    claimed = _claim(store, org, delivery, message_id, now, generation)
     if claimed is None:
         return Outcome(True, status="claimed elsewhere")
     trigger = "manual" if delivery.get("manual") else "scheduled"
@@ -474,7 +504,13 @@ def process(store: Store, org: str, msg_id: str, message_id: str) -> Outcome:
 def _one(record: dict[str, Any]) -> Outcome:
     try:
         body = json.loads(record["body"])
-        return process(get_store(), body["organization_id"], body["delivery_id"], record["messageId"])
+        return process(
+            get_store(),
+            body["organization_id"],
+            body["delivery_id"],
+            record["messageId"],
+            int(body.get("generation", 0)),
+        )
     except Exception:  # the message stays on the queue and comes back after its visibility timeout
         logger.exception("webhook delivery failed unexpectedly", extra={"message_id": record.get("messageId")})
         return Outcome(False)

@@ -1,4 +1,5 @@
-"""Queueing deliveries: one WebhookDeliveriesQueue message per delivery (`{"organization_id", "delivery_id"}`).
+"""Queueing deliveries: one WebhookDeliveriesQueue message per delivery (`{"organization_id", "delivery_id"}`, plus
+`"generation"` once an API retry or recovery has bumped the delivery's).
 
 The message is only a wake-up call: the delivery item holds the state, and the sender re-reads it, so a duplicate
 or stale message is harmless (see `delivery.py`).
@@ -7,7 +8,7 @@ or stale message is harmless (see `delivery.py`).
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from switchboard import aws
 from switchboard.config import get_settings
@@ -16,12 +17,17 @@ from switchboard.errors import ServiceUnavailable
 BATCH = 10
 
 
-def message_body(org_id: str, delivery_id: str) -> str:
-    return json.dumps({"organization_id": org_id, "delivery_id": delivery_id}, separators=(",", ":"))
+def message_body(org_id: str, delivery_id: str, generation: int = 0) -> str:
+    body: dict[str, str | int] = {"organization_id": org_id, "delivery_id": delivery_id}
+    if generation:
+        body["generation"] = generation  # absent = 0: a fan-out message is what it always was
+    return json.dumps(body, separators=(",", ":"))
 
 
-def enqueue(org_id: str, delivery_ids: Sequence[str]) -> None:
-    """Send one message per delivery (10 per call); raises ServiceUnavailable when any could not be sent."""
+def enqueue(org_id: str, delivery_ids: Sequence[str], generations: Mapping[str, int] | None = None) -> None:
+    """Send one message per delivery (10 per call), each with its delivery's generation (`generations`, default 0);
+    raises ServiceUnavailable when any could not be sent."""
+    generations = generations or {}
     if not delivery_ids:
         return
     sqs = aws.client("sqs")
@@ -31,7 +37,10 @@ def enqueue(org_id: str, delivery_ids: Sequence[str]) -> None:
         chunk = list(delivery_ids[start : start + BATCH])
         response = sqs.send_message_batch(
             QueueUrl=url,
-            Entries=[{"Id": str(n), "MessageBody": message_body(org_id, d)} for n, d in enumerate(chunk)],
+            Entries=[
+                {"Id": str(n), "MessageBody": message_body(org_id, d, generations.get(d, 0))}
+                for n, d in enumerate(chunk)
+            ],
         )
         failed += [chunk[int(f["Id"])] for f in response.get("Failed") or []]
     if failed:

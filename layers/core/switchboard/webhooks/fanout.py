@@ -67,6 +67,7 @@ def fan_out(store: Store, detail: dict[str, Any], endpoints: list[Item]) -> list
         return []
     now = clock.now_iso()
     queued: list[str] = []
+    generations: dict[str, int] = {}
     for endpoint in targets(endpoints, event_type, detail.get("data") or {}):
         item = delivery_item(org, endpoint["id"], detail, now)
         try:
@@ -76,8 +77,9 @@ def fan_out(store: Store, detail: dict[str, Any], endpoints: list[Item]) -> list
             never_tried = existing.get("status") == "pending" and not existing.get("attempt_count")
             if not (never_tried and not existing.get("owner")):
                 continue  # a redelivered event: its delivery is already under way
+            generations[item["id"]] = int(existing.get("generation") or 0)  # (requeued by the API, never tried)
         queued.append(item["id"])
-    dispatch.enqueue(org, queued)
+    dispatch.enqueue(org, queued, generations)
     return queued
 
 

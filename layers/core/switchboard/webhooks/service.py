@@ -370,18 +370,21 @@ def _deliverable_endpoint(store: Store, org: str, endpoint_id: str) -> Item:
 
 
 def requeue(store: Store, org: str, msg_id: str) -> Item:
-    """Make a delivery due now with a fresh schedule (same id, same body); refused while an attempt runs."""
+    """Make a delivery due now with a fresh schedule (same id, same body) and a new `generation`, so a message still
+    queued for it (a `retrying` delivery's next attempt) is dropped and only the caller's new message, queued with
+    that generation, drives it; refused while an attempt runs."""
     now = clock.now()
     return store.update(  # type: ignore[return-value]
         repo.delivery_key(org, msg_id),
         "SET #status = :pending, next_attempt_at = :now, run_attempts = :zero, manual = :true, updated_at = :now"
-        " REMOVE #owner, lease_until",
+        " REMOVE #owner, lease_until ADD generation :one",
         condition="attribute_exists(PK) AND (attribute_not_exists(lease_until) OR lease_until < :now_ms)",
         names={"#status": "status", "#owner": "owner"},
         values={
             ":pending": "pending",
             ":now": clock.iso(now),
             ":zero": 0,
+            ":one": 1,
             ":true": True,
             ":now_ms": int(now.timestamp() * 1000),
         },
@@ -395,7 +398,7 @@ def retry_delivery(store: Store, auth: AuthContext, msg_id: str) -> models.Deliv
     item = _get_delivery(store, org, msg_id, consistent=True)
     _deliverable_endpoint(store, org, item["endpoint_id"])
     updated = requeue(store, org, msg_id)
-    dispatch.enqueue(org, [msg_id])
+    dispatch.enqueue(org, [msg_id], {msg_id: int(updated["generation"])})
     return delivery_view(updated)
 
 
@@ -406,6 +409,7 @@ def recover(store: Store, auth: AuthContext, endpoint_id: str, since: str) -> mo
         raise Conflict("The endpoint is disabled; enable it before recovering its deliveries.")
     values = {f":s{n}": s for n, s in enumerate(FAILED_STATUSES)}
     ids: list[str] = []
+    generations: dict[str, int] = {}
     last: dict[str, Any] | None = None
     has_more = False
     while True:
@@ -423,14 +427,14 @@ def recover(store: Store, auth: AuthContext, endpoint_id: str, since: str) -> mo
                 has_more = True
                 break
             try:
-                requeue(store, org, item["id"])
+                generations[item["id"]] = int(requeue(store, org, item["id"])["generation"])
             except Conflict:
                 continue  # an attempt is running right now: it is being delivered anyway
             ids.append(item["id"])
         last = page.last_key
         if has_more or last is None:
             break
-    dispatch.enqueue(org, ids)
+    dispatch.enqueue(org, ids, generations)
     return models.RecoverResult(endpoint_id=endpoint_id, since=since, requeued=len(ids), has_more=has_more)
 
 
