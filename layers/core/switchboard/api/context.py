@@ -34,16 +34,9 @@ def current_auth(app: Any) -> AuthContext:
 
 
 def header(app: Any, name: str) -> str | None:
-    """A request header, by case-insensitive name (the event's single-value `headers`, as Powertools' `headers`).
-
-    The lower-cased map is built once per request and kept in the resolver's per-request context (Powertools would
-    build a new case-insensitive dict on every `current_event.headers` access)."""
-    headers = app.context.get("_headers_lower")
-    if headers is None:
-        raw = app.current_event.raw_event.get("headers") or {}
-        headers = {str(k).lower(): v for k, v in raw.items()}
-        app.context["_headers_lower"] = headers
-    return headers.get(name.lower())  # type: ignore[no-any-return]
+    """A request header, by case-insensitive name (the event's single-value `headers`, as Powertools' `headers`;
+    the resolver's event builds that map once per request, `switchboard.api.powertools.ProxyEvent`)."""
+    return app.current_event.headers.get(name)  # type: ignore[no-any-return]
 
 
 def base_url(app: Any) -> str:

@@ -1,0 +1,73 @@
+"""Powertools' per-request pieces with the same behaviour and less repeated work.
+
+Every request reads the event's headers several times (the request validation's header and cookie parameters, the
+body's content type, the response builder's CORS and compression checks, our own content-type check), and
+Powertools' `APIGatewayProxyEvent` builds a new case-insensitive dict at each read: six per request, ~15-25 µs.
+`ProxyEvent` builds each of the two header maps once per request.
+
+The request validation reads and normalises the query string, the headers (twice) and the cookies for every route,
+then validates the parameters the route declares: most routes declare none of them (a path parameter and a body at
+most). `RequestValidation` runs Powertools' own steps for the parameter kinds the route declares and skips the reads
+for the kinds it does not, so the values, the errors and their order are the same.
+"""
+
+from __future__ import annotations
+
+from functools import cached_property
+from typing import TYPE_CHECKING, Any
+
+from aws_lambda_powertools.event_handler.middlewares.openapi_validation import (
+    OpenAPIRequestValidationMiddleware,
+    _normalize_errors,
+    _request_body_to_args,
+    _request_params_to_args,
+)
+from aws_lambda_powertools.event_handler.openapi.exceptions import RequestValidationError
+from aws_lambda_powertools.utilities.data_classes import APIGatewayProxyEvent
+from aws_lambda_powertools.utilities.data_classes.common import CaseInsensitiveDict
+
+if TYPE_CHECKING:
+    from aws_lambda_powertools.event_handler.middlewares import NextMiddleware
+    from aws_lambda_powertools.event_handler.types import EventHandlerInstance
+
+
+class ProxyEvent(APIGatewayProxyEvent):
+    """`APIGatewayProxyEvent` whose header maps are built on first read and kept for the request (the event is not
+    changed while a request is served)."""
+
+    @cached_property
+    def headers(self) -> dict[str, str]:  # type: ignore[override]
+        return _case_insensitive(self.get("headers"))
+
+    @cached_property
+    def multi_value_headers(self) -> dict[str, list[str]]:  # type: ignore[override]
+        return _case_insensitive(self.get("multiValueHeaders"))
+
+
+def _case_insensitive(raw: Any) -> CaseInsensitiveDict:
+    """`CaseInsensitiveDict(raw)` (keys lower-cased, lookups lower-case the name), filled in one update."""
+    mapping = CaseInsensitiveDict()
+    if raw:
+        dict.update(mapping, {key.lower(): value for key, value in raw.items()})
+    return mapping
+
+
+class RequestValidation(OpenAPIRequestValidationMiddleware):
+    """Powertools' request validation; a route with no query, header or cookie parameter skips reading them."""
+
+    def handler(self, app: EventHandlerInstance, next_middleware: NextMiddleware) -> Any:
+        dependant = app.context["_route"].dependant
+        if dependant.query_params or dependant.header_params or dependant.cookie_params:
+            return super().handler(app, next_middleware)
+        values, errors = _request_params_to_args(dependant.path_params, app.context["_route_args"])
+        if dependant.body_params:
+            body_values, body_errors = _request_body_to_args(
+                required_params=dependant.body_params,
+                received_body=self._get_body(app),
+            )
+            values.update(body_values)
+            errors.extend(body_errors)
+        if errors:
+            raise RequestValidationError(_normalize_errors(errors))
+        app.context["_route_args"] = values
+        return next_middleware(app)
