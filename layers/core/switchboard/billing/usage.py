@@ -6,8 +6,9 @@ One usage item per organization, UTC day and channel (`USAGE#<YYYY-MM-DD>#CH#<ch
 concurrent sender cannot count a message twice, and a failed message is never counted. A billing period
 (a calendar month) is then one Query on the `USAGE#<YYYY-MM>-` prefix.
 
-Contacts stored are counted, not tracked: `Select=COUNT` on the contacts index (GSI1 `ORG#<org>#CONTACTS`), one
-round trip per MiB of index read (thousands of contacts per page).
+Contacts stored are tracked, not counted per read: the organization's contact counter (`COUNTER#CONTACTS`, changed
+with `ADD` in the transactions that create and delete contacts) is one consistent GetItem; an organization without
+a seeded counter is counted once and seeded (`switchboard.contacts.counter`).
 """
 
 from __future__ import annotations
@@ -48,22 +49,7 @@ def messages_sent(store: Store, org: str, period: str) -> list[Item]:
 
 
 def contacts_stored(store: Store, org: str) -> int:
-    """`Select=COUNT` over the organization's contacts on GSI1 (no items transferred)."""
-    from switchboard.contacts import repository as contact_keys  # the contacts package: only when counting
+    """The organization's maintained contact count (one consistent GetItem)."""
+    from switchboard.contacts import counter  # the contacts package: only when counting
 
-    total, start = 0, None
-    while True:
-        params: dict[str, Any] = {
-            "TableName": store.table_name,
-            "IndexName": "GSI1",
-            "KeyConditionExpression": "GSI1PK = :pk",
-            "ExpressionAttributeValues": {":pk": {"S": contact_keys.list_pk(org)}},
-            "Select": "COUNT",
-        }
-        if start:
-            params["ExclusiveStartKey"] = start
-        resp = store.client.query(**params)
-        total += int(resp.get("Count", 0))
-        start = resp.get("LastEvaluatedKey")
-        if not start:
-            return total
+    return counter.contacts_stored(store, org)

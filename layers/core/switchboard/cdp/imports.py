@@ -2,7 +2,8 @@
 
 Each row is planned by `contacts.service.plan_upsert` (the contacts rules: custom fields, identity normalisation,
 one owner per identity through the sentinels) and its operations join the current batch while it holds at most 100
-items; a batch is one `TransactWriteItems`, so its rows land together or not at all. A batch cancelled because an
+items; a batch is one `TransactWriteItems`, so its rows land together or not at all (the contact counter updates of
+its new contacts folded into one). A batch cancelled because an
 identity was claimed or a contact changed meanwhile is planned again once; rows still failing are reported.
 A row may not repeat an identity or a contact of an earlier row (reported, never half-merged).
 
@@ -25,6 +26,7 @@ from switchboard import clock
 from switchboard.api.auth import AuthContext
 from switchboard.api.pagination import decode_cursor, encode_cursor, query_fingerprint
 from switchboard.cdp import fields, models
+from switchboard.contacts import counter
 from switchboard.contacts import models as contact_models
 from switchboard.contacts import service as contacts
 from switchboard.errors import DomainError, NotFound, ValidationFailed
@@ -216,7 +218,7 @@ class _Run:
         if self.dry_run:
             self._count(plan)
             return
-        if sum(len(p.ops) for _, _, p in self.pending) + len(plan.ops) > MAX_BATCH_ITEMS:
+        if len(self._batch_ops([*(op for _, _, p in self.pending for op in p.ops), *plan.ops])) > MAX_BATCH_ITEMS:
             self.flush()
         self.pending.append((row, body, plan))
 
@@ -226,13 +228,17 @@ class _Run:
         else:
             self.updated += 1
 
+    def _batch_ops(self, ops: list[TxOp]) -> list[TxOp]:
+        """One transaction's operations: the rows' contact counter updates folded into one."""
+        return counter.merge_count_ops(self.auth.org_id, ops)
+
     def flush(self) -> None:
         batch, self.pending = self.pending, []
         for attempt in range(2):
             if not batch:
                 return
             try:
-                self.store.transact([op for _, _, plan in batch for op in plan.ops])
+                self.store.transact(self._batch_ops([op for _, _, plan in batch for op in plan.ops]))
             except DomainError as err:
                 if attempt == 1:
                     for row, _, _ in batch:

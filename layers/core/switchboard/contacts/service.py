@@ -15,6 +15,7 @@ from switchboard.api.auth import AuthContext
 from switchboard.api.pagination import decode_cursor, encode_cursor, query_fingerprint
 from switchboard.audit import audit_put
 from switchboard.contacts import repository as repo
+from switchboard.contacts.counter import count_op
 from switchboard.contacts.identifiers import Identifier, normalize, normalize_phone
 from switchboard.errors import Conflict, NotFound
 from switchboard.events.outbox import outbox_put
@@ -322,8 +323,9 @@ def _create(store: Store, auth: AuthContext, body: models.ContactCreate, idents:
 
 
 def creation_ops(auth: AuthContext, body: models.ContactCreate, idents: list) -> tuple[Item, list[TxOp]]:
-    """The new contact and the operations that create it (item, identity sentinels, name index, event) uncommitted:
-    the caller transacts them, alone or with others (a contacts import commits a batch of rows at once)."""
+    """The new contact and the operations that create it (item, identity sentinels, name index, the organization's
+    contact counter, event) uncommitted: the caller transacts them, alone or with others (a contacts import commits
+    a batch of rows at once, with `counter.merge_count_ops`)."""
     org, now, contact_id = auth.org_id, clock.now_iso(), new_id("ct")
     fields = _derive_names(_fields_of(body))
     item: Item = {
@@ -355,6 +357,7 @@ def creation_ops(auth: AuthContext, body: models.ContactCreate, idents: list) ->
                 }
             )
         )
+    ops.append(count_op(org, 1))
     ops.append(_event(org, item, ["created"], "created"))
     return item, ops
 
@@ -511,6 +514,7 @@ def delete(store: Store, auth: AuthContext, contact_id: str) -> None:
         first.append(Delete(key=repo.sentinel_key(org, sk)))
     if item.get("name"):
         first.append(Delete(key=repo.name_index_key(org, item["name"], contact_id)))
+    first.append(count_op(org, -1))
     first.append(audit_put(auth, "contact.deleted", "contact", contact_id, before={"name": item.get("name")}))
     store.transact(first)
     children = store.query_all(f"ORG#{org}", sk_prefix=repo.child_prefix(contact_id))
