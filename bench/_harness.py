@@ -6,6 +6,7 @@ validation, auth context, serialisation, store code) — exactly what differs be
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import statistics
@@ -39,7 +40,8 @@ ENV = {
 
 @contextmanager
 def bench_env(fake_dynamodb: Any) -> Iterator[None]:
-    """The functions' environment and a fake DynamoDB client for the duration; everything restored after."""
+    """The functions' environment and a fake DynamoDB client for the duration; everything restored after. The
+    functions' EMF lines (stdout) are written to /dev/null: still formatted and written, as on Lambda, not shown."""
     from switchboard import aws
     from switchboard.config import reset_settings
 
@@ -49,7 +51,8 @@ def bench_env(fake_dynamodb: Any) -> Iterator[None]:
     aws.reset_clients()
     aws._clients["dynamodb"] = fake_dynamodb
     try:
-        yield
+        with open(os.devnull, "w") as sink, contextlib.redirect_stdout(sink):
+            yield
     finally:
         os.environ.clear()
         os.environ.update(saved)
@@ -65,32 +68,38 @@ class FakeDynamoDB:
 
         self.items = {(i["PK"], i["SK"]): serialize(i) for i in items}
         self.calls: Counter[str] = Counter()
+        self.log: list[tuple[str, dict[str, Any]]] | None = None  # a list: every request's arguments are kept
+
+    def _seen(self, operation: str, kw: dict[str, Any]) -> None:
+        self.calls[operation] += 1
+        if self.log is not None:
+            self.log.append((operation, kw))
 
     def _key(self, key: dict[str, Any]) -> tuple[str, str]:
         return key["PK"]["S"], key["SK"]["S"]
 
     def get_item(self, **kw: Any) -> dict[str, Any]:
-        self.calls["GetItem"] += 1
+        self._seen("GetItem", kw)
         item = self.items.get(self._key(kw["Key"]))
         return {"Item": item} if item else {}
 
     def batch_get_item(self, **kw: Any) -> dict[str, Any]:
-        self.calls["BatchGetItem"] += 1
+        self._seen("BatchGetItem", kw)
         ((table, req),) = kw["RequestItems"].items()
         found = [self.items[self._key(k)] for k in req["Keys"] if self._key(k) in self.items]
         return {"Responses": {table: found}, "UnprocessedKeys": {}}
 
     def update_item(self, **kw: Any) -> dict[str, Any]:
-        self.calls["UpdateItem"] += 1
+        self._seen("UpdateItem", kw)
         return {"Attributes": {"hits": {"N": "1"}}}
 
     def put_item(self, **kw: Any) -> dict[str, Any]:
-        self.calls["PutItem"] += 1
+        self._seen("PutItem", kw)
         return {}
 
     def transact_write_items(self, **kw: Any) -> dict[str, Any]:
         """Accepted without applying: each benchmark request starts from the same state."""
-        self.calls["TransactWriteItems"] += 1
+        self._seen("TransactWriteItems", kw)
         return {}
 
 
@@ -158,3 +167,26 @@ def interleaved(candidates: dict[str, Callable[[], Any]], rounds: int, per_round
                 fn()
             samples[name].append((now() - start) / per_round * 1e6)
     return {name: statistics.median(values) for name, values in samples.items()}
+
+
+def shape(calls: list[tuple[str, dict[str, Any]]]) -> list[Any]:
+    """The requests without their values: operation, keys' and items' attribute names, expressions, read
+    consistency, and for a transaction each operation's kind, item attributes and condition."""
+
+    def of(kw: dict[str, Any]) -> Any:
+        out: dict[str, Any] = {}
+        for name, value in kw.items():
+            if name in ("Key", "Item"):
+                out[name] = sorted(value)
+            elif name == "RequestItems":
+                ((_table, req),) = value.items()
+                out[name] = (len(req["Keys"]), req.get("ConsistentRead"))
+            elif name == "TransactItems":
+                out[name] = [{kind: of(op)} for item in value for kind, op in item.items()]
+            elif name == "ExpressionAttributeValues":
+                out[name] = sorted(value)
+            else:
+                out[name] = value
+        return out
+
+    return [(op, of(kw)) for op, kw in calls]
