@@ -8,7 +8,7 @@ import json
 from typing import Annotated, Any
 
 import pytest
-from aws_lambda_powertools.event_handler import APIGatewayRestResolver
+from aws_lambda_powertools.event_handler import APIGatewayRestResolver, Response
 from aws_lambda_powertools.event_handler.openapi.exceptions import RequestValidationError
 from aws_lambda_powertools.event_handler.openapi.params import Body, Header, Query
 from aws_lambda_powertools.utilities.data_classes import APIGatewayProxyEvent
@@ -17,13 +17,21 @@ from pydantic import BaseModel, Field
 from bench._harness import Ctx, FakeDynamoDB, api_event, bench_env
 from switchboard.api.app import PUBLIC, create_resolver
 from switchboard.api.auth import AccessMiddleware, public, requires, route_access
-from switchboard.api.powertools import ProxyEvent, RequestValidation
+from switchboard.api.powertools import ProxyEvent, RequestValidation, ResponseValidation
 
 
 class Thing(BaseModel):
     name: str = Field(min_length=2)
     size: int = 1
     tags: list[str] = []
+
+
+class Out(BaseModel):
+    name: str
+    score: float
+    ratio: float = 0.5
+    note: str | None = None
+    items: list[Thing]
 
 
 def _register(app: Any, seen: list[Any]) -> None:
@@ -45,6 +53,24 @@ def _register(app: Any, seen: list[Any]) -> None:
         seen.append(("path_only", name))
         return {"ok": True}
 
+    @app.get("/text")
+    def text() -> Response[str]:
+        return Response(status_code=200, content_type="text/plain", body="42")
+
+    @app.get("/json-text")
+    def json_text() -> str:
+        return "already text"
+
+    @app.delete("/things/<thing_id>")
+    def delete(thing_id: int) -> None:
+        seen.append(("delete", thing_id))
+
+    @app.get("/typed/<name>")
+    def typed(name: str) -> Out:
+        if name == "bad":
+            return {"name": name, "score": "not a number"}  # type: ignore[return-value]  # fails validation
+        return Out(name=f"{name} \u2013 Zoë ✓", score=0.1 + 1e-7, ratio=1e16, items=[Thing(name="lamp", tags=["é"])])
+
 
 def _outcome(app: Any, seen: list[Any], event: dict[str, Any]) -> Any:
     seen.clear()
@@ -52,7 +78,12 @@ def _outcome(app: Any, seen: list[Any], event: dict[str, Any]) -> Any:
         response = app.resolve(event, Ctx())
     except RequestValidationError as err:  # no exception handler registered: the errors themselves are compared
         return ("invalid", json.loads(json.dumps(err.errors(), default=str)))
-    return (response["statusCode"], response["body"], list(seen))
+    body = response["body"]
+    try:
+        document = json.loads(body)  # the same document; its text may differ in escaping and number spelling
+    except (TypeError, ValueError):
+        document = ("text", body)
+    return (response["statusCode"], document, list(seen))
 
 
 def _event(method: str, path: str, body: Any = None, query: dict | None = None, headers: dict | None = None) -> dict:
@@ -77,6 +108,11 @@ CASES = [
     _event("GET", "/things", query={"limit": "0"}),  # query error
     _event("GET", "/things"),
     _event("GET", "/plain/abc"),
+    _event("GET", "/text"),  # a text body as the route gives it
+    _event("GET", "/json-text"),
+    _event("DELETE", "/things/3"),  # no body
+    _event("GET", "/typed/ok"),  # non-ASCII text, floats, nested models, a null
+    _event("GET", "/typed/bad"),  # the response fails validation: Powertools' error
 ]
 
 
@@ -89,11 +125,28 @@ def test_same_values_and_errors_as_powertools(event: dict[str, Any]) -> None:
     ours_seen: list[Any] = []
     ours = APIGatewayRestResolver(enable_validation=True)
     ours._request_validation_middleware = RequestValidation()
+    ours._response_validation_middleware = ResponseValidation(validation_serializer=ours._serializer)
     ours._to_proxy_event = lambda raw: ProxyEvent(raw, ours._json_body_deserializer)  # type: ignore[method-assign]
     _register(ours, ours_seen)
 
     expected = _outcome(stock, stock_seen, json.loads(json.dumps(event)))
     assert _outcome(ours, ours_seen, json.loads(json.dumps(event))) == expected
+
+
+def test_response_text_is_json_dumps_escaping() -> None:
+    """The body is the JSON document Powertools' encoder writes, non-ASCII escaped (the bytes on the wire stay
+    ASCII, as before)."""
+    app = create_resolver()
+
+    @app.get("/typed", middlewares=public(), tags=["t"], security=PUBLIC)
+    def typed() -> Out:
+        return Out(name="Zoë ✓", score=2.5, items=[])
+
+    event = api_event("GET", "/typed", None, "org_unit")
+    event["requestContext"]["authorizer"] = None
+    body = app.resolve(event, Ctx())["body"]
+    assert body.isascii() and "\\u00eb" in body
+    assert json.loads(body) == {"name": "Zoë ✓", "score": 2.5, "ratio": 0.5, "note": None, "items": []}
 
 
 def test_header_maps_equal_powertools_and_built_once() -> None:

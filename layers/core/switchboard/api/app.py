@@ -23,7 +23,7 @@ from switchboard.api.auth import take_access
 from switchboard.api.context import current_auth_optional, header, request_id
 from switchboard.api.envelope import error_body
 from switchboard.api.idempotency import idempotency_middleware
-from switchboard.api.powertools import ProxyEvent, RequestValidation
+from switchboard.api.powertools import ProxyEvent, RequestValidation, ResponseValidation
 from switchboard.config import get_settings
 from switchboard.errors import DomainError, MethodNotAllowed, PayloadTooLarge, RateLimited, RouteNotFound
 from switchboard.logs import redact_logs
@@ -209,6 +209,10 @@ class Resolver(APIGatewayRestResolver):
         super().__init__(**kwargs)
         if self._enable_validation:
             self._request_validation_middleware = RequestValidation()
+            self._response_validation_middleware = ResponseValidation(
+                validation_serializer=self._serializer,
+                has_response_validation_error=self._has_response_validation_error,
+            )
 
     def _to_proxy_event(self, event: dict) -> Any:
         return ProxyEvent(event, self._json_body_deserializer)

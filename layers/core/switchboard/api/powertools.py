@@ -9,6 +9,11 @@ The request validation reads and normalises the query string, the headers (twice
 then validates the parameters the route declares: most routes declare none of them (a path parameter and a body at
 most). `RequestValidation` runs Powertools' own steps for the parameter kinds the route declares and skips the reads
 for the kinds it does not, so the values, the errors and their order are the same.
+
+The response validation validates the route's return value against its declared type, dumps it to Python objects
+(`mode="json"`) and leaves them to the response builder's JSON encoder. `ResponseValidation` validates it the same
+way and dumps it to JSON text in one step (pydantic's `dump_json`, non-ASCII escaped as `json.dumps` writes it): the
+same document, ~8 µs less for a contact.
 """
 
 from __future__ import annotations
@@ -18,9 +23,11 @@ from typing import TYPE_CHECKING, Any
 
 from aws_lambda_powertools.event_handler.middlewares.openapi_validation import (
     OpenAPIRequestValidationMiddleware,
+    OpenAPIResponseValidationMiddleware,
     _normalize_errors,
     _request_body_to_args,
     _request_params_to_args,
+    _validate_field,
 )
 from aws_lambda_powertools.event_handler.openapi.exceptions import RequestValidationError
 from aws_lambda_powertools.utilities.data_classes import APIGatewayProxyEvent
@@ -71,3 +78,22 @@ class RequestValidation(OpenAPIRequestValidationMiddleware):
             raise RequestValidationError(_normalize_errors(errors))
         app.context["_route_args"] = values
         return next_middleware(app)
+
+
+class ResponseValidation(OpenAPIResponseValidationMiddleware):
+    """Powertools' response validation; a valid JSON response is serialised straight to JSON text. Anything else (no
+    body, a text body, a body already encoded, an invalid value) takes Powertools' own path, so its answers and
+    errors are unchanged."""
+
+    def _handle_response(self, *, route: Any, response: Any) -> Any:
+        field = route.dependant.return_param
+        adapter = getattr(field, "_type_adapter", None)
+        body = response.body
+        if adapter is None or not response.is_json() or body is None or isinstance(body, str | bytes):
+            return super()._handle_response(route=route, response=response)  # no body, text, or encoded already
+        errors: list[Any] = []
+        value = _validate_field(field=field, value=body, loc=("response",), existing_errors=errors)
+        if errors:
+            return super()._handle_response(route=route, response=response)  # raises Powertools' error
+        response.body = adapter.dump_json(value, by_alias=True, ensure_ascii=True).decode()
+        return response

@@ -63,7 +63,23 @@ def _from_dynamo(value: Any) -> Any:
 
 
 def _ser(value: Any) -> dict[str, Any]:
-    """One Python value → DynamoDB JSON; the common types directly, the rest through boto3's serializer."""
+    """One Python value → DynamoDB JSON. The exact common types by `type(...) is` (cheaper than the `isinstance`
+    chain, which still takes subclasses, floats and the rest: `_ser_any`)."""
+    kind = type(value)
+    if kind is str:
+        return {"S": value}
+    if kind is dict:
+        return {"M": {k: _ser(v) for k, v in value.items() if v is not None}}
+    if kind is list:
+        return {"L": [_ser(v) for v in value]}
+    if kind is bool:
+        return {"BOOL": value}
+    if kind is int:
+        return {"N": str(value)}
+    return _ser_any(value)
+
+
+def _ser_any(value: Any) -> dict[str, Any]:
     if isinstance(value, str):
         return {"S": value}
     if isinstance(value, bool):
@@ -97,10 +113,10 @@ def _de(raw: dict[str, Any]) -> Any:
         return _number(value)
     if tag == "BOOL":
         return value
-    if tag == "M":
-        return {k: _de(v) for k, v in value.items()}
+    if tag == "M":  # strings, the most common values, without a call each
+        return {k: v["S"] if "S" in v else _de(v) for k, v in value.items()}
     if tag == "L":
-        return [_de(v) for v in value]
+        return [v["S"] if "S" in v else _de(v) for v in value]
     if tag == "NULL":
         return None
     if tag == "SS":
@@ -115,7 +131,7 @@ def serialize(item: Item) -> dict[str, Any]:
 
 
 def deserialize(raw: dict[str, Any]) -> Item:
-    return {k: _de(v) for k, v in raw.items()}
+    return {k: v["S"] if "S" in v else _de(v) for k, v in raw.items()}
 
 
 def _values(values: dict[str, Any] | None) -> dict[str, Any] | None:

@@ -1,0 +1,92 @@
+"""The store's item codec: `serialize` writes what boto3's TypeSerializer writes for the same item (floats as
+Decimal, None attributes and map entries dropped) and `deserialize` reads it back to the same Python values
+(integral numbers as int), for random JSON-like items, subclasses of the common types included."""
+
+from __future__ import annotations
+
+from decimal import Decimal
+from enum import StrEnum
+from typing import Any
+
+from boto3.dynamodb.types import TypeDeserializer, TypeSerializer
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from switchboard.store.table import _to_dynamo, deserialize, serialize
+
+# the numbers the API stores: money, scores, coordinates (DynamoDB's 38 digits hold them exactly as Decimal text)
+finite = st.floats(allow_nan=False, allow_infinity=False, width=64).filter(lambda f: f == 0 or 1e-6 < abs(f) < 1e12)
+scalars = st.one_of(st.text(max_size=8), st.booleans(), st.integers(-(10**12), 10**12), finite, st.none())
+values = st.recursive(
+    scalars,
+    lambda inner: st.one_of(
+        st.lists(inner, max_size=4),
+        st.dictionaries(st.text(min_size=1, max_size=5), inner, max_size=4),
+    ),
+    max_leaves=12,
+)
+items = st.dictionaries(st.text(min_size=1, max_size=6), values, max_size=8)
+
+
+def _without_none(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: _without_none(v) for k, v in value.items() if v is not None}
+    if isinstance(value, list):
+        return [_without_none(v) for v in value]
+    return value
+
+
+def _numbers_as_python(value: Any) -> Any:
+    if isinstance(value, float) and value == int(value):
+        return int(value)
+    if isinstance(value, dict):
+        return {k: _numbers_as_python(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_numbers_as_python(v) for v in value]
+    return value
+
+
+@settings(max_examples=300, deadline=None)
+@given(items)
+def test_serialize_matches_boto3(item: dict[str, Any]) -> None:
+    boto = TypeSerializer()
+    expected = {k: boto.serialize(_to_dynamo(v)) for k, v in item.items() if v is not None}
+    assert serialize(item) == expected
+
+
+@settings(max_examples=300, deadline=None)
+@given(items)
+def test_round_trip(item: dict[str, Any]) -> None:
+    raw = serialize(item)
+    back = deserialize(raw)
+    assert _numbers_as_python(back) == _numbers_as_python(_without_none(item))
+    boto = TypeDeserializer()
+    reference = {k: boto.deserialize(v) for k, v in raw.items()}
+    assert _numbers_as_python(_decimals_as_python(reference)) == _numbers_as_python(back)
+
+
+def _decimals_as_python(value: Any) -> Any:
+    if isinstance(value, Decimal):
+        return int(value) if value == value.to_integral_value() else float(value)
+    if isinstance(value, dict):
+        return {k: _decimals_as_python(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_decimals_as_python(v) for v in value]
+    return value
+
+
+class Colour(StrEnum):
+    RED = "red"
+
+
+def test_subclasses_and_other_types_take_the_general_path() -> None:
+    raw = serialize({"c": Colour.RED, "t": ("a", 1), "s": {"x", "y"}, "d": Decimal("1.5"), "b": b"\x00", "n": None})
+    assert raw["c"] == {"S": "red"} and raw["t"] == {"L": [{"S": "a"}, {"N": "1"}]}
+    assert raw["s"]["SS"] and sorted(raw["s"]["SS"]) == ["x", "y"]
+    assert raw["d"] == {"N": "1.5"} and "n" not in raw
+    back = deserialize(raw)
+    assert back["c"] == "red" and back["t"] == ["a", 1] and back["s"] == {"x", "y"} and back["d"] == 1.5
+    assert bytes(back["b"]) == b"\x00"
+    assert deserialize({"m": {"M": {"x": {"NULL": True}, "y": {"L": [{"S": "z"}, {"N": "2"}]}}}}) == {
+        "m": {"x": None, "y": ["z", 2]}
+    }
