@@ -69,8 +69,8 @@ def _contact_for(store: Store, auth: AuthContext, event: models.EventIn, n: int)
     except NotFound:
         pass
     ident = contact_models.IdentityIn(type=event.contact.type, value=event.contact.value, source=event.contact.source)
-    contact, _ = contacts.upsert(store, auth, contact_models.ContactCreate(identities=[ident]))
-    return contact.id
+    contact, _ = contacts.upsert_item(store, auth, contact_models.ContactCreate(identities=[ident]))
+    return str(contact["id"])
 
 
 def _occurred(event: models.EventIn, n: int) -> datetime:

@@ -255,6 +255,12 @@ def _checked_attributes[B: models.ContactFields](store: Store, org: str, body: B
 
 def upsert(store: Store, auth: AuthContext, body: models.ContactCreate) -> tuple[models.Contact, bool]:
     """Creates the contact, or updates the single contact that already owns one of the identities (→ created?)."""
+    item, created = upsert_item(store, auth, body)
+    return view(item), created
+
+
+def upsert_item(store: Store, auth: AuthContext, body: models.ContactCreate) -> tuple[Item, bool]:
+    """`upsert`, answering the stored item (for callers that read a field or two of it, e.g. a send's recipient)."""
     org = auth.org_id
     body = _checked_attributes(store, org, body)
     idents = _identities_of(body)
@@ -268,8 +274,8 @@ def upsert(store: Store, auth: AuthContext, body: models.ContactCreate) -> tuple
             if owners:
                 (owner,) = owners
                 item = get_item(store, org, owner, consistent=True)
-                return view(_apply(store, auth, item, body, idents, action="upserted")), False
-            return view(_create(store, auth, body, idents)), True
+                return _apply(store, auth, item, body, idents, action="upserted"), False
+            return _create(store, auth, body, idents), True
         except _SentinelTaken:
             continue
         except Conflict as err:

@@ -88,8 +88,8 @@ def _recipient(store: Store, auth: AuthContext, body: models.SendMessage) -> tup
             raise ValidationFailed.field("body.contact_id", "the contact has no phone or WhatsApp identity")
         return contact, phone
     phone = normalize_phone(body.to or "", "body.to")
-    created, _ = contacts.upsert(store, auth, contact_models.ContactCreate(phone=phone))
-    return created.model_dump(), phone
+    contact, _ = contacts.upsert_item(store, auth, contact_models.ContactCreate(phone=phone))
+    return contact, phone
 
 
 def _recipient_state(store: Store, org: str, channel_id: str, contact_id: str) -> dict[str, Item]:
