@@ -78,12 +78,37 @@ def flush() -> None:
     namespace, service, disabled = _config()
     if disabled:
         return  # the local stack disables them (its stdout is the developer's console)
+    key = (namespace, service, tuple(counts.items()))
+    tails = _rendered.get(key)
+    if tails is None:
+        tails = _render(key, counts)
+    timestamp = str(int(time.time() * 1000))
+    sys.stdout.write("".join([_HEAD + timestamp + tail for tail in tails]))
+
+
+_HEAD = '{"_aws":{"Timestamp":'
+
+# The documents of one invocation's counts, everything but the timestamp: an API function's invocations repeat the
+# same few (one request counted, for the same organization) and each is rendered once per container.
+_rendered: dict[tuple[str, str, tuple[tuple[tuple[str, str | None], float], ...]], tuple[str, ...]] = {}
+
+
+def _render(
+    key: tuple[str, str, tuple[tuple[tuple[str, str | None], float], ...]],
+    counts: dict[tuple[str, str | None], float],
+) -> tuple[str, ...]:
+    """One line of totals, one per organization: each document after its timestamp, newline included."""
+    namespace, service, _ = key
     by_org: dict[str | None, dict[str, float]] = {}
     for (name, org), value in counts.items():
         by_org.setdefault(org, {})[name] = value
-    timestamp = int(time.time() * 1000)
-    lines = [_document(namespace, service, org, values, timestamp) for org, values in by_org.items()]
-    sys.stdout.write("\n".join(lines) + "\n")
+    tails = tuple(
+        _document(namespace, service, org, values, 0)[len(_HEAD) + 1 :] + "\n" for org, values in by_org.items()
+    )
+    if len(_rendered) >= 1024:  # bounded: organizations are in the key
+        _rendered.clear()
+    _rendered[key] = tails
+    return tails
 
 
 _config_cache: tuple[str, str, bool] | None = None
