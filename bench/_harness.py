@@ -190,3 +190,16 @@ def shape(calls: list[tuple[str, dict[str, Any]]]) -> list[Any]:
         return out
 
     return [(op, of(kw)) for op, kw in calls]
+
+
+def rate_limit_request(fake: FakeDynamoDB, rate_pk: str, epoch: int, window: int = 60) -> None:
+    """The rate limiter's request (`switchboard.ratelimit.hit`: one fixed window), as a floor writes it by hand."""
+    start = epoch - epoch % window
+    fake.update_item(
+        TableName="bench",
+        Key={"PK": {"S": rate_pk}, "SK": {"S": str(start)}},
+        UpdateExpression="ADD hits :cost SET #ttl = if_not_exists(#ttl, :ttl)",
+        ReturnValues="ALL_NEW",
+        ExpressionAttributeNames={"#ttl": "ttl"},
+        ExpressionAttributeValues={":cost": {"N": "1"}, ":ttl": {"N": str(start + window + 60)}},
+    )

@@ -18,7 +18,7 @@ from aws_lambda_powertools.event_handler import APIGatewayRestResolver
 from aws_lambda_powertools.event_handler.openapi.params import Body
 from pydantic import BaseModel
 
-from bench._harness import Ctx, FakeDynamoDB, api_event, bench_env, interleaved, shape
+from bench._harness import Ctx, FakeDynamoDB, api_event, bench_env, interleaved, rate_limit_request, shape
 
 TARGET_RATIO = 1.3
 TARGET_CALLS = 2
@@ -107,16 +107,7 @@ def build_floor(fake: FakeDynamoDB) -> Any:
 
     @floor.post("/v1/contacts/resolve")
     def resolve(req: Annotated[Req, Body()]) -> dict:
-        epoch = int(time.time())
-        start = epoch - epoch % 60
-        fake.update_item(
-            TableName="bench",
-            Key={"PK": {"S": rate_pk}, "SK": {"S": str(start)}},
-            UpdateExpression="ADD hits :cost SET #ttl = if_not_exists(#ttl, :ttl)",
-            ReturnValues="ALL_NEW",
-            ExpressionAttributeNames={"#ttl": "ttl"},
-            ExpressionAttributeValues={":cost": {"N": "1"}, ":ttl": {"N": str(start + 120)}},
-        )
+        rate_limit_request(fake, rate_pk, int(time.time()))
         sentinels = []
         for ident in req.identifiers:
             value = "".join(c for c in ident.value if c.isdigit()) if ident.type == "phone" else ident.value.lower()

@@ -16,7 +16,7 @@ from aws_lambda_powertools.event_handler import APIGatewayRestResolver
 from aws_lambda_powertools.event_handler.openapi.params import Body
 from pydantic import BaseModel
 
-from bench._harness import Ctx, FakeDynamoDB, api_event, bench_env, interleaved, shape
+from bench._harness import Ctx, FakeDynamoDB, api_event, bench_env, interleaved, rate_limit_request, shape
 
 ORG = "org_bench"
 CH, CT, CV = "ch_1", "ct_1", "cv_1"
@@ -113,27 +113,16 @@ def build_floor(fake: FakeDynamoDB) -> APIGatewayRestResolver:
     def key(sk: str) -> dict[str, Any]:
         return {"PK": {"S": pk}, "SK": {"S": sk}}
 
-    def hit(rate_pk: str, epoch: int) -> None:
-        start = epoch - epoch % 60
-        fake.update_item(
-            TableName="bench",
-            Key={"PK": {"S": rate_pk}, "SK": {"S": str(start)}},
-            UpdateExpression="ADD hits :cost SET #ttl = if_not_exists(#ttl, :ttl)",
-            ReturnValues="ALL_NEW",
-            ExpressionAttributeNames={"#ttl": "ttl"},
-            ExpressionAttributeValues={":cost": {"N": "1"}, ":ttl": {"N": str(start + 120)}},
-        )
-
     @floor.post("/v1/messages")
     def send(req: Annotated[Send, Body()]) -> tuple[dict, int]:
         at = datetime.now(UTC)
         epoch = int(at.timestamp())
         now = at.isoformat(timespec="milliseconds").replace("+00:00", "Z")
-        hit(rate_pks[0], epoch)
+        rate_limit_request(fake, rate_pks[0], epoch)
         channel = deserialize(
             fake.get_item(TableName="bench", Key=key(f"CHANNEL#{req.channel_id}"), ConsistentRead=False)["Item"]
         )
-        hit(rate_pks[1], epoch)
+        rate_limit_request(fake, rate_pks[1], epoch)
         phone = "".join(c for c in req.to if c.isdigit())
         found = fake.batch_get_item(
             RequestItems={"bench": {"Keys": [key(f"IDENT#phone#{phone}")], "ConsistentRead": False}}

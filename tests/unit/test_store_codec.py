@@ -8,6 +8,7 @@ from decimal import Decimal
 from enum import StrEnum
 from typing import Any
 
+import pytest
 from boto3.dynamodb.types import TypeDeserializer, TypeSerializer
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -90,3 +91,44 @@ def test_subclasses_and_other_types_take_the_general_path() -> None:
     assert deserialize({"m": {"M": {"x": {"NULL": True}, "y": {"L": [{"S": "z"}, {"N": "2"}]}}}}) == {
         "m": {"x": None, "y": ["z", 2]}
     }
+
+
+def test_count_reads_every_page_and_maps_throttling() -> None:
+    from botocore.exceptions import ClientError
+
+    from switchboard.errors import ServiceUnavailable
+    from switchboard.store.table import Store
+
+    class Pages:
+        def __init__(self, counts: list[int], fail: bool = False) -> None:
+            self.counts, self.fail, self.requests = counts, fail, []
+
+        def query(self, **params: Any) -> dict[str, Any]:
+            self.requests.append(dict(params))
+            if self.fail:
+                raise ClientError({"Error": {"Code": "ProvisionedThroughputExceededException"}}, "Query")
+            n = len(self.requests)
+            page: dict[str, Any] = {"Count": self.counts[n - 1]}
+            if n < len(self.counts):
+                page["LastEvaluatedKey"] = {"PK": {"S": "p"}, "SK": {"S": f"k{n}"}}
+            return page
+
+    client = Pages([3, 0, 4])
+    total = Store("t", client).count(
+        "ORG#o",
+        sk_prefix="CONTACT#",
+        consistent=True,
+        filter_expression="#e = :e",
+        names={"#e": "entity"},
+        values={":e": "Contact"},
+    )
+    assert total == 7 and len(client.requests) == 3
+    first, last = client.requests[0], client.requests[-1]
+    assert first["Select"] == "COUNT" and first["ConsistentRead"] is True and "ExclusiveStartKey" not in first
+    assert first["KeyConditionExpression"] == "#pk = :pk AND begins_with(#sk, :skp)"
+    assert last["ExclusiveStartKey"] == {"PK": {"S": "p"}, "SK": {"S": "k2"}}
+    indexed = Pages([2])
+    assert Store("t", indexed).count("ORG#o#STAGE#lead", index="GSI2") == 2
+    assert indexed.requests[0]["IndexName"] == "GSI2" and "ConsistentRead" not in indexed.requests[0]
+    with pytest.raises(ServiceUnavailable):
+        Store("t", Pages([1], fail=True)).count("ORG#o")

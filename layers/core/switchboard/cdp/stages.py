@@ -194,26 +194,6 @@ def set_contact_stage(store: Store, auth: AuthContext, contact_id: str, body: mo
 
 
 # Metrics ------------------------------------------------------------------------------------------------------------
-def _count(store: Store, pk: str, index: str) -> int:
-    total, start = 0, None
-    while True:
-        params: dict[str, Any] = {
-            "TableName": store.table_name,
-            "IndexName": index,
-            "KeyConditionExpression": "#pk = :pk",
-            "ExpressionAttributeNames": {"#pk": f"{index}PK"},
-            "ExpressionAttributeValues": {":pk": {"S": pk}},
-            "Select": "COUNT",
-        }
-        if start:
-            params["ExclusiveStartKey"] = start
-        resp = store.client.query(**params)
-        total += int(resp.get("Count", 0))
-        start = resp.get("LastEvaluatedKey")
-        if not start:
-            return total
-
-
 def metrics(store: Store, auth: AuthContext, since: str | None, until: str | None) -> models.StageMetrics:
     """Contacts now in each stage; entries, exits and stage-to-stage conversions in [since, until]."""
     org = auth.org_id
@@ -235,7 +215,7 @@ def metrics(store: Store, auth: AuthContext, since: str | None, until: str | Non
         models.StageCount(
             stage=s["key"],
             name=s["name"],
-            contacts=_count(store, contact_repo.stage_pk(org, s["key"]), "GSI2"),
+            contacts=store.count(contact_repo.stage_pk(org, s["key"]), index="GSI2"),
             entered=entered.get(s["key"], 0),
             exited=exited.get(s["key"], 0),
         )

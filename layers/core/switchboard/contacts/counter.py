@@ -60,28 +60,14 @@ def merge_count_ops(org_id: str, ops: list[TxOp]) -> list[TxOp]:
 
 def _counted(store: Store, org_id: str) -> int:
     """The organization's contact items, counted on the base table (consistent; pages of 1 MiB)."""
-    total, start = 0, None
-    while True:
-        params: dict[str, Any] = {
-            "TableName": store.table_name,
-            "KeyConditionExpression": "PK = :pk AND begins_with(SK, :contact)",
-            "FilterExpression": "#e = :entity",
-            "ExpressionAttributeNames": {"#e": "entity"},
-            "ExpressionAttributeValues": {
-                ":pk": {"S": keys.org_pk(org_id)},
-                ":contact": {"S": "CONTACT#"},
-                ":entity": {"S": "Contact"},
-            },
-            "Select": "COUNT",
-            "ConsistentRead": True,
-        }
-        if start:
-            params["ExclusiveStartKey"] = start
-        resp = store.client.query(**params)
-        total += int(resp.get("Count", 0))
-        start = resp.get("LastEvaluatedKey")
-        if not start:
-            return total
+    return store.count(
+        keys.org_pk(org_id),
+        sk_prefix="CONTACT#",
+        consistent=True,
+        filter_expression="#e = :entity",
+        names={"#e": "entity"},
+        values={":entity": "Contact"},
+    )
 
 
 def contacts_stored(store: Store, org_id: str) -> int:

@@ -283,6 +283,79 @@ class Store:
         names: dict[str, str] | None = None,
         values: dict[str, Any] | None = None,
     ) -> Page:
+        params = self._query_params(
+            pk,
+            sk_prefix=sk_prefix,
+            sk_between=sk_between,
+            index=index,
+            forward=forward,
+            consistent=consistent,
+            filter_expression=filter_expression,
+            names=names,
+            values=values,
+        )
+        if limit:
+            params["Limit"] = limit
+        if start_key:
+            params["ExclusiveStartKey"] = serialize(start_key)
+        try:
+            resp = self.client.query(**params)
+        except ClientError as err:
+            _raise_for(err)
+        last = resp.get("LastEvaluatedKey")
+        return Page([deserialize(i) for i in resp.get("Items", [])], deserialize(last) if last else None)
+
+    def count(
+        self,
+        pk: str,
+        *,
+        sk_prefix: str | None = None,
+        sk_between: tuple[str, str] | None = None,
+        index: str | None = None,
+        consistent: bool = False,
+        filter_expression: str | None = None,
+        names: dict[str, str] | None = None,
+        values: dict[str, Any] | None = None,
+    ) -> int:
+        """How many items the key condition (and filter) selects: `Select=COUNT` over every page. No items are
+        transferred, but every item in the key range is read (and billed): not for a request's hot path."""
+        params = self._query_params(
+            pk,
+            sk_prefix=sk_prefix,
+            sk_between=sk_between,
+            index=index,
+            forward=True,
+            consistent=consistent,
+            filter_expression=filter_expression,
+            names=names,
+            values=values,
+        )
+        params["Select"] = "COUNT"
+        total = 0
+        while True:
+            try:
+                resp = self.client.query(**params)
+            except ClientError as err:
+                _raise_for(err)
+            total += int(resp.get("Count", 0))
+            last = resp.get("LastEvaluatedKey")
+            if not last:
+                return total
+            params["ExclusiveStartKey"] = last
+
+    def _query_params(
+        self,
+        pk: str,
+        *,
+        sk_prefix: str | None,
+        sk_between: tuple[str, str] | None,
+        index: str | None,
+        forward: bool,
+        consistent: bool,
+        filter_expression: str | None,
+        names: dict[str, str] | None,
+        values: dict[str, Any] | None,
+    ) -> dict[str, Any]:
         pk_attr, sk_attr = ("PK", "SK") if index is None else (f"{index}PK", f"{index}SK")
         expr_names = {"#pk": pk_attr, **(names or {})}
         expr_values: dict[str, Any] = {":pk": pk, **(values or {})}
@@ -306,18 +379,9 @@ class Store:
             params["IndexName"] = index
         elif consistent:
             params["ConsistentRead"] = True
-        if limit:
-            params["Limit"] = limit
-        if start_key:
-            params["ExclusiveStartKey"] = serialize(start_key)
         if filter_expression:
             params["FilterExpression"] = filter_expression
-        try:
-            resp = self.client.query(**params)
-        except ClientError as err:
-            _raise_for(err)
-        last = resp.get("LastEvaluatedKey")
-        return Page([deserialize(i) for i in resp.get("Items", [])], deserialize(last) if last else None)
+        return params
 
     def filtered_page(
         self,
