@@ -12,6 +12,7 @@ from typing import Any
 from aws_lambda_powertools import Logger
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
+from switchboard import tracing
 from switchboard.errors import Unauthenticated
 from switchboard.identity.authn import authenticate
 from switchboard.logs import redact_logs
@@ -35,6 +36,7 @@ def _policy(method_arn: str, principal: str, context: dict[str, str]) -> dict[st
     }
 
 
+@tracing.traced
 @logger.inject_lambda_context(clear_state=True)
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     try:

@@ -9,12 +9,14 @@ from typing import Any
 from aws_lambda_powertools import Logger
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
+from switchboard import tracing
 from switchboard.cdp.segments import handle_records
 from switchboard.store import get_store
 
 logger = Logger()
 
 
+@tracing.traced
 @logger.inject_lambda_context(clear_state=True)
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     records = event.get("Records") or []

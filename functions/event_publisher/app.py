@@ -7,7 +7,7 @@ from typing import Any
 from aws_lambda_powertools import Logger
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from switchboard import aws, metrics
+from switchboard import aws, metrics, tracing
 from switchboard.config import get_settings
 from switchboard.events.publisher import outbox_events, publish
 from switchboard.logs import redact_logs
@@ -16,6 +16,7 @@ logger = Logger()
 redact_logs(logger)
 
 
+@tracing.traced
 @logger.inject_lambda_context(clear_state=True)
 @metrics.flushed
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:

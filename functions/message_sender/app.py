@@ -12,7 +12,7 @@ from aws_lambda_powertools.utilities.batch.exceptions import BatchProcessingErro
 from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from switchboard import metrics
+from switchboard import metrics, tracing
 from switchboard.logs import redact_logs
 from switchboard.messaging import messages
 from switchboard.store import get_store
@@ -37,6 +37,7 @@ def record_handler(record: SQSRecord) -> str:
     return outcome
 
 
+@tracing.traced
 @logger.inject_lambda_context(clear_state=True)
 @metrics.flushed
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:

@@ -11,12 +11,14 @@ from typing import Any
 
 from mangum import Mangum
 
+from switchboard import tracing
 from switchboard.webhooks.portal import create_app
 
 asgi = Mangum(create_app(), lifespan="off")
 _thread = threading.local()
 
 
+@tracing.traced
 def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
     # Mangum runs the app on the thread's current event loop (asyncio.get_event_loop()), which only the main thread
     # gets implicitly: give any other invoking thread (the local stack's workers) one loop of its own, once.

@@ -9,7 +9,7 @@ from typing import Any
 from aws_lambda_powertools import Logger
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from switchboard import metrics
+from switchboard import metrics, tracing
 from switchboard.logs import redact_logs
 from switchboard.webhooks.delivery import handle_batch
 
@@ -17,6 +17,7 @@ logger = Logger()
 redact_logs(logger)
 
 
+@tracing.traced
 @logger.inject_lambda_context(clear_state=True)
 @metrics.flushed
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:

@@ -18,7 +18,7 @@ from aws_lambda_powertools.event_handler.openapi.exceptions import (
     RequestValidationError,
 )
 
-from switchboard import metrics, ratelimit
+from switchboard import metrics, ratelimit, tracing
 from switchboard.api.auth import take_access
 from switchboard.api.context import current_auth_optional, header, request_id
 from switchboard.api.envelope import error_body
@@ -322,7 +322,7 @@ def make_handler(app: Resolver) -> Callable[[dict[str, Any], LambdaContext], dic
         _count_request(ctx, response)
         return response
 
-    return metrics.flushed(handler)
+    return tracing.traced(metrics.flushed(handler))
 
 
 def _count_request(ctx: Any, response: dict[str, Any]) -> None:
