@@ -132,3 +132,25 @@ def test_count_reads_every_page_and_maps_throttling() -> None:
     assert indexed.requests[0]["IndexName"] == "GSI2" and "ConsistentRead" not in indexed.requests[0]
     with pytest.raises(ServiceUnavailable):
         Store("t", Pages([1], fail=True)).count("ORG#o")
+
+
+def test_require_answers_the_item_or_404_with_its_message() -> None:
+    from switchboard.errors import NotFound
+    from switchboard.store.table import Store
+
+    class One:
+        def __init__(self) -> None:
+            self.reads: list[dict[str, Any]] = []
+
+        def get_item(self, **params: Any) -> dict[str, Any]:
+            self.reads.append(params)
+            return {"Item": serialize({"PK": "p", "SK": "a", "n": 1})} if params["Key"]["SK"]["S"] == "a" else {}
+
+    client = One()
+    store = Store("t", client)
+    assert store.require({"PK": "p", "SK": "a"}, "No such thing.", consistent=True) == {"PK": "p", "SK": "a", "n": 1}
+    assert client.reads[0]["ConsistentRead"] is True
+    with pytest.raises(NotFound) as missing:
+        store.require({"PK": "p", "SK": "b"}, "No such thing.")
+    assert missing.value.status == 404 and missing.value.message == "No such thing."
+    assert client.reads[1]["ConsistentRead"] is False

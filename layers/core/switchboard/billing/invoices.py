@@ -22,7 +22,7 @@ from switchboard.api.auth import AuthContext
 from switchboard.api.pagination import decode_cursor, encode_cursor, query_fingerprint
 from switchboard.audit import audit_put
 from switchboard.billing import catalogue, models, service
-from switchboard.errors import Conflict, NotFound, ValidationFailed
+from switchboard.errors import Conflict, ValidationFailed
 from switchboard.events.outbox import outbox_put
 from switchboard.ids import new_id
 from switchboard.store import Delete, Put, Store, TxOp, Update, keys
@@ -70,10 +70,7 @@ def view(item: Item) -> models.Invoice:
 
 
 def get_item(store: Store, org: str, invoice_id: str, *, consistent: bool = False) -> Item:
-    item = store.get(invoice_key(org, invoice_id), consistent=consistent)
-    if item is None:
-        raise NotFound("No such invoice.")
-    return item
+    return store.require(invoice_key(org, invoice_id), "No such invoice.", consistent=consistent)
 
 
 def get(store: Store, auth: AuthContext, invoice_id: str) -> models.Invoice:

@@ -28,9 +28,9 @@ CHAT_ACTIONS = ("archive", "unarchive", "mute", "unmute", "pin", "unpin")
 def contact_for_chat(store: Store, org: str, chat_id: str) -> str:
     """The contact owning a phone / WhatsApp JID (`15551234567@s.whatsapp.net` or digits)."""
     phone = normalize_phone(chat_id, "body.chat_id")
-    sentinel = store.get(keys.key(keys.org_pk(org), Identifier("phone", phone).sentinel_sk))
-    if sentinel is None:
-        raise NotFound("No stored contact has this chat id.")
+    sentinel = store.require(
+        keys.key(keys.org_pk(org), Identifier("phone", phone).sentinel_sk), "No stored contact has this chat id."
+    )
     return str(sentinel["contact_id"])
 
 
@@ -44,9 +44,11 @@ def conversation_for_chat(store: Store, auth: AuthContext, channel_id: str, chat
             raise NotFound("No such conversation on this channel.")
         return conv
     contact_id = contact_for_chat(store, org, chat_id)
-    pointer = store.get(conversations.pair_key(org, channel_id, contact_id), consistent=True)
-    if pointer is None:
-        raise NotFound("No conversation with this chat on this channel.")
+    pointer = store.require(
+        conversations.pair_key(org, channel_id, contact_id),
+        "No conversation with this chat on this channel.",
+        consistent=True,
+    )
     return conversations.get_item(store, org, pointer["conversation_id"], consistent=True)
 
 

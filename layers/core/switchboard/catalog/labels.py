@@ -48,10 +48,7 @@ def view(item: Item) -> models.Label:
 
 
 def get_item(store: Store, org: str, label_id: str, *, consistent: bool = False) -> Item:
-    item = store.get(label_key(org, label_id), consistent=consistent)
-    if item is None:
-        raise NotFound("No such label.")
-    return item
+    return store.require(label_key(org, label_id), "No such label.", consistent=consistent)
 
 
 def _name_taken() -> Conflict:

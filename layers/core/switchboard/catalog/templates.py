@@ -81,10 +81,7 @@ def view(item: Item) -> models.Template:
 
 
 def get_item(store: Store, org: str, template_id: str, *, consistent: bool = False) -> Item:
-    item = store.get(template_key(org, template_id), consistent=consistent)
-    if item is None:
-        raise NotFound("No such template.")
-    return item
+    return store.require(template_key(org, template_id), "No such template.", consistent=consistent)
 
 
 # Components and parameters -----------------------------------------------------------------------------------------

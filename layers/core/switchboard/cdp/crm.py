@@ -98,9 +98,7 @@ def list_comments(
 
 def delete_comment(store: Store, auth: AuthContext, object_id: str, comment_id: str) -> None:
     org = auth.org_id
-    comment = store.get(comment_key(org, object_id, comment_id), consistent=True)
-    if comment is None:
-        raise NotFound("No such comment.")
+    comment = store.require(comment_key(org, object_id, comment_id), "No such comment.", consistent=True)
     store.transact(
         [
             Delete(
@@ -206,9 +204,7 @@ def set_link(
 
 def unlink(store: Store, auth: AuthContext, object_id: str, related_id: str) -> None:
     org = auth.org_id
-    link = store.get(link_key(org, object_id, related_id), consistent=True)
-    if link is None:
-        raise NotFound("The records are not linked.")
+    link = store.require(link_key(org, object_id, related_id), "The records are not linked.", consistent=True)
     store.transact(_unlink_ops(org, link))
 
 

@@ -129,10 +129,7 @@ def list_fields(store: Store, auth: AuthContext) -> list[models.CustomField]:
 
 
 def get_item(store: Store, org: str, field_id: str) -> Item:
-    item = store.get(field_key(org, field_id))
-    if item is None:
-        raise NotFound("No such custom field.")
-    return item
+    return store.require(field_key(org, field_id), "No such custom field.")
 
 
 def get(store: Store, auth: AuthContext, field_id: str) -> models.CustomField:

@@ -29,7 +29,7 @@ from switchboard.cdp import fields, models
 from switchboard.contacts import counter
 from switchboard.contacts import models as contact_models
 from switchboard.contacts import service as contacts
-from switchboard.errors import DomainError, NotFound, ValidationFailed
+from switchboard.errors import DomainError, ValidationFailed
 from switchboard.events.outbox import outbox_put
 from switchboard.ids import new_id
 from switchboard.store import Put, Store, TxOp, keys
@@ -325,9 +325,7 @@ def run(store: Store, auth: AuthContext, body: models.ImportCreate) -> models.Im
 
 
 def get(store: Store, auth: AuthContext, import_id: str) -> models.ImportReport:
-    item = store.get(import_key(auth.org_id, import_id))
-    if item is None:
-        raise NotFound("No such import.")
+    item = store.require(import_key(auth.org_id, import_id), "No such import.")
     return models.ImportReport.model_validate(item)
 
 

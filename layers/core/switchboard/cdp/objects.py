@@ -352,10 +352,7 @@ def view_object(item: Item) -> models.ContactObject:
 
 
 def get_object_item(store: Store, org: str, object_id: str, *, consistent: bool = False) -> Item:
-    item = store.get(object_key(org, object_id), consistent=consistent)
-    if item is None:
-        raise NotFound("No such contact object.")
-    return item
+    return store.require(object_key(org, object_id), "No such contact object.", consistent=consistent)
 
 
 def get_object(store: Store, auth: AuthContext, object_id: str) -> models.ContactObject:

@@ -355,10 +355,7 @@ def view(item: Item) -> models.Segment:
 
 
 def get_item(store: Store, org: str, segment_id: str, *, consistent: bool = False) -> Item:
-    item = store.get(segment_key(org, segment_id), consistent=consistent)
-    if item is None:
-        raise NotFound("No such segment.")
-    return item
+    return store.require(segment_key(org, segment_id), "No such segment.", consistent=consistent)
 
 
 def get(store: Store, auth: AuthContext, segment_id: str) -> models.Segment:

@@ -48,19 +48,14 @@ def list_stages(store: Store, auth: AuthContext) -> list[models.Stage]:
 
 
 def get_item(store: Store, org: str, stage_id: str) -> Item:
-    item = store.get(stage_key(org, stage_id))
-    if item is None:
-        raise NotFound("No such lifecycle stage.")
-    return item
+    return store.require(stage_key(org, stage_id), "No such lifecycle stage.")
 
 
 def find(store: Store, org: str, ref: str) -> Item:
     """A stage by id (`stg_…`) or key."""
     if ref.startswith("stg_"):
         return get_item(store, org, ref)
-    pointer = store.get(stage_key_sentinel(org, ref))
-    if pointer is None:
-        raise NotFound("No such lifecycle stage.")
+    pointer = store.require(stage_key_sentinel(org, ref), "No such lifecycle stage.")
     return get_item(store, org, pointer["stage_id"])
 
 

@@ -96,10 +96,7 @@ def list_templates(store: Store, auth: AuthContext) -> list[models.Template]:
 def get_item(store: Store, org: str, template_id: str) -> Item:
     if template_id in BUILTIN:
         return BUILTIN[template_id]
-    item = store.get(template_key(org, template_id))
-    if item is None:
-        raise NotFound("No such CDP template.")
-    return item
+    return store.require(template_key(org, template_id), "No such CDP template.")
 
 
 def get(store: Store, auth: AuthContext, template_id: str) -> models.Template:

@@ -63,10 +63,7 @@ def list_notes(
 
 
 def _note_item(store: Store, org: str, contact_id: str, note_id: str) -> Item:
-    item = store.get(repo.child_key(org, contact_id, "NOTE", note_id))
-    if item is None:
-        raise NotFound("No such note.")
-    return item
+    return store.require(repo.child_key(org, contact_id, "NOTE", note_id), "No such note.")
 
 
 def get_note(store: Store, auth: AuthContext, contact_id: str, note_id: str) -> models.Note:
@@ -136,10 +133,7 @@ def list_tags(store: Store, auth: AuthContext) -> list[models.Tag]:
 
 
 def _tag_item(store: Store, org: str, tag_id: str) -> Item:
-    item = store.get(repo.tag_key(org, tag_id), consistent=True)
-    if item is None:
-        raise NotFound("No such tag.")
-    return item
+    return store.require(repo.tag_key(org, tag_id), "No such tag.", consistent=True)
 
 
 def get_tag(store: Store, auth: AuthContext, tag_id: str) -> models.Tag:
@@ -264,9 +258,9 @@ def list_contact_tags(store: Store, auth: AuthContext, contact_id: str) -> list[
 def unassign_tag(store: Store, auth: AuthContext, contact_id: str, tag_id: str) -> None:
     org = auth.org_id
     contact = get_item(store, org, contact_id, consistent=True)
-    row = store.get(repo.child_key(org, contact_id, "TAG", tag_id), consistent=True)
-    if row is None:
-        raise NotFound("The contact does not have this tag.")
+    row = store.require(
+        repo.child_key(org, contact_id, "TAG", tag_id), "The contact does not have this tag.", consistent=True
+    )
     extra: list[TxOp] = [
         Delete(
             key=repo.child_key(org, contact_id, "TAG", tag_id),

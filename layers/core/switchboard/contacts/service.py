@@ -92,9 +92,10 @@ def resolve(store: Store, auth: AuthContext, identifiers: list[Any], field: str 
 
 def by_phone(store: Store, auth: AuthContext, phone: str) -> models.Contact:
     number = normalize_phone(phone, "path.phone")
-    sentinel = store.get(repo.sentinel_key(auth.org_id, Identifier("phone", number).sentinel_sk))
-    if sentinel is None:
-        raise NotFound("No stored contact has this phone number.")
+    sentinel = store.require(
+        repo.sentinel_key(auth.org_id, Identifier("phone", number).sentinel_sk),
+        "No stored contact has this phone number.",
+    )
     return view(get_item(store, auth.org_id, sentinel["contact_id"]))
 
 

@@ -57,10 +57,7 @@ def require_user(auth: AuthContext) -> str:
 
 
 def get_user(store: Store, user_id: str) -> dict[str, Any]:
-    item = store.get(keys.user(user_id))
-    if item is None:
-        raise NotFound("The user no longer exists.")
-    return item
+    return store.require(keys.user(user_id), "The user no longer exists.")
 
 
 # Codes ------------------------------------------------------------------------------------------------------------

@@ -45,16 +45,12 @@ def list_api_keys(store: Store, auth: AuthContext) -> list[models.ApiKey]:
 
 
 def get_api_key(store: Store, auth: AuthContext, key_id: str) -> models.ApiKey:
-    item = store.get(keys.api_key_record(auth.org_id, key_id))
-    if item is None:
-        raise NotFound("No such API key.")
+    item = store.require(keys.api_key_record(auth.org_id, key_id), "No such API key.")
     return _view(item)
 
 
 def revoke_api_key(store: Store, auth: AuthContext, key_id: str) -> None:
-    record = store.get(keys.api_key_record(auth.org_id, key_id), consistent=True)
-    if record is None:
-        raise NotFound("No such API key.")
+    record = store.require(keys.api_key_record(auth.org_id, key_id), "No such API key.", consistent=True)
     if ROLE_RANK.get(record["role"], 0) > ROLE_RANK.get(auth.role or "", 0):
         raise Forbidden("A key with a higher role than yours can only be revoked by an owner.")
     gone = NotFound("No such API key.")

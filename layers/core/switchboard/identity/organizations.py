@@ -29,9 +29,7 @@ def _organization(item: dict[str, Any]) -> models.Organization:
 
 
 def get_organization(store: Store, auth: AuthContext) -> models.Organization:
-    item = store.get(keys.organization(auth.org_id))
-    if item is None:
-        raise NotFound("The organization no longer exists.")
+    item = store.require(keys.organization(auth.org_id), "The organization no longer exists.")
     return _organization(item)
 
 
@@ -131,10 +129,7 @@ def list_members(store: Store, auth: AuthContext, limit: int, offset: int) -> tu
 
 
 def _get_member(store: Store, org_id: str, user_id: str) -> dict[str, Any]:
-    item = store.get(keys.member(org_id, user_id), consistent=True)
-    if item is None:
-        raise NotFound("No such member.")
-    return item
+    return store.require(keys.member(org_id, user_id), "No such member.", consistent=True)
 
 
 def get_member(store: Store, auth: AuthContext, user_id: str) -> models.Member:
@@ -285,16 +280,12 @@ def list_invitations(store: Store, auth: AuthContext) -> list[models.Invitation]
 
 
 def get_invitation(store: Store, auth: AuthContext, invitation_id: str) -> models.Invitation:
-    item = store.get(_invitation_key(auth.org_id, invitation_id))
-    if item is None:
-        raise NotFound("No such invitation.")
+    item = store.require(_invitation_key(auth.org_id, invitation_id), "No such invitation.")
     return _invitation_view(item)
 
 
 def revoke_invitation(store: Store, auth: AuthContext, invitation_id: str) -> None:
-    item = store.get(_invitation_key(auth.org_id, invitation_id), consistent=True)
-    if item is None:
-        raise NotFound("No such invitation.")
+    store.require(_invitation_key(auth.org_id, invitation_id), "No such invitation.", consistent=True)
     store.transact(
         [
             Update(
@@ -407,10 +398,7 @@ def list_teams(store: Store, auth: AuthContext) -> list[models.Team]:
 
 
 def _get_team_item(store: Store, org_id: str, team_id: str) -> dict[str, Any]:
-    item = store.get(_team_key(org_id, team_id), consistent=True)
-    if item is None:
-        raise NotFound("No such team.")
-    return item
+    return store.require(_team_key(org_id, team_id), "No such team.", consistent=True)
 
 
 def get_team(store: Store, auth: AuthContext, team_id: str) -> models.Team:

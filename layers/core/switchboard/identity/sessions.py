@@ -6,7 +6,6 @@ from datetime import timedelta
 from typing import Any
 
 from switchboard import clock
-from switchboard.errors import NotFound
 from switchboard.identity.credentials import hash_token, new_session_token
 from switchboard.ids import new_id
 from switchboard.store import Delete, Put, Store, keys
@@ -89,9 +88,7 @@ def list_sessions(store: Store, user_id: str) -> list[dict[str, Any]]:
 
 
 def revoke(store: Store, user_id: str, session_id: str) -> None:
-    item = store.get(session_key(user_id, session_id), consistent=True)
-    if item is None:
-        raise NotFound("No such session.")
+    item = store.require(session_key(user_id, session_id), "No such session.", consistent=True)
     store.transact([Delete(key=session_key(user_id, session_id)), Delete(key=keys.credential(item["token_hash"]))])
 
 

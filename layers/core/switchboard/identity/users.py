@@ -210,8 +210,6 @@ def lookup(store: Store, auth: AuthContext, body: LookupRequest) -> LookupInfo:
         return LookupInfo(exists=True, user_id=user["id"], name=user.get("name") or "", image=user.get("image") or "")
     if not body.channel_id:
         raise ValidationFailed.field("body.channel_id", "is required to look up a phone on a channel")
-    channel = store.get({"PK": keys.org_pk(auth.org_id), "SK": f"CHANNEL#{body.channel_id}"})
-    if channel is None:
-        raise NotFound("No such channel.")
+    store.require({"PK": keys.org_pk(auth.org_id), "SK": f"CHANNEL#{body.channel_id}"}, "No such channel.")
     # Channels and their providers arrive with the messaging group; until a provider answers phone lookups, say so.
     raise UnsupportedByProvider("This channel's provider does not answer phone lookups.")

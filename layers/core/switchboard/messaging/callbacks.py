@@ -7,7 +7,7 @@ from typing import Any
 from switchboard import clock
 from switchboard.api.auth import AuthContext
 from switchboard.contacts.identifiers import normalize_phone
-from switchboard.errors import NotFound, UnsupportedByProvider, ValidationFailed
+from switchboard.errors import UnsupportedByProvider, ValidationFailed
 from switchboard.ids import new_ulid
 from switchboard.messaging import channels, messages, models
 from switchboard.providers import provider_for
@@ -33,9 +33,7 @@ def sandbox_inbound(
 
 
 def _channel(store: Store, channel_id: str) -> dict[str, Any]:
-    pointer = store.get(channels.pointer_key(channel_id))
-    if pointer is None:
-        raise NotFound("No such channel.")
+    pointer = store.require(channels.pointer_key(channel_id), "No such channel.")
     return channels.get_item(store, pointer["organization_id"], channel_id)
 
 

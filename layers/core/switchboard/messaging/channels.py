@@ -49,10 +49,7 @@ def view(item: Item) -> models.Channel:
 
 
 def get_item(store: Store, org: str, channel_id: str, *, consistent: bool = False) -> Item:
-    item = store.get(channel_key(org, channel_id), consistent=consistent)
-    if item is None:
-        raise NotFound("No such channel.")
-    return item
+    return store.require(channel_key(org, channel_id), "No such channel.", consistent=consistent)
 
 
 def log_entry(org: str, channel_id: str, event: str, detail: dict[str, Any] | None = None) -> Put:

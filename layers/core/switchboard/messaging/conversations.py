@@ -45,10 +45,7 @@ def view(item: Item) -> models.Conversation:
 
 
 def get_item(store: Store, org: str, conv_id: str, *, consistent: bool = False) -> Item:
-    item = store.get(conv_key(org, conv_id), consistent=consistent)
-    if item is None:
-        raise NotFound("No such conversation.")
-    return item
+    return store.require(conv_key(org, conv_id), "No such conversation.", consistent=consistent)
 
 
 def get_or_create(store: Store, org: str, channel_id: str, contact_id: str, pointer: Item | None = None) -> Item:

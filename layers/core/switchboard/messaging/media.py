@@ -201,9 +201,7 @@ def list_assets(store: Store, auth: AuthContext, limit: int, cursor: str | None)
 
 
 def get_asset(store: Store, auth: AuthContext, asset_id: str) -> Asset:
-    item = store.get(_asset_key(auth.org_id, asset_id))
-    if item is None:
-        raise NotFound("No such asset.")
+    item = store.require(_asset_key(auth.org_id, asset_id), "No such asset.")
     return Asset.model_validate(item)
 
 

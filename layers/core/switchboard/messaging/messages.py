@@ -15,7 +15,7 @@ from switchboard.billing.usage import usage_op
 from switchboard.config import get_settings
 from switchboard.contacts import service as contacts
 from switchboard.contacts.identifiers import Identifier, normalize_phone
-from switchboard.errors import Conflict, DomainError, NotFound, ServiceUnavailable, ValidationFailed
+from switchboard.errors import Conflict, DomainError, ServiceUnavailable, ValidationFailed
 from switchboard.events.outbox import outbox_put
 from switchboard.ids import new_message_id
 from switchboard.messaging import channels, conversations, models, status
@@ -45,10 +45,7 @@ def provider_key(org: str, channel_id: str, provider_message_id: str) -> dict[st
 
 
 def get_item(store: Store, org: str, message_id: str, *, consistent: bool = False) -> Item:
-    item = store.get(status.message_key(org, message_id), consistent=consistent)
-    if item is None:
-        raise NotFound("No such message.")
-    return item
+    return store.require(status.message_key(org, message_id), "No such message.", consistent=consistent)
 
 
 def view(item: Item) -> models.Message:

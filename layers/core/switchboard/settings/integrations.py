@@ -231,10 +231,7 @@ def _validate(spec: TypeSpec, config: Item, secrets: Item) -> tuple[Item, Item]:
 
 
 def get_item(store: Store, org: str, integration_id: str, *, consistent: bool = False) -> Item:
-    item = store.get(integration_key(org, integration_id), consistent=consistent)
-    if item is None:
-        raise NotFound("No such integration.")
-    return item
+    return store.require(integration_key(org, integration_id), "No such integration.", consistent=consistent)
 
 
 def list_integrations(store: Store, auth: AuthContext) -> list[models.Integration]:

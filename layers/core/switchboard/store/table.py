@@ -18,7 +18,7 @@ from boto3.dynamodb.types import TypeDeserializer, TypeSerializer
 from botocore.exceptions import ClientError
 
 from switchboard import aws
-from switchboard.errors import Conflict, DomainError, ServiceUnavailable
+from switchboard.errors import Conflict, DomainError, NotFound, ServiceUnavailable
 
 Item = dict[str, Any]
 
@@ -239,6 +239,13 @@ class Store:
             _raise_for(err)
         raw = resp.get("Item")
         return deserialize(raw) if raw else None
+
+    def require(self, key: dict[str, str], missing: str, *, consistent: bool = False) -> Item:
+        """`get`, or 404 `not_found` with `missing` as its message: the one read-or-404 of every domain module."""
+        item = self.get(key, consistent=consistent)
+        if item is None:
+            raise NotFound(missing)
+        return item
 
     def batch_get(
         self, keys: Sequence[dict[str, str]], *, consistent: bool = False, projection: Sequence[str] | None = None

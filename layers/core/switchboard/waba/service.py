@@ -40,7 +40,7 @@ from switchboard import clock, sealed
 from switchboard.api.auth import AuthContext
 from switchboard.api.pagination import decode_cursor, encode_cursor, query_fingerprint
 from switchboard.audit import audit_put
-from switchboard.errors import Conflict, DomainError, NotFound, ValidationFailed
+from switchboard.errors import Conflict, DomainError, ValidationFailed
 from switchboard.events.outbox import outbox_put
 from switchboard.ids import new_id, new_ulid
 from switchboard.providers.base import ProviderRejected, ProviderUnavailable
@@ -107,10 +107,7 @@ def _view_fields(item: Item) -> dict[str, Any]:
 
 
 def get_item(store: Store, org: str, progress_id: str, *, consistent: bool = False) -> Item:
-    item = store.get(flow_key(org, progress_id), consistent=consistent)
-    if item is None:
-        raise NotFound("No such onboarding in this organization.")
-    return item
+    return store.require(flow_key(org, progress_id), "No such onboarding in this organization.", consistent=consistent)
 
 
 def get(store: Store, auth: AuthContext, progress_id: str) -> models.Progress:
