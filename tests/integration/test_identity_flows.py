@@ -332,3 +332,25 @@ def test_both_credential_headers_work_and_bad_ones_are_401(api: Api, header: str
     assert api.get("/v1/organization", headers={header: value}).status_code == 200
     api.assert_error(api.get("/v1/organization", headers={header: value + "x"}), 401, "unauthenticated")
     api.assert_error(api.get("/v1/organization", headers={}), 401, "unauthenticated")
+
+
+def test_phone_lookup_asks_the_channels_provider(api: Api):
+    channel = api.post(
+        "/v1/channels", json={"name": "sbx", "platform": "sandbox", "config": {"api_token": "long-secret-value-1234"}}
+    ).json()["data"]
+    found = api.post("/v1/users/lookup/info", json={"phone": "+1 415 555 2671", "channel_id": channel["id"]})
+    assert found.status_code == 200, found.text
+    assert found.json()["data"] == {"exists": True, "user_id": "14155552671", "name": "Sandbox 2671", "image": ""}
+    check = api.post("/v1/users/lookup/check", json={"phone": "+14155552671", "channel_id": channel["id"]})
+    assert check.json()["data"] == {"exists": True}
+    # the sandbox answers "no account" for numbers ending in 0000
+    absent = api.post("/v1/users/lookup/info", json={"phone": "+14155550000", "channel_id": channel["id"]})
+    assert absent.json()["data"] == {"exists": False, "user_id": None, "name": None, "image": None}
+    api.assert_error(
+        api.post("/v1/users/lookup/check", json={"phone": "+14155552671", "channel_id": "ch_missing"}), 404, "not_found"
+    )
+    api.assert_error(
+        api.post("/v1/users/lookup/check", json={"phone": "not a number", "channel_id": channel["id"]}),
+        400,
+        "validation_failed",
+    )

@@ -8,7 +8,7 @@ from pydantic import Field
 
 from switchboard import clock, media
 from switchboard.api.auth import AuthContext
-from switchboard.errors import Conflict, NotFound, UnsupportedByProvider, ValidationFailed
+from switchboard.errors import Conflict, NotFound, ValidationFailed
 from switchboard.identity import repository
 from switchboard.identity.accounts import get_user, normalize_email, require_user
 from switchboard.identity.models import BaseModel, EmailStr, Strict
@@ -210,6 +210,15 @@ def lookup(store: Store, auth: AuthContext, body: LookupRequest) -> LookupInfo:
         return LookupInfo(exists=True, user_id=user["id"], name=user.get("name") or "", image=user.get("image") or "")
     if not body.channel_id:
         raise ValidationFailed.field("body.channel_id", "is required to look up a phone on a channel")
-    store.require({"PK": keys.org_pk(auth.org_id), "SK": f"CHANNEL#{body.channel_id}"}, "No such channel.")
-    # Channels and their providers arrive with the messaging group; until a provider answers phone lookups, say so.
-    raise UnsupportedByProvider("This channel's provider does not answer phone lookups.")
+    # A phone is an account on the channel's network: its provider answers (400 unsupported_by_provider if it can't).
+    from switchboard.contacts.identifiers import normalize_phone
+    from switchboard.messaging import channels
+
+    phone = normalize_phone(body.phone or "", "body.phone")
+    _, adapter = channels.provider(store, auth, body.channel_id)
+    found = adapter.lookup_contact(phone)
+    if not found.get("exists"):
+        return LookupInfo(exists=False)
+    return LookupInfo(
+        exists=True, user_id=found.get("wa_id") or phone, name=found.get("name") or "", image=found.get("image") or ""
+    )
