@@ -6,7 +6,7 @@ functions/messaging (the gateway sends `/v1/conversations/*` there); the rules o
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 from aws_lambda_powertools.event_handler.openapi.params import Body, Query
 
@@ -14,9 +14,18 @@ from switchboard.api.app import create_resolver, make_handler
 from switchboard.api.auth import requires
 from switchboard.api.context import current_auth
 from switchboard.api.envelope import Data, ListData, Meta
-from switchboard.catalog import chats, labels, models, templates
-from switchboard.messaging import models as messaging_models
+from switchboard.api.lazy import lazy_module
 from switchboard.store import get_store
+
+if TYPE_CHECKING:
+    from switchboard.catalog import chats, labels, models, templates
+    from switchboard.messaging import models as messaging_models
+else:  # the models when a route's dependant is first built, the rules when a route first runs (not at init)
+    chats = lazy_module("switchboard.catalog.chats")
+    labels = lazy_module("switchboard.catalog.labels")
+    messaging_models = lazy_module("switchboard.messaging.models")
+    models = lazy_module("switchboard.catalog.models")
+    templates = lazy_module("switchboard.catalog.templates")
 
 app = create_resolver()
 LBL = ["labels"]

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.event_handler.openapi.params import Body, Query
@@ -11,9 +11,16 @@ from switchboard.api.app import create_resolver, make_handler
 from switchboard.api.auth import requires
 from switchboard.api.context import current_auth, header
 from switchboard.api.envelope import Data, ListData, Meta
-from switchboard.contacts import children, models, service
+from switchboard.api.lazy import lazy_module
 from switchboard.errors import ValidationFailed
 from switchboard.store import get_store
+
+if TYPE_CHECKING:
+    from switchboard.contacts import children, models, service
+else:  # the models when a route's dependant is first built, the rules when a route first runs (not at init)
+    children = lazy_module("switchboard.contacts.children")
+    models = lazy_module("switchboard.contacts.models")
+    service = lazy_module("switchboard.contacts.service")
 
 app = create_resolver()
 TAGS = ["contacts"]

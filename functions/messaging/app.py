@@ -14,17 +14,21 @@ from switchboard.api.context import current_auth
 from switchboard.api.envelope import Data, ListData, Meta
 from switchboard.api.lazy import lazy_module
 from switchboard.errors import ValidationFailed
-from switchboard.messaging import callbacks, channels, conversations, messages, models
 from switchboard.store import get_store
 
 if TYPE_CHECKING:
     from switchboard.catalog import models as catalog_models
     from switchboard.groups import models as group_models
-    from switchboard.messaging import media
-else:  # models and rules of the groups, catalog and media routes below: loaded on those routes' first use
+    from switchboard.messaging import callbacks, channels, conversations, media, messages, models
+else:  # the models when a route's dependant is first built, the rules when a route first runs (not at init)
+    callbacks = lazy_module("switchboard.messaging.callbacks")
     catalog_models = lazy_module("switchboard.catalog.models")
+    channels = lazy_module("switchboard.messaging.channels")
+    conversations = lazy_module("switchboard.messaging.conversations")
     group_models = lazy_module("switchboard.groups.models")
     media = lazy_module("switchboard.messaging.media")
+    messages = lazy_module("switchboard.messaging.messages")
+    models = lazy_module("switchboard.messaging.models")
 
 app = create_resolver()
 # The spec: "Path parameter messageID (string, required, UUID)"; message ids are UUIDv7 (CONVENTIONS).

@@ -3,7 +3,7 @@ notification preferences (admin). Rules in `switchboard.billing` and `switchboar
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.event_handler.openapi.params import Body, Query
@@ -12,12 +12,22 @@ from switchboard.api.app import create_resolver, make_handler
 from switchboard.api.auth import requires
 from switchboard.api.context import current_auth
 from switchboard.api.envelope import Data, ListData, Meta
-from switchboard.billing import invoices
-from switchboard.billing import models as billing_models
-from switchboard.billing import service as billing
-from switchboard.settings import integrations, notifications
-from switchboard.settings import models as settings_models
+from switchboard.api.lazy import lazy_module
 from switchboard.store import get_store
+
+if TYPE_CHECKING:
+    from switchboard.billing import invoices
+    from switchboard.billing import models as billing_models
+    from switchboard.billing import service as billing
+    from switchboard.settings import integrations, notifications
+    from switchboard.settings import models as settings_models
+else:  # the models when a route's dependant is first built, the rules when a route first runs (not at init)
+    billing = lazy_module("switchboard.billing.service")
+    billing_models = lazy_module("switchboard.billing.models")
+    integrations = lazy_module("switchboard.settings.integrations")
+    invoices = lazy_module("switchboard.billing.invoices")
+    notifications = lazy_module("switchboard.settings.notifications")
+    settings_models = lazy_module("switchboard.settings.models")
 
 app = create_resolver()
 BILLING = ["billing"]

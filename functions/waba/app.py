@@ -8,7 +8,7 @@ in `switchboard.waba.service`.
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 from aws_lambda_powertools.event_handler.openapi.params import Body, Query
 
@@ -16,8 +16,15 @@ from switchboard.api.app import create_resolver, make_handler
 from switchboard.api.auth import requires
 from switchboard.api.context import current_auth
 from switchboard.api.envelope import Data, ListData, Meta
+from switchboard.api.lazy import lazy_module
 from switchboard.store import get_store
-from switchboard.waba import models, service, support
+
+if TYPE_CHECKING:
+    from switchboard.waba import models, service, support
+else:  # the models when a route's dependant is first built, the rules when a route first runs (not at init)
+    models = lazy_module("switchboard.waba.models")
+    service = lazy_module("switchboard.waba.service")
+    support = lazy_module("switchboard.waba.support")
 
 app = create_resolver()
 TAGS = ["business account onboarding"]

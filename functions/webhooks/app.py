@@ -3,7 +3,7 @@ manual retry and recovery, portal access. Admin only (CONVENTIONS: admin manages
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 from aws_lambda_powertools.event_handler.openapi.params import Body, Query
 
@@ -11,8 +11,14 @@ from switchboard.api.app import create_resolver, make_handler
 from switchboard.api.auth import requires
 from switchboard.api.context import base_url, current_auth
 from switchboard.api.envelope import Data, ListData, Meta
+from switchboard.api.lazy import lazy_module
 from switchboard.store import get_store
-from switchboard.webhooks import models, service
+
+if TYPE_CHECKING:
+    from switchboard.webhooks import models, service
+else:  # the models when a route's dependant is first built, the rules when a route first runs (not at init)
+    models = lazy_module("switchboard.webhooks.models")
+    service = lazy_module("switchboard.webhooks.service")
 
 app = create_resolver()
 WH = ["webhooks"]
