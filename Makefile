@@ -67,9 +67,16 @@ typecheck: install
 openapi: install
 	PYTHONPATH=layers/core:. $(BIN)/python -m switchboard.openapi_doc functions
 
-## sam build without a container (needs python3.13 on PATH, which pyenv provides).
+## sam build without a container (needs python3.13 on PATH, which pyenv provides) into .aws-sam/build, which
+## `sam deploy` packages; then every module of the layer and the functions is compiled to bytecode. Lambda's code
+## directories are read-only, so modules shipped without .pyc are compiled from source at every cold start (pydantic,
+## Powertools, FastAPI and our package: several times the whole init; docs/performance.md). `unchecked-hash`: the
+## .pyc stays valid whatever mtimes the zip gives the sources. The last step fails the build if any is missing.
+BUILD_DIR ?= .aws-sam/build
 build: $(SAM_VENV)/.installed
-	PATH=$(dir $(PYTHON)):$$PATH $(SAM_VENV)/bin/sam build --build-dir /tmp/switchboard-sam-build
+	PATH=$(dir $(PYTHON)):$$PATH $(SAM_VENV)/bin/sam build --build-dir $(BUILD_DIR)
+	$(PYTHON) -m compileall -q -j 0 --invalidation-mode unchecked-hash $(BUILD_DIR)
+	$(PYTHON) local/bytecode_check.py $(BUILD_DIR)
 
 bench: install
 	$(BIN)/python -m bench
