@@ -5,19 +5,26 @@ when it supports labels (best effort: the stored state is the truth)."""
 from __future__ import annotations
 
 import contextlib
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from switchboard import clock
 from switchboard.api.auth import AuthContext
+from switchboard.api.lazy import lazy_module
 from switchboard.api.pagination import decode_cursor, encode_cursor, query_fingerprint
 from switchboard.audit import audit_put
 from switchboard.catalog import models
 from switchboard.errors import Conflict, DomainError, NotFound, ValidationFailed
 from switchboard.events.outbox import outbox_put
 from switchboard.ids import new_id
-from switchboard.messaging import channels, conversations, status
 from switchboard.providers import ProviderUnavailable, provider_for
 from switchboard.store import ConditionCheck, Delete, Put, Store, TxOp, Update, keys
+
+if TYPE_CHECKING:
+    from switchboard.messaging import channels, conversations, status
+else:  # the messaging models when a label route first reaches a channel or a conversation, not when labels load
+    channels = lazy_module("switchboard.messaging.channels")
+    conversations = lazy_module("switchboard.messaging.conversations")
+    status = lazy_module("switchboard.messaging.status")
 
 Item = dict[str, Any]
 ProviderSync = Literal["synced", "unsupported", "failed"]
