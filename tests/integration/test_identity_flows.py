@@ -288,6 +288,13 @@ def test_teams(api: Api):
     assert api.get(f"/v1/teams/{team['id']}", headers=h).json()["data"]["member_count"] == 1
     renamed = api.patch(f"/v1/teams/{team['id']}", json={"name": "Care"}, headers=h).json()["data"]
     assert renamed["name"] == "Care"
+    # a null name changes nothing (found by fuzzing: it used to build an empty SET and answer 500)
+    same = api.patch(f"/v1/teams/{team['id']}", json={"name": None}, headers=h)
+    assert same.status_code == 200 and same.json()["data"]["name"] == "Care"
+    described = api.patch(f"/v1/teams/{team['id']}", json={"name": None, "description": "Tier 1"}, headers=h)
+    assert described.json()["data"]["name"] == "Care" and described.json()["data"]["description"] == "Tier 1"
+    cleared = api.patch(f"/v1/teams/{team['id']}", json={"description": None}, headers=h).json()["data"]
+    assert cleared["description"] is None and cleared["name"] == "Care"
     assert api.post("/v1/teams", json={"name": "Support"}, headers=h).status_code == 201  # old name is free again
     assert api.delete(f"/v1/teams/{team['id']}/members/{owner_id}", headers=h).status_code == 204
     assert api.delete(f"/v1/teams/{team['id']}", headers=h).status_code == 204

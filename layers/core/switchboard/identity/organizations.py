@@ -407,7 +407,8 @@ def get_team(store: Store, auth: AuthContext, team_id: str) -> models.Team:
 
 def update_team(store: Store, auth: AuthContext, team_id: str, body: models.TeamUpdate) -> models.Team:
     item = _get_team_item(store, auth.org_id, team_id)
-    changes = body.model_dump(exclude_unset=True)
+    # a team always has a name: `"name": null` changes nothing (a null description clears it)
+    changes = {k: v for k, v in body.model_dump(exclude_unset=True).items() if v is not None or k == "description"}
     if not changes or all(item.get(k) == v for k, v in changes.items()):
         return _team_view(item)
     now = clock.now_iso()
@@ -421,7 +422,7 @@ def update_team(store: Store, auth: AuthContext, team_id: str, body: models.Team
             ),
             Delete(key=_team_name_key(auth.org_id, item["name"])),
         ]
-    sets = {k: v for k, v in changes.items() if v is not None or k == "description"}
+    sets = changes
     ops.insert(
         0,
         Update(
