@@ -61,10 +61,24 @@ def test_a_boolean_is_not_a_number(api: Api, path: str, body: dict, field: str):
     assert {"field": field, "message": "Input should be a number, not a boolean"} in error["details"], error
 
 
+@pytest.mark.parametrize("value", [0, 1, "true", "yes", "off"])
+def test_a_number_or_a_string_is_not_a_boolean(api: Api, value: object):
+    """`required` of a custom field is a boolean (found by fuzzing: pydantic's lax mode took 0, 1 and "yes")."""
+    body = {"name": "t", "custom_fields": [{"key": "tier", "label": "Tier", "type": "text", "required": value}]}
+    error = api.assert_error(api.post("/v1/cdp/templates", json=body), 400, "validation_failed")
+    assert {"field": "body.custom_fields.0.required", "message": "Input should be a boolean (true or false)"} in error[
+        "details"
+    ], error
+
+
 def test_numbers_and_booleans_where_declared_still_pass(api: Api):
     stage = api.post("/v1/cdp/lifecycle-stages", json={"key": "lead", "name": "Lead", "position": 3})
     assert stage.status_code == 201, stage.text
     assert stage.json()["data"]["position"] == 3
+    field = {"key": "tier", "label": "Tier", "type": "text", "required": True}
+    template = api.post("/v1/cdp/templates", json={"name": "t", "custom_fields": [field]})
+    assert template.status_code == 201, template.text
+    assert template.json()["data"]["custom_fields"][0]["required"] is True
 
 
 @pytest.mark.parametrize(

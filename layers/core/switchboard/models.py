@@ -17,11 +17,20 @@ class BaseModel(_PydanticModel):
     model_config = ConfigDict(defer_build=True)
 
 
+def _members(annotation: Any) -> set[Any]:
+    args = typing.get_args(annotation) if typing.get_origin(annotation) in (typing.Union, types.UnionType) else ()
+    return {a for a in args if a is not type(None)} or {annotation}
+
+
 def _numeric_only(annotation: Any) -> bool:
     """A number field that takes no boolean: `int`, `float`, `int | None`… (not `bool`, not `int | bool`)."""
-    args = typing.get_args(annotation) if typing.get_origin(annotation) in (typing.Union, types.UnionType) else ()
-    members = {a for a in args if a is not type(None)} or {annotation}
+    members = _members(annotation)
     return bool(members) and members <= {int, float}
+
+
+def _boolean_only(annotation: Any) -> bool:
+    """A boolean field: `bool` or `bool | None` (it takes only JSON `true` / `false`, or null where optional)."""
+    return _members(annotation) == {bool}
 
 
 # `exactly_one_of` of a request model: groups of field names of which exactly one must be given.
@@ -49,9 +58,10 @@ def _document_choices(schema: dict[str, Any], model: type[Any]) -> None:
 
 
 class Strict(BaseModel):
-    """Request bodies: unknown fields are refused, strings trimmed, and a JSON `true`/`false` is not a number
-    (pydantic's lax mode would read it as 1/0). A model whose validator wants exactly one of some fields declares
-    them in `exactly_one_of` (a ClassVar) so the document says so too."""
+    """Request bodies: unknown fields are refused, strings trimmed, a JSON `true`/`false` is not a number and a
+    number or a string is not a boolean (pydantic's lax mode would read `true` as 1, and `0`, `"yes"` or `"off"` as
+    booleans; the document says `boolean`). A model whose validator wants exactly one of some fields declares them in
+    `exactly_one_of` (a ClassVar) so the document says so too."""
 
     model_config = ConfigDict(
         extra="forbid", str_strip_whitespace=True, defer_build=True, json_schema_extra=_document_choices
@@ -61,8 +71,13 @@ class Strict(BaseModel):
     @field_validator("*", mode="before")
     @classmethod
     def _no_boolean_numbers(cls, value: Any, info: ValidationInfo) -> Any:
-        if isinstance(value, bool) and info.field_name and _numeric_only(cls.model_fields[info.field_name].annotation):
-            raise PydanticCustomError("number_type", "Input should be a number, not a boolean")
+        if value is None or not info.field_name:
+            return value
+        if isinstance(value, bool):
+            if _numeric_only(cls.model_fields[info.field_name].annotation):
+                raise PydanticCustomError("number_type", "Input should be a number, not a boolean")
+        elif _boolean_only(cls.model_fields[info.field_name].annotation):
+            raise PydanticCustomError("bool_type", "Input should be a boolean (true or false)")
         return value
 
 
