@@ -312,31 +312,12 @@ class Store:
         last = resp.get("LastEvaluatedKey")
         return Page([deserialize(i) for i in resp.get("Items", [])], deserialize(last) if last else None)
 
-    def count(
-        self,
-        pk: str,
-        *,
-        sk_prefix: str | None = None,
-        sk_between: tuple[str, str] | None = None,
-        index: str | None = None,
-        consistent: bool = False,
-        filter_expression: str | None = None,
-        names: dict[str, str] | None = None,
-        values: dict[str, Any] | None = None,
-    ) -> int:
-        """How many items the key condition (and filter) selects: `Select=COUNT` over every page. No items are
-        transferred, but every item in the key range is read (and billed): not for a request's hot path."""
-        params = self._query_params(
-            pk,
-            sk_prefix=sk_prefix,
-            sk_between=sk_between,
-            index=index,
-            forward=True,
-            consistent=consistent,
-            filter_expression=filter_expression,
-            names=names,
-            values=values,
-        )
+    def count(self, pk: str, **query: Any) -> int:
+        """How many items the key condition (and filter) selects: `Select=COUNT` over every page. `query` takes
+        `query`'s key condition, index, consistency and filter (`sk_prefix`, `sk_between`, `index`, `consistent`,
+        `filter_expression`, `names`, `values`). No items are transferred, but every item in the key range is read
+        (and billed): not for a request's hot path."""
+        params = self._query_params(pk, **query)
         params["Select"] = "COUNT"
         total = 0
         while True:
@@ -354,14 +335,14 @@ class Store:
         self,
         pk: str,
         *,
-        sk_prefix: str | None,
-        sk_between: tuple[str, str] | None,
-        index: str | None,
-        forward: bool,
-        consistent: bool,
-        filter_expression: str | None,
-        names: dict[str, str] | None,
-        values: dict[str, Any] | None,
+        sk_prefix: str | None = None,
+        sk_between: tuple[str, str] | None = None,
+        index: str | None = None,
+        forward: bool = True,
+        consistent: bool = False,
+        filter_expression: str | None = None,
+        names: dict[str, str] | None = None,
+        values: dict[str, Any] | None = None,
     ) -> dict[str, Any]:
         pk_attr, sk_attr = ("PK", "SK") if index is None else (f"{index}PK", f"{index}SK")
         expr_names = {"#pk": pk_attr, **(names or {})}
