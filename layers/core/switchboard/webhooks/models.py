@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import Field, field_validator
 
@@ -12,6 +12,8 @@ from switchboard.webhooks.catalogue import EVENT_TYPES
 
 DeliveryStatus = Literal["pending", "retrying", "succeeded", "exhausted", "canceled"]
 MAX_FILTER_TYPES = len(EVENT_TYPES)
+# An event type name, documented with its values (the validator below says which one is unknown, by name).
+FilterType = Annotated[str, Field(json_schema_extra={"enum": list(EVENT_TYPES)})]
 
 
 def _known_types(value: list[str] | None) -> list[str] | None:
@@ -69,7 +71,7 @@ class WebhookSettings(BaseModel):
 class EndpointCreate(Strict):
     url: str = Field(min_length=1, max_length=2048, description="https URL (public addresses only)")
     description: str | None = Field(default=None, max_length=500)
-    filter_types: list[str] = Field(default_factory=list, max_length=MAX_FILTER_TYPES)
+    filter_types: list[FilterType] = Field(default_factory=list, max_length=MAX_FILTER_TYPES)
     enabled: bool = True
 
     _types = field_validator("filter_types")(_known_types)
@@ -78,7 +80,7 @@ class EndpointCreate(Strict):
 class EndpointUpdate(Strict):
     url: str | None = Field(default=None, min_length=1, max_length=2048)
     description: str | None = Field(default=None, max_length=500)
-    filter_types: list[str] | None = Field(default=None, max_length=MAX_FILTER_TYPES)
+    filter_types: list[FilterType] | None = Field(default=None, max_length=MAX_FILTER_TYPES)
     enabled: bool | None = None
 
     _types = field_validator("filter_types")(_known_types)
