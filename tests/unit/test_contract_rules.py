@@ -35,9 +35,11 @@ def test_a_refusal_without_field_is_named_by_its_code() -> None:
     assert detail_fields(b"not json") == []
 
 
-def test_only_static_paths_a_template_also_matches_are_shadowing() -> None:
+def test_only_paths_another_template_also_matches_are_shadowing() -> None:
     paths = ["/v1/messages/delete", "/v1/messages/{messageID}", "/v1/messages", "/v1/a/{x}/b", "/v1/a/c/b/d"]
     assert shadowing_static_paths(paths) == {"/v1/messages/delete"}
+    fields = ["/v1/t/{id}/fields/reorder", "/v1/t/{id}/fields/{fieldID}", "/v1/t/{id}/fields", "/v1/t/{id}"]
+    assert shadowing_static_paths(fields) == {"/v1/t/{id}/fields/reorder"}
 
 
 def test_the_exceptions_name_documented_operations() -> None:
