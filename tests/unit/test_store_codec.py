@@ -154,3 +154,34 @@ def test_require_answers_the_item_or_404_with_its_message() -> None:
         store.require({"PK": "p", "SK": "b"}, "No such thing.")
     assert missing.value.status == 404 and missing.value.message == "No such thing."
     assert client.reads[1]["ConsistentRead"] is False
+
+
+def test_filtered_page_with_keep_pages_through_every_kept_item_once() -> None:
+    """A `keep` predicate thins reads like a filter: pages follow each other with no item lost or repeated, the
+    continuation key being the last returned item's (the conversations list's label / assignee / unread filters)."""
+    from switchboard.store.table import Store
+
+    rows = [{"PK": "p", "SK": f"{n:03d}", "GSI1PK": "g", "GSI1SK": f"{n:03d}", "n": n} for n in range(60)]
+
+    class Index:
+        def query(self, **params: Any) -> dict[str, Any]:
+            start = deserialize(params["ExclusiveStartKey"])["GSI1SK"] if "ExclusiveStartKey" in params else None
+            after = [r for r in rows if start is None or r["GSI1SK"] > start]
+            page = after[: params["Limit"]]
+            out: dict[str, Any] = {"Items": [serialize(r) for r in page]}
+            if len(after) > len(page):
+                out["LastEvaluatedKey"] = serialize({k: page[-1][k] for k in ("PK", "SK", "GSI1PK", "GSI1SK")})
+            return out
+
+    store = Store("t", Index())
+    seen: list[int] = []
+    start = None
+    for _ in range(20):
+        items, start = store.filtered_page(
+            "g", index="GSI1", limit=4, start_key=start, keep=lambda i: i["n"] % 7 == 0, max_reads=2
+        )
+        assert len(items) <= 4
+        seen += [i["n"] for i in items]
+        if start is None:
+            break
+    assert seen == [n for n in range(60) if n % 7 == 0]

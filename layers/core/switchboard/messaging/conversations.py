@@ -152,28 +152,10 @@ def list_conversations(
             and (unread is None or (int(i.get("unread_count", 0)) > 0) == unread)
         )
 
-    items, last = _filtered_page(store, list_pk(org), limit, start, keep)
+    items, last = store.filtered_page(
+        list_pk(org), index="GSI1", forward=False, limit=limit, start_key=start, keep=keep
+    )
     return [view(i) for i in items], encode_cursor(org, fingerprint, last)
-
-
-def _filtered_page(
-    store: Store, pk: str, limit: int, start: dict[str, Any] | None, keep: Any
-) -> tuple[list[Item], dict[str, Any] | None]:
-    """Up to `limit` items passing `keep`, newest first; reads on (bounded) when filters thin a page. The
-    continuation key is the last returned item's, so the next page starts right after it."""
-    items: list[Item] = []
-    for _ in range(20):
-        page = store.query(pk, index="GSI1", forward=False, limit=max(limit, 25), start_key=start)
-        for n, item in enumerate(page.items):
-            if keep(item):
-                items.append(item)
-                if len(items) == limit:
-                    more = n + 1 < len(page.items) or page.last_key is not None
-                    return items, ({k: item[k] for k in ("PK", "SK", "GSI1PK", "GSI1SK")} if more else None)
-        if page.last_key is None:
-            return items, None
-        start = page.last_key
-    return items, start
 
 
 def messages(

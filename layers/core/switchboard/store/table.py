@@ -8,7 +8,7 @@ and batch gets that retry unprocessed keys.
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from decimal import Decimal
 from functools import lru_cache
@@ -378,13 +378,15 @@ class Store:
         limit: int,
         start_key: dict[str, Any] | None,
         filters: dict[str, Any] | None = None,
+        keep: Callable[[Item], bool] | None = None,
         max_reads: int = MAX_FILTERED_READS,
         **query: Any,
     ) -> tuple[list[Item], dict[str, Any] | None]:
         """A page of up to `limit` items whose attributes equal `filters` (`None` values are ignored; a list or tuple
-        means "one of"), and the key to continue from. A filter can thin a read, so it reads on — at most `max_reads`
-        queries — until the page is full or the range ends. `query` takes the key condition and order of `query`
-        (`sk_prefix`, `sk_between`, `index`, `forward`)."""
+        means "one of") and that `keep` accepts (for what a filter expression does not say well, e.g. a nested
+        attribute's absence), and the key to continue from. Filters can thin a read, so it reads on — at most
+        `max_reads` queries — until the page is full or the range ends. `query` takes the key condition and order of
+        `query` (`sk_prefix`, `sk_between`, `index`, `forward`)."""
         names: dict[str, str] = {}
         values: dict[str, Any] = {}
         clauses: list[str] = []
@@ -400,14 +402,14 @@ class Store:
         for _ in range(max_reads):
             page = self.query(
                 pk,
-                limit=max(limit, 50) if expression else limit - len(items),
+                limit=max(limit, 50) if expression or keep else limit - len(items),
                 start_key=last,
                 filter_expression=expression,
                 names=names or None,
                 values=values or None,
                 **query,
             )
-            items.extend(page.items)
+            items.extend(page.items if keep is None else filter(keep, page.items))
             last = page.last_key
             if last is None or len(items) >= limit:
                 break
