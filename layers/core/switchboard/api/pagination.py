@@ -59,6 +59,15 @@ def decode_cursor(token: str | None, org_id: str, fingerprint: str) -> dict[str,
     return data["k"]  # type: ignore[no-any-return]
 
 
+def cursor_page(
+    store: Any, org_id: str, fingerprint: str, cursor: str | None, pk: str, *, limit: int, **query: Any
+) -> tuple[list[dict[str, Any]], str | None]:
+    """`Store.filtered_page` from an opaque cursor, answering the items and the next cursor (`query`: the key
+    condition, order, `filters` and `keep` of `filtered_page`): the cursor round trip of every filtered list."""
+    items, last = store.filtered_page(pk, limit=limit, start_key=decode_cursor(cursor, org_id, fingerprint), **query)
+    return items, encode_cursor(org_id, fingerprint, last)
+
+
 def list_meta(limit: int, *, cursor: str | None = None, offset: int | None = None, has_more: bool, total=None):
     meta: dict[str, Any] = {"has_more": has_more, "limit": limit}
     if offset is not None:

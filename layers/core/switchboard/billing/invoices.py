@@ -19,7 +19,7 @@ from typing import Any
 
 from switchboard import clock
 from switchboard.api.auth import AuthContext
-from switchboard.api.pagination import decode_cursor, encode_cursor, query_fingerprint
+from switchboard.api.pagination import cursor_page, query_fingerprint
 from switchboard.audit import audit_put
 from switchboard.billing import catalogue, models, service
 from switchboard.errors import Conflict, ValidationFailed
@@ -83,15 +83,18 @@ def list_invoices(
     """Newest first (ids are time-ordered); a status filter keeps reading (bounded) until the page is full."""
     org = auth.org_id
     fingerprint = query_fingerprint("invoices", {"status": status})
-    items, last = store.filtered_page(
+    items, nxt = cursor_page(
+        store,
+        org,
+        fingerprint,
+        cursor,
         keys.org_pk(org),
+        limit=limit,
         sk_prefix="INVOICE#",
         forward=False,
-        limit=limit,
-        start_key=decode_cursor(cursor, org, fingerprint),
         filters={"status": status},
     )
-    return [view(i) for i in items], encode_cursor(org, fingerprint, last)
+    return [view(i) for i in items], nxt
 
 
 # Generation ----------------------------------------------------------------------------------------------------------

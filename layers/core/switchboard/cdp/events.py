@@ -15,7 +15,7 @@ from ulid import ULID
 
 from switchboard import clock
 from switchboard.api.auth import AuthContext
-from switchboard.api.pagination import decode_cursor, encode_cursor, query_fingerprint
+from switchboard.api.pagination import cursor_page, query_fingerprint
 from switchboard.cdp import models
 from switchboard.contacts import models as contact_models
 from switchboard.contacts import service as contacts
@@ -151,15 +151,18 @@ def contact_activity(
     org = auth.org_id
     contacts.get_item(store, org, contact_id)
     fingerprint = query_fingerprint("cdp.contact_activity", {"contact": contact_id, "name": name})
-    items, last = store.filtered_page(
+    items, nxt = cursor_page(
+        store,
+        org,
+        fingerprint,
+        cursor,
         keys.org_pk(org),
+        limit=limit,
         sk_prefix=f"CONTACT#{contact_id}#ACT#",
         forward=False,
-        limit=limit,
-        start_key=decode_cursor(cursor, org, fingerprint),
         filters={"name": name},
     )
-    return [models.Activity.model_validate(i) for i in items], encode_cursor(org, fingerprint, last)
+    return [models.Activity.model_validate(i) for i in items], nxt
 
 
 def activity_log(
@@ -178,15 +181,18 @@ def activity_log(
     fingerprint = query_fingerprint("cdp.activity_log", params)
     low = "CDPACT#" + (ulid_bound(clock.parse_iso_input(since, "query.since"), high=False) if since else "")
     high = "CDPACT#" + (ulid_bound(clock.parse_iso_input(until, "query.until"), high=True) if until else "~")
-    items, last = store.filtered_page(
+    items, nxt = cursor_page(
+        store,
+        org,
+        fingerprint,
+        cursor,
         keys.org_pk(org),
+        limit=limit,
         sk_between=(low, high),
         forward=False,
-        limit=limit,
-        start_key=decode_cursor(cursor, org, fingerprint),
         filters={"name": name, "contact_id": contact_id},
     )
-    return [models.Activity.model_validate(i) for i in items], encode_cursor(org, fingerprint, last)
+    return [models.Activity.model_validate(i) for i in items], nxt
 
 
 def count_events(store: Store, org: str, contact_id: str, name: str, since: datetime) -> int:

@@ -6,7 +6,7 @@ import re
 from typing import Any
 
 from switchboard import clock
-from switchboard.api.pagination import decode_cursor, encode_cursor
+from switchboard.api.pagination import cursor_page
 from switchboard.contacts.identifiers import normalize_phone
 from switchboard.errors import Conflict, NotFound, UnsupportedByProvider, ValidationFailed
 from switchboard.groups.models import INVITE_CODE_PATTERN
@@ -15,7 +15,6 @@ from switchboard.providers.base import Provider
 from switchboard.store import Put, Store, keys
 
 Item = dict[str, Any]
-MAX_FILTERED_READS = 10
 _INVITE_CODE = re.compile(INVITE_CODE_PATTERN)
 _GROUP_LINK = re.compile(r"^(?:https?://)?chat\.whatsapp\.com/(?:invite/)?([^/?#\s]+)/?$", re.IGNORECASE)
 _NEWSLETTER_LINK = re.compile(r"^(?:https?://)?(?:www\.)?whatsapp\.com/channel/([^/?#\s]+)/?$", re.IGNORECASE)
@@ -109,18 +108,19 @@ def filtered_page(
     filters: dict[str, Any],
     forward: bool = True,
 ) -> tuple[list[Item], str | None]:
-    """A cursor page of `prefix` items whose attributes equal `filters` (a value list means "one of"); filters are
-    applied while reading, at most MAX_FILTERED_READS queries per page."""
-    items, last = store.filtered_page(
+    """A cursor page of the organization's `prefix` items whose attributes equal `filters` (a value list means "one
+    of"), filtered while reading (`Store.filtered_page`)."""
+    return cursor_page(
+        store,
+        org,
+        fingerprint,
+        cursor,
         keys.org_pk(org),
+        limit=limit,
         sk_prefix=prefix,
         forward=forward,
-        limit=limit,
-        start_key=decode_cursor(cursor, org, fingerprint),
         filters=filters,
-        max_reads=MAX_FILTERED_READS,
     )
-    return items, encode_cursor(org, fingerprint, last)
 
 
 def not_found(what: str) -> NotFound:

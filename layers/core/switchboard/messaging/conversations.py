@@ -7,7 +7,7 @@ from typing import Any
 
 from switchboard import clock
 from switchboard.api.auth import AuthContext
-from switchboard.api.pagination import decode_cursor, encode_cursor, query_fingerprint
+from switchboard.api.pagination import cursor_page, decode_cursor, encode_cursor, query_fingerprint
 from switchboard.errors import Conflict, Forbidden, NotFound, ValidationFailed
 from switchboard.events.outbox import outbox_put
 from switchboard.ids import new_id
@@ -140,7 +140,6 @@ def list_conversations(
     org = auth.org_id
     params = {"status": status, "assignee": assignee, "label": label, "channel_id": channel_id, "unread": unread}
     fingerprint = query_fingerprint("conversations", params)
-    start = decode_cursor(cursor, org, fingerprint)
 
     def keep(i: Item) -> bool:
         a = i.get("assignee") or {}
@@ -152,10 +151,10 @@ def list_conversations(
             and (unread is None or (int(i.get("unread_count", 0)) > 0) == unread)
         )
 
-    items, last = store.filtered_page(
-        list_pk(org), index="GSI1", forward=False, limit=limit, start_key=start, keep=keep
+    items, nxt = cursor_page(
+        store, org, fingerprint, cursor, list_pk(org), limit=limit, index="GSI1", forward=False, keep=keep
     )
-    return [view(i) for i in items], encode_cursor(org, fingerprint, last)
+    return [view(i) for i in items], nxt
 
 
 def messages(

@@ -38,7 +38,7 @@ from urllib.parse import urlencode, urlsplit
 
 from switchboard import clock, sealed
 from switchboard.api.auth import AuthContext
-from switchboard.api.pagination import decode_cursor, encode_cursor, query_fingerprint
+from switchboard.api.pagination import cursor_page, query_fingerprint
 from switchboard.audit import audit_put
 from switchboard.errors import Conflict, DomainError, ValidationFailed
 from switchboard.events.outbox import outbox_put
@@ -644,12 +644,15 @@ def list_errors(
     """Newest first; `progress_id` filters the range (at most 10 reads fill a page)."""
     org = auth.org_id
     fingerprint = query_fingerprint("waba-errors", {"progress_id": progress_id})
-    found, last = store.filtered_page(
+    found, nxt = cursor_page(
+        store,
+        org,
+        fingerprint,
+        cursor,
         keys.org_pk(org),
+        limit=limit,
         sk_prefix="WABAERR#",
         forward=False,
-        limit=limit,
-        start_key=decode_cursor(cursor, org, fingerprint),
         filters={"progress_id": progress_id},
     )
-    return [models.OnboardingError.model_validate(i) for i in found], encode_cursor(org, fingerprint, last)
+    return [models.OnboardingError.model_validate(i) for i in found], nxt

@@ -9,7 +9,7 @@ from typing import Any
 
 from switchboard import clock
 from switchboard.api.auth import AuthContext
-from switchboard.api.pagination import decode_cursor, encode_cursor, query_fingerprint
+from switchboard.api.pagination import cursor_page, decode_cursor, encode_cursor, query_fingerprint
 from switchboard.audit import audit_put
 from switchboard.config import get_settings
 from switchboard.errors import Conflict, NotFound, Unauthenticated, ValidationFailed
@@ -316,20 +316,22 @@ def list_deliveries(
     low = _since(since, "query.since") or "0"
     params = {"endpoint_id": endpoint_id, "status": status, "event_type": event_type, "since": low}
     fingerprint = query_fingerprint("webhook-deliveries", params)
-    start = decode_cursor(cursor, org, fingerprint)
     index, pk = (
         ("GSI2", repo.endpoint_deliveries_pk(org, endpoint_id)) if endpoint_id else ("GSI1", repo.deliveries_pk(org))
     )
-    items, last = store.filtered_page(
+    items, nxt = cursor_page(
+        store,
+        org,
+        fingerprint,
+        cursor,
         pk,
+        limit=limit,
         index=index,
         sk_between=(low, "~"),
         forward=False,
-        limit=limit,
-        start_key=start,
         filters={"status": status or None, "event_type": event_type or None},
     )
-    return [delivery_view(i) for i in items], encode_cursor(org, fingerprint, last)
+    return [delivery_view(i) for i in items], nxt
 
 
 def _get_delivery(store: Store, org: str, msg_id: str, *, consistent: bool = False) -> Item:
