@@ -5,30 +5,19 @@ process (the local stack may call http://127.0.0.1)."""
 from __future__ import annotations
 
 import json
-import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
 import standardwebhooks
 import svix.webhooks
 
+from tests.helpers import wait_until
 from tests.webhook_receiver import Answer, Receiver
 
 pytestmark = pytest.mark.e2e
 BASE = "/v1/settings/developer/webhooks"
-
-
-def wait_for(fn: Callable[[], Any], *, timeout: float = 30.0, every: float = 0.1) -> Any:
-    deadline = time.monotonic() + timeout
-    while True:
-        value = fn()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            pytest.fail(f"condition not met within {timeout} s; last value {value!r}")
-        time.sleep(every)
 
 
 @pytest.fixture
@@ -78,7 +67,7 @@ def test_a_test_delivery_reaches_the_receiver_signed(endpoint_for, receiver):
         rows = client.get(f"{BASE}/deliveries", params={"endpoint_id": endpoint["id"]}).json()["data"]
         return rows[0] if rows and rows[0]["status"] == "succeeded" else None
 
-    delivery = wait_for(delivered)
+    delivery = wait_until(delivered, timeout=30.0)
     assert delivery["id"] == queued["delivery_id"] and delivery["event_type"] == "webhook.test"
 
 
@@ -98,7 +87,7 @@ def test_a_receiver_failing_twice_still_gets_it_and_the_attempts_show(endpoint_f
         rows = client.get(f"{BASE}/deliveries/{queued['delivery_id']}/attempts").json()["data"]
         return rows if rows and rows[0]["status"] == "succeeded" else None
 
-    attempts = wait_for(succeeded)
+    attempts = wait_until(succeeded, timeout=30.0)
     assert [(a["attempt"], a["status_code"]) for a in attempts] == [(3, 200), (2, 503), (1, 500)]
     assert [a["response"] for a in attempts[1:]] == ["busy", "boom"]
     (delivery,) = client.get(f"{BASE}/deliveries", params={"endpoint_id": endpoint["id"]}).json()["data"]
