@@ -4,14 +4,13 @@ from __future__ import annotations
 
 import json
 import logging
-import re
 import types
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from aws_lambda_powertools import Logger
 from aws_lambda_powertools.event_handler import APIGatewayRestResolver, Response
-from aws_lambda_powertools.event_handler.api_gateway import _DYNAMIC_ROUTE_PATTERN, _NAMED_GROUP_BOUNDARY_PATTERN
+from aws_lambda_powertools.event_handler.api_gateway import _NAMED_GROUP_BOUNDARY_PATTERN
 from aws_lambda_powertools.event_handler.exceptions import NotFoundError, ServiceError
 from aws_lambda_powertools.event_handler.openapi.exceptions import (
     RequestUnsupportedContentType,
@@ -23,7 +22,15 @@ from switchboard.api.auth import take_access
 from switchboard.api.context import current_auth_optional, header, request_id
 from switchboard.api.envelope import error_body
 from switchboard.api.idempotency import idempotency_middleware
-from switchboard.api.powertools import ProxyEvent, RequestValidation, ResponseValidation
+from switchboard.api.powertools import (
+    POWERTOOLS_ROUTING_LOG,
+    ROUTE_PARAMETER,
+    ProxyEvent,
+    RequestValidation,
+    ResponseValidation,
+    RouteArguments,
+    RoutePattern,
+)
 from switchboard.config import get_settings
 from switchboard.errors import DomainError, MethodNotAllowed, PayloadTooLarge, RateLimited, RouteNotFound
 from switchboard.logs import redact_logs
@@ -115,54 +122,14 @@ def _core_middleware(app: Any, next_middleware: Callable[[Any], Any]) -> Any:
     """The global middlewares in their order (body limit, rate limit, idempotency) as one frame of Powertools'
     middleware stack: each frame costs a few microseconds per request, the checks themselves are unchanged."""
     args = app.context.get("_route_args")
-    if type(args) is dict and not _POWERTOOLS_ROUTING_LOG.isEnabledFor(logging.DEBUG):
+    if type(args) is dict and not POWERTOOLS_ROUTING_LOG.isEnabledFor(logging.DEBUG):
         app.context["_route_args"] = RouteArguments(args)
     return _body_limit(app, lambda a: _rate_limit(a, lambda b: idempotency_middleware(b, next_middleware)))
-
-
-# Powertools' routing logger: its last middleware frame formats the route's validated arguments into a DEBUG message
-# (an f-string, so the arguments' repr is built on every request whether or not the message is emitted).
-_POWERTOOLS_ROUTING_LOG = logging.getLogger("aws_lambda_powertools.event_handler.api_gateway")
-
-
-class RouteArguments(dict[str, Any]):
-    """The route's validated arguments, unchanged, with a repr that names each argument's type instead of rendering
-    it: the repr of a request model (pydantic renders every field, nested models included) cost ~15-25 µs per
-    request for a DEBUG message that is not emitted. Used only while that logger is not at DEBUG."""
-
-    __slots__ = ()
-
-    def __repr__(self) -> str:
-        return "{" + ", ".join(f"{name!r}: <{type(value).__name__}>" for name, value in self.items()) + "}"
 
 
 def _allowed_methods(app: APIGatewayRestResolver, path: str) -> list[str]:
     methods = {r.method for r in app._static_routes + app._dynamic_routes if r.rule.match(path)}
     return sorted(methods)
-
-
-# Powertools' own route-parameter expression and its replacement (a named group per `<name>`)
-_ROUTE_PARAMETER = re.compile(_DYNAMIC_ROUTE_PATTERN)
-
-
-class RoutePattern:
-    """A route's regular expression, compiled on its first match instead of at registration: Powertools compiles
-    every route's at import (~5 ms of a 70-route function's cold start), while a request tries only the routes
-    before the one it matches. Same expression, same matching; `groups` (read at registration to sort static from
-    dynamic routes) is the number of path parameters."""
-
-    __slots__ = ("_compiled", "groups", "pattern")
-
-    def __init__(self, pattern: str, groups: int) -> None:
-        self.pattern = pattern
-        self.groups = groups
-        self._compiled: re.Pattern[str] | None = None
-
-    def match(self, path: str) -> re.Match[str] | None:
-        compiled = self._compiled
-        if compiled is None:
-            compiled = self._compiled = re.compile(self.pattern)
-        return compiled.match(path)
 
 
 NOT_JSON = "The request body must be JSON (Content-Type: application/json)."
@@ -220,8 +187,8 @@ class Resolver(APIGatewayRestResolver):
     @staticmethod
     def _compile_regex(rule: str, base_regex: str = "^{}/*$") -> Any:
         """`APIGatewayRestResolver._compile_regex` (no trailing slash needed), compiled lazily."""
-        expression = base_regex.format(_ROUTE_PARAMETER.sub(_NAMED_GROUP_BOUNDARY_PATTERN, rule))
-        return RoutePattern(expression, groups=len(_ROUTE_PARAMETER.findall(rule)))
+        expression = base_regex.format(ROUTE_PARAMETER.sub(_NAMED_GROUP_BOUNDARY_PATTERN, rule))
+        return RoutePattern(expression, groups=len(ROUTE_PARAMETER.findall(rule)))
 
     def _call_route(self, route: Any, route_arguments: dict[str, str]) -> Any:
         access = take_access(route)
