@@ -60,11 +60,22 @@ def decode_cursor(token: str | None, org_id: str, fingerprint: str) -> dict[str,
 
 
 def cursor_page(
-    store: Any, org_id: str, fingerprint: str, cursor: str | None, pk: str, *, limit: int, **query: Any
+    store: Any,
+    org_id: str,
+    fingerprint: str,
+    cursor: str | None,
+    *,
+    limit: int,
+    pk: str | None = None,
+    **query: Any,
 ) -> tuple[list[dict[str, Any]], str | None]:
-    """`Store.filtered_page` from an opaque cursor, answering the items and the next cursor (`query`: the key
-    condition, order, `filters` and `keep` of `filtered_page`): the cursor round trip of every filtered list."""
-    items, last = store.filtered_page(pk, limit=limit, start_key=decode_cursor(cursor, org_id, fingerprint), **query)
+    """`Store.filtered_page` from an opaque cursor, answering the items and the next cursor: the cursor round trip of
+    every filtered list. `pk` defaults to the organization's partition; `query` is the key condition, order,
+    `filters` and `keep` of `filtered_page`."""
+    from switchboard.store import keys
+
+    start = decode_cursor(cursor, org_id, fingerprint)
+    items, last = store.filtered_page(pk or keys.org_pk(org_id), limit=limit, start_key=start, **query)
     return items, encode_cursor(org_id, fingerprint, last)
 
 

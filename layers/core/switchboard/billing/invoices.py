@@ -88,7 +88,6 @@ def list_invoices(
         org,
         fingerprint,
         cursor,
-        keys.org_pk(org),
         limit=limit,
         sk_prefix="INVOICE#",
         forward=False,

@@ -6,7 +6,6 @@ import re
 from typing import Any
 
 from switchboard import clock
-from switchboard.api.pagination import cursor_page
 from switchboard.contacts.identifiers import normalize_phone
 from switchboard.errors import Conflict, NotFound, UnsupportedByProvider, ValidationFailed
 from switchboard.groups.models import INVITE_CODE_PATTERN
@@ -94,32 +93,6 @@ def bump(item: Item, changes: Item, error: Conflict) -> tuple[Item, Put]:
     new = {**item, **changes, "updated_at": clock.now_iso(), "version": int(item.get("version", 1)) + 1}
     return new, Put(
         item=new, condition="#v = :v", names={"#v": "version"}, values={":v": item.get("version", 1)}, error=error
-    )
-
-
-def filtered_page(
-    store: Store,
-    org: str,
-    prefix: str,
-    *,
-    limit: int,
-    cursor: str | None,
-    fingerprint: str,
-    filters: dict[str, Any],
-    forward: bool = True,
-) -> tuple[list[Item], str | None]:
-    """A cursor page of the organization's `prefix` items whose attributes equal `filters` (a value list means "one
-    of"), filtered while reading (`Store.filtered_page`)."""
-    return cursor_page(
-        store,
-        org,
-        fingerprint,
-        cursor,
-        keys.org_pk(org),
-        limit=limit,
-        sk_prefix=prefix,
-        forward=forward,
-        filters=filters,
     )
 
 

@@ -8,7 +8,7 @@ from typing import Any
 
 from switchboard import clock
 from switchboard.api.auth import AuthContext
-from switchboard.api.pagination import query_fingerprint
+from switchboard.api.pagination import cursor_page, query_fingerprint
 from switchboard.audit import audit_put
 from switchboard.errors import Conflict, ValidationFailed
 from switchboard.groups import common, models, service
@@ -74,14 +74,8 @@ def create_hub(store: Store, auth: AuthContext, body: models.GroupHubCreate) -> 
 def list_hubs(
     store: Store, auth: AuthContext, *, limit: int, cursor: str | None
 ) -> tuple[list[models.GroupHub], str | None]:
-    items, nxt = common.filtered_page(
-        store,
-        auth.org_id,
-        "GROUPHUB#",
-        limit=limit,
-        cursor=cursor,
-        fingerprint=query_fingerprint("group-hubs", {}),
-        filters={},
+    items, nxt = cursor_page(
+        store, auth.org_id, query_fingerprint("group-hubs", {}), cursor, limit=limit, sk_prefix="GROUPHUB#"
     )
     return [hub_view(i) for i in items], nxt
 
@@ -176,13 +170,13 @@ def create_community(store: Store, auth: AuthContext, body: models.CommunityCrea
 def list_communities(
     store: Store, auth: AuthContext, *, limit: int, cursor: str | None, channel_id: str | None
 ) -> tuple[list[models.Community], str | None]:
-    items, nxt = common.filtered_page(
+    items, nxt = cursor_page(
         store,
         auth.org_id,
-        "COMMUNITY#",
+        query_fingerprint("communities", {"channel_id": channel_id}),
+        cursor,
         limit=limit,
-        cursor=cursor,
-        fingerprint=query_fingerprint("communities", {"channel_id": channel_id}),
+        sk_prefix="COMMUNITY#",
         filters={"channel_id": channel_id},
     )
     return [community_view(i) for i in items], nxt

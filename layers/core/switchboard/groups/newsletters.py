@@ -7,7 +7,7 @@ from typing import Any
 
 from switchboard import clock
 from switchboard.api.auth import AuthContext
-from switchboard.api.pagination import decode_cursor, encode_cursor, query_fingerprint
+from switchboard.api.pagination import cursor_page, decode_cursor, encode_cursor, query_fingerprint
 from switchboard.audit import audit_put
 from switchboard.errors import Conflict, NotFound, ValidationFailed
 from switchboard.groups import common, models
@@ -100,13 +100,13 @@ def list_newsletters(
     subscribed: bool | None,
 ) -> tuple[list[models.Newsletter], str | None]:
     filters = {"channel_id": channel_id, "role": role, "subscribed": subscribed}
-    items, nxt = common.filtered_page(
+    items, nxt = cursor_page(
         store,
         auth.org_id,
-        "NEWSLETTER#",
+        query_fingerprint("newsletters", filters),
+        cursor,
         limit=limit,
-        cursor=cursor,
-        fingerprint=query_fingerprint("newsletters", filters),
+        sk_prefix="NEWSLETTER#",
         filters=filters,
     )
     return [view(i) for i in items], nxt

@@ -11,7 +11,7 @@ from typing import Any
 
 from switchboard import clock
 from switchboard.api.auth import AuthContext
-from switchboard.api.pagination import query_fingerprint
+from switchboard.api.pagination import cursor_page, query_fingerprint
 from switchboard.audit import audit_put
 from switchboard.errors import Conflict, NotFound, ValidationFailed
 from switchboard.groups import common, models
@@ -114,9 +114,7 @@ def list_groups(
     if mine:
         filters["self_role"] = list(ADMINS)
     fingerprint = query_fingerprint("groups", {**filters, "mine": mine})
-    items, nxt = common.filtered_page(
-        store, org, "GROUP#", limit=limit, cursor=cursor, fingerprint=fingerprint, filters=filters
-    )
+    items, nxt = cursor_page(store, org, fingerprint, cursor, limit=limit, sk_prefix="GROUP#", filters=filters)
     return [view(i) for i in items], nxt
 
 

@@ -152,7 +152,7 @@ def list_conversations(
         )
 
     items, nxt = cursor_page(
-        store, org, fingerprint, cursor, list_pk(org), limit=limit, index="GSI1", forward=False, keep=keep
+        store, org, fingerprint, cursor, pk=list_pk(org), limit=limit, index="GSI1", forward=False, keep=keep
     )
     return [view(i) for i in items], nxt
 

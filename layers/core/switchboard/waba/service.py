@@ -649,7 +649,6 @@ def list_errors(
         org,
         fingerprint,
         cursor,
-        keys.org_pk(org),
         limit=limit,
         sk_prefix="WABAERR#",
         forward=False,

@@ -324,7 +324,7 @@ def list_deliveries(
         org,
         fingerprint,
         cursor,
-        pk,
+        pk=pk,
         limit=limit,
         index=index,
         sk_between=(low, "~"),
