@@ -77,7 +77,8 @@ def test_crm_events_imports_and_incremental_segments_over_http(local_only):
     import json
     import time
 
-    from tests.e2e.test_webhooks_e2e import BASE, wait_for
+    from tests.e2e.test_webhooks_e2e import BASE
+    from tests.helpers import wait_until
     from tests.webhook_receiver import Receiver
 
     suffix = uuid.uuid4().hex[:8]
@@ -168,7 +169,7 @@ def test_crm_events_imports_and_incremental_segments_over_http(local_only):
                 rows = client.get(f"/v1/cdp/segments/{seg.json()['data']['id']}/members").json()["data"]
                 return [m["contact_id"] for m in rows]
 
-            assert wait_for(members) == [contact_id]
+            assert wait_until(members, timeout=30.0) == [contact_id]
 
             ids = {deal["id"], contact_id, report["id"], seg.json()["data"]["id"]}
             expected = {
@@ -191,7 +192,7 @@ def test_crm_events_imports_and_incremental_segments_over_http(local_only):
                 counts = {t: got.count(t) for t in set(got) | set(expected)}
                 return counts if counts == expected else None
 
-            wait_for(mine, timeout=60)
+            wait_until(mine, timeout=60)
             time.sleep(1.0)  # and nothing more arrives: the no-op changes fired nothing
             assert mine() == expected
         finally:
