@@ -6,7 +6,7 @@ distinct code also runs at fewer instructions per cycle (more cache misses), so 
 
 Each side runs in its own process, once with `--warmup` requests only and once with `--requests` more; the
 difference divided by `--requests` is the cost of one warm request. Needs `valgrind` (Debian package).
-Run: `python -m bench.instructions [--requests N]`.
+Run: `python -m bench.instructions [--requests N] [--only resolve|send ...]`.
 """
 
 from __future__ import annotations
@@ -64,14 +64,15 @@ def _count(route: str, side: str, warmup: int, requests: int) -> int:
     return int(match.group(1))
 
 
-def run(requests: int, warmup: int = 50) -> dict[str, dict[str, float]]:
+def run(requests: int, warmup: int = 50, only: Sequence[str] = ()) -> dict[str, dict[str, float]]:
     from concurrent.futures import ThreadPoolExecutor
 
-    jobs = [(route, side, n) for route in ROUTES for side in ("route", "floor") for n in (0, requests)]
+    routes = [route for route in ROUTES if not only or route in only]
+    jobs = [(route, side, n) for route in routes for side in ("route", "floor") for n in (0, requests)]
     with ThreadPoolExecutor(max_workers=2) as pool:  # valgrind runs one thread: two processes at a time
         counts = dict(zip(jobs, pool.map(lambda job: _count(job[0], job[1], warmup, job[2]), jobs), strict=True))
     results: dict[str, dict[str, float]] = {}
-    for route in ROUTES:
+    for route in routes:
         per_request = {
             side: (counts[(route, side, requests)] - counts[(route, side, 0)]) / requests for side in ("route", "floor")
         }
@@ -84,6 +85,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="bench.instructions")
     parser.add_argument("--requests", type=int, default=100)
     parser.add_argument("--check", action="store_true")
+    parser.add_argument("--only", nargs="+", choices=sorted(ROUTES), default=[], help="these routes only")
     parser.add_argument("--child", nargs=4, metavar=("ROUTE", "SIDE", "WARMUP", "REQUESTS"))
     args, _ = parser.parse_known_args(argv)
     if args.child:
@@ -93,7 +95,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if shutil.which("valgrind") is None:
         print("bench.instructions: NOT RUN, valgrind is not installed (apt-get install valgrind)")
         return 1 if args.check else 0
-    results = run(args.requests)
+    results = run(args.requests, only=args.only)
     print(
         f"Instructions per warm request (valgrind callgrind, {args.requests} requests after 50 of warm-up), route/floor"
     )

@@ -13,7 +13,7 @@ from boto3.dynamodb.types import TypeDeserializer, TypeSerializer
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from switchboard.store.table import _to_dynamo, deserialize, serialize
+from switchboard.store.table import _to_dynamo, deserialize, serialize, serialize_key
 
 # the numbers the API stores: money, scores, coordinates (DynamoDB's 38 digits hold them exactly as Decimal text)
 finite = st.floats(allow_nan=False, allow_infinity=False, width=64).filter(lambda f: f == 0 or 1e-6 < abs(f) < 1e12)
@@ -53,6 +53,20 @@ def test_serialize_matches_boto3(item: dict[str, Any]) -> None:
     boto = TypeSerializer()
     expected = {k: boto.serialize(_to_dynamo(v)) for k, v in item.items() if v is not None}
     assert serialize(item) == expected
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.fixed_dictionaries({"PK": scalars, "SK": scalars})
+    | st.dictionaries(st.sampled_from(["PK", "SK", "GSI1PK"]), scalars)
+)
+def test_serialize_key_is_serialize(key: dict[str, Any]) -> None:
+    """The key fast path (two strings) and everything else (the general path) write what `serialize` writes."""
+    assert serialize_key(key) == serialize(key)
+
+
+def test_serialize_key_of_a_table_key() -> None:
+    assert serialize_key({"PK": "ORG#o", "SK": "CONTACT#c"}) == {"PK": {"S": "ORG#o"}, "SK": {"S": "CONTACT#c"}}
 
 
 @settings(max_examples=300, deadline=None)

@@ -71,14 +71,38 @@ class Strict(BaseModel):
     @field_validator("*", mode="before")
     @classmethod
     def _no_boolean_numbers(cls, value: Any, info: ValidationInfo) -> Any:
-        if value is None or not info.field_name:
+        if value is None:
             return value
-        if isinstance(value, bool):
-            if _numeric_only(cls.model_fields[info.field_name].annotation):
+        kind = _KINDS.get((cls, info.field_name))
+        if kind is None:
+            kind = _kind_of(cls, info.field_name)
+        if kind == _NUMBER:
+            if isinstance(value, bool):
                 raise PydanticCustomError("number_type", "Input should be a number, not a boolean")
-        elif _boolean_only(cls.model_fields[info.field_name].annotation):
+        elif kind == _BOOLEAN and not isinstance(value, bool):
             raise PydanticCustomError("bool_type", "Input should be a boolean (true or false)")
         return value
+
+
+# What `Strict._no_boolean_numbers` checks of a field: a number field refuses booleans, a boolean field refuses
+# anything but booleans, any other field is left to its type. Worked out from the annotation once per (model, field),
+# not on every value (the typing introspection cost more than the rest of the validation of a small body).
+_NUMBER, _BOOLEAN, _OTHER = "number", "boolean", "other"
+_KINDS: dict[tuple[type, str | None], str] = {}
+
+
+def _kind_of(model: type[Any], field: str | None) -> str:
+    annotation = model.model_fields[field].annotation if field else None
+    if annotation is None:
+        kind = _OTHER
+    elif _numeric_only(annotation):
+        kind = _NUMBER
+    elif _boolean_only(annotation):
+        kind = _BOOLEAN
+    else:
+        kind = _OTHER
+    _KINDS[(model, field)] = kind
+    return kind
 
 
 def _valid_email(value: str) -> str:

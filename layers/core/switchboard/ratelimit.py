@@ -3,16 +3,15 @@
 from __future__ import annotations
 
 import hashlib
-from dataclasses import dataclass
 from functools import lru_cache
+from typing import NamedTuple
 
 from switchboard import clock
 from switchboard.errors import RateLimited
 from switchboard.store import Store
 
 
-@dataclass(frozen=True)
-class Window:
+class Window(NamedTuple):  # a tuple: built on every API request, ~1 µs cheaper than a frozen dataclass
     limit: int
     remaining: int
     reset_in: int  # seconds until the window ends
@@ -23,6 +22,9 @@ def _bucket_pk(bucket: str) -> str:
     return f"RATE#{hashlib.sha256(bucket.encode()).hexdigest()[:32]}"
 
 
+_TTL_NAME = {"#ttl": "ttl"}
+
+
 def hit(store: Store, bucket: str, *, limit: int, window_seconds: int, cost: int = 1) -> Window:
     """Count a hit in the current window; raise 429 with Retry-After once the limit is passed."""
     now = clock.epoch(clock.now())
@@ -30,10 +32,10 @@ def hit(store: Store, bucket: str, *, limit: int, window_seconds: int, cost: int
     item = store.update(
         {"PK": _bucket_pk(bucket), "SK": str(start)},
         "ADD hits :cost SET #ttl = if_not_exists(#ttl, :ttl)",
-        names={"#ttl": "ttl"},
+        names=_TTL_NAME,
         values={":cost": cost, ":ttl": start + window_seconds + 60},
     )
-    hits = int((item or {}).get("hits", cost))
+    hits = int(item.get("hits", cost)) if item else cost
     reset_in = max(1, start + window_seconds - now)
     if hits > limit:
         raise RateLimited(reset_in, "Too many attempts; retry later.")

@@ -33,7 +33,7 @@ from switchboard.api.powertools import (
 )
 from switchboard.config import get_settings
 from switchboard.errors import DomainError, MethodNotAllowed, PayloadTooLarge, RateLimited, RouteNotFound
-from switchboard.logs import redact_logs
+from switchboard.logs import redact_logs, request_context
 from switchboard.providers.base import ProviderUnavailable
 from switchboard.store import get_store
 
@@ -278,18 +278,22 @@ def create_resolver() -> Resolver:
 
 
 def make_handler(app: Resolver) -> Callable[[dict[str, Any], LambdaContext], dict[str, Any]]:
-    """The Lambda entry point of an endpoint group: correlation id = API Gateway request id (read directly: the same
-    value as Powertools' `correlation_paths.API_GATEWAY_REST` JMESPath, without evaluating it on every request)."""
+    """The Lambda entry point of an endpoint group: every log line carries the Lambda context and the correlation id
+    = API Gateway request id (read directly: the same value as Powertools' `correlation_paths.API_GATEWAY_REST`
+    JMESPath, without evaluating it on every request); the request is counted and the metrics flushed."""
 
-    @logger.inject_lambda_context(clear_state=True)
+    @request_context(logger, _api_request_id)
     def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
-        ctx = event.get("requestContext") if isinstance(event, dict) else None
-        logger.set_correlation_id(ctx.get("requestId") if isinstance(ctx, dict) else None)
         response = app.resolve(event, context)
-        _count_request(ctx, response)
+        _count_request(event.get("requestContext") if isinstance(event, dict) else None, response)
         return response
 
     return tracing.traced(metrics.flushed(handler))
+
+
+def _api_request_id(event: Any) -> str | None:
+    ctx = event.get("requestContext") if isinstance(event, dict) else None
+    return ctx.get("requestId") if isinstance(ctx, dict) else None
 
 
 def _count_request(ctx: Any, response: dict[str, Any]) -> None:

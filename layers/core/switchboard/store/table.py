@@ -130,6 +130,16 @@ def serialize(item: Item) -> dict[str, Any]:
     return {k: _ser(v) for k, v in item.items() if v is not None}
 
 
+def serialize_key(key: dict[str, str]) -> dict[str, Any]:
+    """A table key (`PK` and `SK`, both strings: every key of the table) written directly; anything else through
+    `serialize` (an index's or a test's key)."""
+    if len(key) == 2:
+        pk, sk = key.get("PK"), key.get("SK")
+        if type(pk) is str and type(sk) is str:
+            return {"PK": {"S": pk}, "SK": {"S": sk}}
+    return serialize(key)
+
+
 def deserialize(raw: dict[str, Any]) -> Item:
     return {k: v["S"] if "S" in v else _de(v) for k, v in raw.items()}
 
@@ -138,6 +148,18 @@ def _values(values: dict[str, Any] | None) -> dict[str, Any] | None:
     if not values:
         return None
     return {k: _ser(v) for k, v in values.items()}
+
+
+def _add_expression_parts(
+    params: dict[str, Any], condition: str | None, names: dict[str, str] | None, values: dict[str, Any] | None
+) -> None:
+    """A request's condition, attribute names and (serialised) attribute values, those given."""
+    if condition:
+        params["ConditionExpression"] = condition
+    if names:
+        params["ExpressionAttributeNames"] = names
+    if values:
+        params["ExpressionAttributeValues"] = {k: _ser(v) for k, v in values.items()}
 
 
 MAX_FILTERED_READS = 10  # reads a filtered page may take before it answers short (with a cursor)
@@ -154,13 +176,7 @@ class TxOp:
 
     def _common(self) -> dict[str, Any]:
         out: dict[str, Any] = {}
-        if self.condition:
-            out["ConditionExpression"] = self.condition
-        if self.names:
-            out["ExpressionAttributeNames"] = self.names
-        vals = _values(self.values)
-        if vals:
-            out["ExpressionAttributeValues"] = vals
+        _add_expression_parts(out, self.condition, self.names, self.values)
         return out
 
     def to_transact(self, table: str) -> dict[str, Any]:  # pragma: no cover - overridden
@@ -184,7 +200,7 @@ class Update(TxOp):
         return {
             "Update": {
                 "TableName": table,
-                "Key": serialize(self.key),
+                "Key": serialize_key(self.key),
                 "UpdateExpression": self.expression,
                 **self._common(),
             }
@@ -196,7 +212,7 @@ class Delete(TxOp):
     key: dict[str, str] = field(default_factory=dict)
 
     def to_transact(self, table: str) -> dict[str, Any]:
-        return {"Delete": {"TableName": table, "Key": serialize(self.key), **self._common()}}
+        return {"Delete": {"TableName": table, "Key": serialize_key(self.key), **self._common()}}
 
 
 @dataclass
@@ -204,7 +220,7 @@ class ConditionCheck(TxOp):
     key: dict[str, str] = field(default_factory=dict)
 
     def to_transact(self, table: str) -> dict[str, Any]:
-        return {"ConditionCheck": {"TableName": table, "Key": serialize(self.key), **self._common()}}
+        return {"ConditionCheck": {"TableName": table, "Key": serialize_key(self.key), **self._common()}}
 
 
 @dataclass
@@ -234,7 +250,7 @@ class Store:
     # Reads ----------------------------------------------------------------------------------------------------------
     def get(self, key: dict[str, str], *, consistent: bool = False) -> Item | None:
         try:
-            resp = self.client.get_item(TableName=self.table_name, Key=serialize(key), ConsistentRead=consistent)
+            resp = self.client.get_item(TableName=self.table_name, Key=serialize_key(key), ConsistentRead=consistent)
         except ClientError as err:
             _raise_for(err)
         raw = resp.get("Item")
@@ -260,7 +276,7 @@ class Store:
             shape |= {"ProjectionExpression": ", ".join(names), "ExpressionAttributeNames": names}
         for start in range(0, len(unique), 100):
             request: dict[str, Any] = {
-                self.table_name: {"Keys": [serialize(k) for k in unique[start : start + 100]], **shape}
+                self.table_name: {"Keys": [serialize_key(k) for k in unique[start : start + 100]], **shape}
             }
             for _attempt in range(6):
                 try:
@@ -461,11 +477,11 @@ class Store:
     ) -> Item | None:
         params: dict[str, Any] = {
             "TableName": self.table_name,
-            "Key": serialize(key),
+            "Key": serialize_key(key),
             "UpdateExpression": expression,
             "ReturnValues": return_values,
         }
-        params.update(Update(condition=condition, names=names, values=values)._common())
+        _add_expression_parts(params, condition, names, values)
         try:
             resp = self.client.update_item(**params)
         except ClientError as err:
@@ -482,8 +498,8 @@ class Store:
         values: dict[str, Any] | None = None,
         error: DomainError | None = None,
     ) -> Item | None:
-        params: dict[str, Any] = {"TableName": self.table_name, "Key": serialize(key), "ReturnValues": "ALL_OLD"}
-        params.update(Delete(condition=condition, names=names, values=values)._common())
+        params: dict[str, Any] = {"TableName": self.table_name, "Key": serialize_key(key), "ReturnValues": "ALL_OLD"}
+        _add_expression_parts(params, condition, names, values)
         try:
             resp = self.client.delete_item(**params)
         except ClientError as err:
