@@ -1,6 +1,7 @@
 """The route's validated arguments reach the route unchanged; while Powertools' routing logger is not at DEBUG they
-travel as `RouteArguments`, whose repr names types instead of rendering the request model (Powertools formats them
-into a DEBUG message on every request); at DEBUG they stay the plain dict, so that message is the usual one."""
+travel as `RouteArguments`, whose repr names the arguments instead of rendering the request model (Powertools
+formats them into a DEBUG message on every request); at DEBUG they stay the plain dict, so that message is the usual
+one."""
 
 from __future__ import annotations
 
@@ -46,7 +47,7 @@ def test_arguments_unchanged_and_cheap_repr_when_debug_is_off():
     assert _call(_resolver(seen)) == {"data": {"thing": "abc", "name": "n"}}
     args = seen["args"]
     assert type(args) is RouteArguments and dict(args) == {"thing": "abc", "body": Item(name="n", tags=["x"])}
-    assert repr(args) == "{'thing': <str>, 'body': <Item>}"
+    assert repr(args) == "<route arguments: thing, body>"
     assert seen["body"] == Item(name="n", tags=["x"])
 
 

@@ -27,7 +27,7 @@ _TTL_NAME = {"#ttl": "ttl"}
 
 def hit(store: Store, bucket: str, *, limit: int, window_seconds: int, cost: int = 1) -> Window:
     """Count a hit in the current window; raise 429 with Retry-After once the limit is passed."""
-    now = clock.epoch(clock.now())
+    now = clock.epoch_now()
     start = now - now % window_seconds
     item = store.update(
         {"PK": _bucket_pk(bucket), "SK": str(start)},
@@ -44,7 +44,7 @@ def hit(store: Store, bucket: str, *, limit: int, window_seconds: int, cost: int
 
 def peek(store: Store, bucket: str, *, limit: int, window_seconds: int) -> None:
     """Refuse (429) when the window is already exhausted, without counting a hit."""
-    now = clock.epoch(clock.now())
+    now = clock.epoch_now()
     start = now - now % window_seconds
     item = store.get({"PK": _bucket_pk(bucket), "SK": str(start)}, consistent=True)
     if item and int(item.get("hits", 0)) >= limit:

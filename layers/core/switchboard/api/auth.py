@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any, Literal
 
 from switchboard.errors import Forbidden, Unauthenticated
@@ -26,13 +27,13 @@ class AuthContext:
     def from_authorizer(cls, ctx: dict[str, Any] | None) -> AuthContext | None:
         if not ctx or not ctx.get("principal_type"):
             return None
-        return cls(
-            principal_type=str(ctx["principal_type"]),
-            principal_id=str(ctx.get("principal_id") or ctx.get("principalId") or ""),
-            user_id=str(ctx["user_id"]) if ctx.get("user_id") else None,
-            organization_id=str(ctx["organization_id"]) if ctx.get("organization_id") else None,
-            role=str(ctx["role"]) if ctx.get("role") else None,
-            credential_id=str(ctx.get("credential_id") or ""),
+        return _auth_context(
+            ctx["principal_type"],
+            ctx.get("principal_id") or ctx.get("principalId"),
+            ctx.get("user_id"),
+            ctx.get("organization_id"),
+            ctx.get("role"),
+            ctx.get("credential_id"),
         )
 
     def to_authorizer_context(self) -> dict[str, str]:
@@ -60,6 +61,22 @@ class AuthContext:
     def scope(self) -> str:
         """The partition that request-scoped records (idempotency) belong to."""
         return f"ORG#{self.organization_id}" if self.organization_id else f"USER#{self.user_id}"
+
+
+@lru_cache(maxsize=256)
+def _auth_context(
+    principal_type: Any, principal_id: Any, user_id: Any, organization_id: Any, role: Any, credential_id: Any
+) -> AuthContext:
+    """An authorizer context's values → its AuthContext, kept for the container: a warm function serves the same
+    few callers again and again, and the object is immutable (a frozen dataclass costs ~2 µs to build)."""
+    return AuthContext(
+        principal_type=str(principal_type),
+        principal_id=str(principal_id or ""),
+        user_id=str(user_id) if user_id else None,
+        organization_id=str(organization_id) if organization_id else None,
+        role=str(role) if role else None,
+        credential_id=str(credential_id or ""),
+    )
 
 
 @dataclass(frozen=True)

@@ -111,14 +111,14 @@ POWERTOOLS_ROUTING_LOG = logging.getLogger("aws_lambda_powertools.event_handler.
 
 
 class RouteArguments(dict[str, Any]):
-    """The route's validated arguments, unchanged, with a repr that names each argument's type instead of rendering
-    it: the repr of a request model (pydantic renders every field, nested models included) cost ~15-25 µs per
-    request for a DEBUG message that is not emitted. Used only while that logger is not at DEBUG."""
+    """The route's validated arguments, unchanged, with a repr that names the arguments instead of rendering them:
+    the repr of a request model (pydantic renders every field, nested models included) cost ~15-25 µs per request
+    for a DEBUG message that is not emitted. Used only while that logger is not at DEBUG."""
 
     __slots__ = ()
 
     def __repr__(self) -> str:
-        return "{" + ", ".join(f"{name!r}: <{type(value).__name__}>" for name, value in self.items()) + "}"
+        return "<route arguments: " + ", ".join(self) + ">"
 
 
 # Powertools' own route-parameter expression and its replacement (a named group per `<name>`)

@@ -7,7 +7,7 @@ No dual writes: the handler never calls EventBridge. The DynamoDB stream carries
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 from switchboard import clock
@@ -48,17 +48,22 @@ class OutboxEvent:
         )
 
 
-def outbox_put(org_id: str, event_type: str, data: dict[str, Any]) -> Put:
-    """The transaction operation that records one event; add it to the same `Store.transact` as the change."""
+def outbox_put(
+    org_id: str, event_type: str, data: dict[str, Any], *, occurred: datetime | None = None, occurred_at: str = ""
+) -> Put:
+    """The transaction operation that records one event; add it to the same `Store.transact` as the change. The event
+    occurs now, or at `occurred` when the caller already read the clock for the change (and `occurred_at`, its
+    `clock.iso` text, when the caller has it too)."""
     ulid = new_ulid()
-    occurred = clock.now()
+    if occurred is None:
+        occurred, occurred_at = clock.now(), ""
     item = {
         **keys.event(org_id, ulid),
         "entity": "Event",
         "event_id": f"evt_{ulid.lower()}",
         "event_type": event_type,
         "organization_id": org_id,
-        "occurred_at": clock.iso(occurred),
+        "occurred_at": occurred_at or clock.iso(occurred),
         "payload": data,
         "ttl": clock.epoch(occurred + OUTBOX_TTL),
     }

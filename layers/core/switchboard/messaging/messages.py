@@ -135,7 +135,8 @@ def send(store: Store, auth: AuthContext, body: models.SendMessage) -> models.Me
         _check_recipient(contact, state, None, reply=False)
     conv = conversations.get_or_create(store, org, channel["id"], contact["id"], state.get("conversation", {}))
     _check_recipient(contact, state, conv, reply=bool(body.reply_to))
-    now, message_id = clock.now_iso(), new_message_id()
+    moment, message_id = clock.now(), new_message_id()
+    now = clock.iso(moment)  # the message, its first status and its event share one time
     item: Item = {
         **status.message_key(org, message_id),
         "entity": "Message",
@@ -164,9 +165,13 @@ def send(store: Store, auth: AuthContext, body: models.SendMessage) -> models.Me
         [
             Put(item=item, condition="attribute_not_exists(PK)"),
             *conversations.touch_ops(org, conv, at=now, preview=preview, inbound=False),
-            status.history_put(org, message_id, "pending", True, None),
+            status.history_put(org, message_id, "pending", True, None, at=now),
             outbox_put(
-                org, "message.queued", {"message_id": message_id, "organization_id": org, "channel_id": channel["id"]}
+                org,
+                "message.queued",
+                {"message_id": message_id, "organization_id": org, "channel_id": channel["id"]},
+                occurred=moment,
+                occurred_at=now,
             ),
         ]
     )
@@ -348,7 +353,8 @@ def receive(store: Store, org: str, channel: Item, inbound: InboundMessage) -> m
     if created and inbound.contact_name:
         contacts.update(store, auth, contact.id, contact_models.ContactUpdate(name=inbound.contact_name), None)
     conv = conversations.get_or_create(store, org, channel["id"], contact.id)
-    now, message_id = clock.now_iso(), new_message_id()
+    moment, message_id = clock.now(), new_message_id()
+    now = clock.iso(moment)  # the message, its first status and its event share one time
     item: Item = {
         **status.message_key(org, message_id),
         "entity": "Message",

@@ -35,7 +35,10 @@ class _NotApplicable(Conflict):
     pass
 
 
-def history_put(org: str, message_id: str, status: str, applied: bool, error: str | None) -> Put:
+def history_put(
+    org: str, message_id: str, status: str, applied: bool, error: str | None, *, at: str | None = None
+) -> Put:
+    """A status history row; `at` is the change's time when the caller already read the clock for it."""
     return Put(
         item={
             "PK": keys.org_pk(org),
@@ -44,7 +47,7 @@ def history_put(org: str, message_id: str, status: str, applied: bool, error: st
             "status": status,
             "applied": applied,
             "error": error,
-            "at": clock.now_iso(),
+            "at": at or clock.now_iso(),
         }
     )
 
