@@ -169,6 +169,37 @@ def interleaved(candidates: dict[str, Callable[[], Any]], rounds: int, per_round
     return {name: statistics.median(values) for name, values in samples.items()}
 
 
+def paired(
+    route: Callable[[], Any], floor: Callable[[], Any], rounds: int, per_round: int
+) -> tuple[float, float, float]:
+    """Median µs per call of `route` and of `floor`, and the median of their per-round ratios. Each round times both
+    back to back, in alternating order (route first, then floor first), so a change of the machine's load between
+    rounds moves both sides of a round's ratio alike and neither side always runs right after the other's warm-up.
+    The median of the rounds' ratios is steadier on a shared machine than the ratio of the two medians."""
+    now = clock()
+    for fn in (route, floor):  # warm-up: imports, schema builds, first-call caches
+        for _ in range(20):
+            fn()
+
+    def timed(fn: Callable[[], Any]) -> float:
+        start = now()
+        for _ in range(per_round):
+            fn()
+        return (now() - start) / per_round * 1e6
+
+    route_us: list[float] = []
+    floor_us: list[float] = []
+    for n in range(rounds):
+        if n % 2:
+            floor_us.append(timed(floor))
+            route_us.append(timed(route))
+        else:
+            route_us.append(timed(route))
+            floor_us.append(timed(floor))
+    ratios = [r / f for r, f in zip(route_us, floor_us, strict=True)]
+    return statistics.median(route_us), statistics.median(floor_us), statistics.median(ratios)
+
+
 def shape(calls: list[tuple[str, dict[str, Any]]]) -> list[Any]:
     """The requests without their values: operation, keys' and items' attribute names, expressions, read
     consistency, and for a transaction each operation's kind, item attributes and condition."""

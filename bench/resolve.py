@@ -18,7 +18,7 @@ from aws_lambda_powertools.event_handler import APIGatewayRestResolver
 from aws_lambda_powertools.event_handler.openapi.params import Body
 from pydantic import BaseModel
 
-from bench._harness import Ctx, FakeDynamoDB, api_event, bench_env, interleaved, rate_limit_request, shape
+from bench._harness import Ctx, FakeDynamoDB, api_event, bench_env, paired, rate_limit_request, shape
 
 TARGET_RATIO = 1.3
 TARGET_CALLS = 2
@@ -155,15 +155,15 @@ def _measure(fake: FakeDynamoDB, runs: int) -> dict[str, Any]:
     fake.calls.clear()
     route()
     calls = dict(fake.calls)
-    medians = interleaved({"route": route, "floor": bare}, rounds=runs, per_round=50)
+    route_us, floor_us, ratio = paired(route, bare, rounds=runs, per_round=50)
     resolution_calls = calls.get("BatchGetItem", 0) + calls.get("GetItem", 0)
     return {
         "calls": calls,
         "resolution_calls": resolution_calls,
         "same_calls": same_calls,
-        "route_us": medians["route"],
-        "floor_us": medians["floor"],
-        "ratio": medians["route"] / medians["floor"],
+        "route_us": route_us,
+        "floor_us": floor_us,
+        "ratio": ratio,
     }
 
 

@@ -12,7 +12,7 @@ from aws_lambda_powertools.event_handler import APIGatewayRestResolver, Response
 from aws_lambda_powertools.event_handler.openapi.exceptions import RequestValidationError
 from aws_lambda_powertools.event_handler.openapi.params import Body, Header, Query
 from aws_lambda_powertools.utilities.data_classes import APIGatewayProxyEvent
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from bench._harness import Ctx, FakeDynamoDB, api_event, bench_env
 from switchboard.api.app import PUBLIC, create_resolver
@@ -32,6 +32,22 @@ class Out(BaseModel):
     ratio: float = 0.5
     note: str | None = None
     items: list[Thing]
+
+
+class Revalidated(BaseModel):
+    """Asks pydantic to validate its own instances again: the response validation must not skip it."""
+
+    model_config = ConfigDict(revalidate_instances="always")
+    word: str
+
+    @field_validator("word")
+    @classmethod
+    def _exclaim(cls, value: str) -> str:
+        return value + "!"
+
+
+class OutChild(Out):
+    extra: int = 3
 
 
 def _register(app: Any, seen: list[Any]) -> None:
@@ -70,6 +86,14 @@ def _register(app: Any, seen: list[Any]) -> None:
         if name == "bad":
             return {"name": name, "score": "not a number"}  # type: ignore[return-value]  # fails validation
         return Out(name=f"{name} \u2013 Zoë ✓", score=0.1 + 1e-7, ratio=1e16, items=[Thing(name="lamp", tags=["é"])])
+
+    @app.get("/revalidated")
+    def revalidated() -> Revalidated:
+        return Revalidated(word="hi")  # validated again on the way out: "hi!!"
+
+    @app.get("/child")
+    def child() -> Out:
+        return OutChild(name="c", score=1, items=[])  # a subclass: validated as `Out` (its extra field dropped)
 
 
 def _outcome(app: Any, seen: list[Any], event: dict[str, Any]) -> Any:
@@ -113,6 +137,8 @@ CASES = [
     _event("DELETE", "/things/3"),  # no body
     _event("GET", "/typed/ok"),  # non-ASCII text, floats, nested models, a null
     _event("GET", "/typed/bad"),  # the response fails validation: Powertools' error
+    _event("GET", "/revalidated"),  # a model that revalidates its instances: validated, not skipped
+    _event("GET", "/child"),  # an instance of a subclass of the declared model: validated, not skipped
 ]
 
 
