@@ -52,8 +52,10 @@ def _invalid(field: str, message: str) -> ValidationFailed:
     return ValidationFailed(f"{field}: {message}", details=[{"field": field, "message": message}])
 
 
+@lru_cache(maxsize=2048)
 def normalize_phone(raw: str, field: str = "phone") -> str:
-    """Any common international form → digits with country code (`+1 555-0100`, `0015550100`, `15550100…`)."""
+    """Any common international form → digits with country code (`+1 555-0100`, `0015550100`, `15550100…`). Kept
+    per input like `normalize` (a send's `to` is a number seen before, mostly); refusals are raised each time."""
     text = _WA_SUFFIX.sub("", str(raw).strip())
     text = text.split(":", 1)[0] if "@" not in text else text  # whatsapp device suffix `1555…:12`
     compact = _SEPARATORS.sub("", text)

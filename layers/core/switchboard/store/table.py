@@ -283,7 +283,7 @@ class Store:
                     resp = self.client.batch_get_item(RequestItems=request)
                 except ClientError as err:
                     _raise_for(err)
-                out.extend(deserialize(i) for i in resp.get("Responses", {}).get(self.table_name, []))
+                out += [deserialize(i) for i in resp.get("Responses", {}).get(self.table_name, [])]
                 request = resp.get("UnprocessedKeys") or {}
                 if not request:
                     break
