@@ -9,18 +9,14 @@ import sys
 from pathlib import Path
 
 
-def missing(build_dir: Path) -> list[Path]:
-    return [
-        source
-        for source in sorted(build_dir.rglob("*.py"))
-        if not Path(importlib.util.cache_from_source(str(source))).exists()
-    ]
+def missing(sources: list[Path]) -> list[Path]:
+    return [source for source in sources if not Path(importlib.util.cache_from_source(str(source))).exists()]
 
 
 def main(argv: list[str]) -> int:
     build_dir = Path(argv[1] if len(argv) > 1 else ".aws-sam/build")
-    sources = list(build_dir.rglob("*.py"))
-    absent = missing(build_dir)
+    sources = sorted(build_dir.rglob("*.py"))
+    absent = missing(sources)
     print(f"bytecode: {len(sources) - len(absent)} of {len(sources)} modules in {build_dir} compiled")
     for source in absent[:10]:
         print(f"  missing: {source}")

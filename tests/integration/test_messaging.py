@@ -151,6 +151,22 @@ def test_status_never_moves_backwards_and_each_change_emits_one_event(api: Api, 
     assert item["status"] == "pending"
 
 
+def test_a_message_its_first_status_and_its_event_carry_one_time(api: Api, channel: dict):
+    """A send reads the clock once: the message's `created_at`, its `pending` status row and its `message.queued`
+    event's `occurred_at` are the same instant; an inbound message and its `message.new` event likewise."""
+    store, org = get_store(), api.org_id
+    msg = _send(api, channel)
+    (queued,) = [e for e in _events(api, "message.queued") if e["payload"]["message_id"] == msg["id"]]
+    (pending,) = api.get(f"/v1/messages/{msg['id']}/status").json()["data"]["history"]
+    assert msg["created_at"] == pending["at"] == queued["occurred_at"]
+
+    ch = store.get({"PK": f"ORG#{org}", "SK": f"CHANNEL#{channel['id']}"})
+    inbound = InboundMessage(provider_message_id="wamid.T1", from_phone="14155552671", type="text", text="hi")
+    received = messages.receive(store, org, ch, inbound)
+    (new,) = [e for e in _events(api, "message.new") if e["payload"]["message_id"] == received.message_id]
+    assert messages.get_item(store, org, received.message_id)["created_at"] == new["occurred_at"]
+
+
 def test_failed_replaces_only_pending_or_sent():
     assert status.allowed_from("failed") == ["pending", "sent"]
     assert status.allowed_from("read") == ["pending", "sent", "delivered"]

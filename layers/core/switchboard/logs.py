@@ -67,25 +67,22 @@ def request_context[F: Callable[..., Any]](
 
     Per invocation: the formatter's state is cleared (its own and the thread's context keys), then the logger's
     default keys, `cold_start`, the Lambda context's `function_name`, `function_memory_size`, `function_arn`,
-    `function_request_id` and `correlation_id(event)` are set. What Powertools re-derives on every invocation is taken
-    once: the formatter (the logger's handler is configured at import; it is read on the first invocation), and
-    whether the container runs provisioned concurrency (`AWS_LAMBDA_INITIALIZATION_TYPE`, set for the container's
-    life). The event is never logged (it carries credentials), whatever `POWERTOOLS_LOGGER_LOG_EVENT` says."""
+    `function_request_id` and `correlation_id(event)` are set. Whether the container runs provisioned concurrency
+    (`AWS_LAMBDA_INITIALIZATION_TYPE`, set for the container's life), which Powertools reads on every invocation, is
+    read once. The event is never logged (it carries credentials), whatever `POWERTOOLS_LOGGER_LOG_EVENT` says."""
     import os
 
     from aws_lambda_powertools.logging.formatter import clear_context_keys
 
     provisioned = os.environ.get("AWS_LAMBDA_INITIALIZATION_TYPE") == "provisioned-concurrency"
-    state: dict[str, Any] = {"cold": not provisioned, "formatter": None}
+    state = {"cold": not provisioned}
 
     def decorator(handler: F) -> F:
         @wraps(handler)
         def wrapper(event: Any, context: Any) -> Any:
             cold = state["cold"]
             state["cold"] = False
-            formatter = state["formatter"]
-            if formatter is None:
-                formatter = state["formatter"] = logger.registered_formatter
+            formatter = logger.registered_formatter
             formatter.clear_state()
             clear_context_keys()
             formatter.log_format.update(

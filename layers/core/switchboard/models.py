@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import types
 import typing
+from functools import cache
 from typing import Annotated, Any, ClassVar
 
 from pydantic import AfterValidator, ConfigDict, Field, ValidationInfo, field_validator
@@ -73,9 +74,7 @@ class Strict(BaseModel):
     def _no_boolean_numbers(cls, value: Any, info: ValidationInfo) -> Any:
         if value is None:
             return value
-        kind = _KINDS.get((cls, info.field_name))
-        if kind is None:
-            kind = _kind_of(cls, info.field_name)
+        kind = _kind_of(cls, info.field_name)
         if kind == _NUMBER:
             if isinstance(value, bool):
                 raise PydanticCustomError("number_type", "Input should be a number, not a boolean")
@@ -88,21 +87,16 @@ class Strict(BaseModel):
 # anything but booleans, any other field is left to its type. Worked out from the annotation once per (model, field),
 # not on every value (the typing introspection cost more than the rest of the validation of a small body).
 _NUMBER, _BOOLEAN, _OTHER = "number", "boolean", "other"
-_KINDS: dict[tuple[type, str | None], str] = {}
 
 
+@cache
 def _kind_of(model: type[Any], field: str | None) -> str:
     annotation = model.model_fields[field].annotation if field else None
-    if annotation is None:
-        kind = _OTHER
-    elif _numeric_only(annotation):
-        kind = _NUMBER
-    elif _boolean_only(annotation):
-        kind = _BOOLEAN
-    else:
-        kind = _OTHER
-    _KINDS[(model, field)] = kind
-    return kind
+    if annotation is not None and _numeric_only(annotation):
+        return _NUMBER
+    if annotation is not None and _boolean_only(annotation):
+        return _BOOLEAN
+    return _OTHER
 
 
 def _valid_email(value: str) -> str:

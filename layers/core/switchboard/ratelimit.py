@@ -22,9 +22,6 @@ def _bucket_pk(bucket: str) -> str:
     return f"RATE#{hashlib.sha256(bucket.encode()).hexdigest()[:32]}"
 
 
-_TTL_NAME = {"#ttl": "ttl"}
-
-
 def hit(store: Store, bucket: str, *, limit: int, window_seconds: int, cost: int = 1) -> Window:
     """Count a hit in the current window; raise 429 with Retry-After once the limit is passed."""
     now = clock.epoch_now()
@@ -32,7 +29,7 @@ def hit(store: Store, bucket: str, *, limit: int, window_seconds: int, cost: int
     item = store.update(
         {"PK": _bucket_pk(bucket), "SK": str(start)},
         "ADD hits :cost SET #ttl = if_not_exists(#ttl, :ttl)",
-        names=_TTL_NAME,
+        names={"#ttl": "ttl"},
         values={":cost": cost, ":ttl": start + window_seconds + 60},
     )
     hits = int(item.get("hits", cost)) if item else cost

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import logging
 import re
-from functools import cached_property
+from functools import cache, cached_property
 from typing import TYPE_CHECKING, Any
 
 from aws_lambda_powertools.event_handler.api_gateway import _DYNAMIC_ROUTE_PATTERN
@@ -113,19 +113,14 @@ def _returns_itself(field: Any, body: Any) -> bool:
     (pydantic does not revalidate a model's own instances unless the model asks for it; the return type carries no
     constraints): validating it is skipped (~3 µs)."""
     model = type(body)
-    if model is not field.field_info.annotation or field.field_info.metadata:
-        return False
-    never = _NEVER_REVALIDATED.get(model)
-    if never is None:
-        from pydantic import BaseModel
-
-        never = _NEVER_REVALIDATED[model] = issubclass(model, BaseModel) and (
-            model.model_config.get("revalidate_instances", "never") == "never"
-        )
-    return never
+    return model is field.field_info.annotation and not field.field_info.metadata and _never_revalidated(model)
 
 
-_NEVER_REVALIDATED: dict[type, bool] = {}
+@cache
+def _never_revalidated(model: type) -> bool:
+    from pydantic import BaseModel
+
+    return issubclass(model, BaseModel) and model.model_config.get("revalidate_instances", "never") == "never"
 
 
 # Powertools' routing logger: its last middleware frame formats the route's validated arguments into a DEBUG message

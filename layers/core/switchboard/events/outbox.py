@@ -48,22 +48,18 @@ class OutboxEvent:
         )
 
 
-def outbox_put(
-    org_id: str, event_type: str, data: dict[str, Any], *, occurred: datetime | None = None, occurred_at: str = ""
-) -> Put:
+def outbox_put(org_id: str, event_type: str, data: dict[str, Any], *, occurred: datetime | None = None) -> Put:
     """The transaction operation that records one event; add it to the same `Store.transact` as the change. The event
-    occurs now, or at `occurred` when the caller already read the clock for the change (and `occurred_at`, its
-    `clock.iso` text, when the caller has it too)."""
+    occurs now, or at `occurred` when the caller already read the clock for the change."""
     ulid = new_ulid()
-    if occurred is None:
-        occurred, occurred_at = clock.now(), ""
+    occurred = occurred or clock.now()
     item = {
         **keys.event(org_id, ulid),
         "entity": "Event",
         "event_id": f"evt_{ulid.lower()}",
         "event_type": event_type,
         "organization_id": org_id,
-        "occurred_at": occurred_at or clock.iso(occurred),
+        "occurred_at": clock.iso(occurred),
         "payload": data,
         "ttl": clock.epoch(occurred + OUTBOX_TTL),
     }

@@ -413,7 +413,7 @@ def update_team(store: Store, auth: AuthContext, team_id: str, body: models.Team
         return _team_view(item)
     now = clock.now_iso()
     ops: list[TxOp] = []
-    if "name" in changes and changes["name"] and changes["name"].lower() != item["name"].lower():
+    if "name" in changes and changes["name"].lower() != item["name"].lower():
         ops += [
             Put(
                 item={**_team_name_key(auth.org_id, changes["name"]), "entity": "TeamName", "team_id": team_id},
@@ -422,21 +422,21 @@ def update_team(store: Store, auth: AuthContext, team_id: str, body: models.Team
             ),
             Delete(key=_team_name_key(auth.org_id, item["name"])),
         ]
-    sets = changes
     ops.insert(
         0,
         Update(
             key=_team_key(auth.org_id, team_id),
-            expression="SET " + ", ".join(f"#{k} = :{k}" for k in sets) + ", updated_at = :now",
+            expression="SET " + ", ".join(f"#{k} = :{k}" for k in changes) + ", updated_at = :now",
             condition="attribute_exists(PK)",
-            names={f"#{k}": k for k in sets},
-            values={**{f":{k}": v for k, v in sets.items()}, ":now": now},
+            names={f"#{k}": k for k in changes},
+            values={**{f":{k}": v for k, v in changes.items()}, ":now": now},
             error=NotFound("No such team."),
         ),
     )
-    ops.append(audit_put(auth, "team.updated", "team", team_id, before={k: item.get(k) for k in sets}, after=sets))
+    before = {k: item.get(k) for k in changes}
+    ops.append(audit_put(auth, "team.updated", "team", team_id, before=before, after=changes))
     store.transact(ops)
-    return _team_view({**item, **sets, "updated_at": now})
+    return _team_view({**item, **changes, "updated_at": now})
 
 
 def delete_team(store: Store, auth: AuthContext, team_id: str) -> None:

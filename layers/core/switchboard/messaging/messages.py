@@ -171,7 +171,6 @@ def send(store: Store, auth: AuthContext, body: models.SendMessage) -> models.Me
                 "message.queued",
                 {"message_id": message_id, "organization_id": org, "channel_id": channel["id"]},
                 occurred=moment,
-                occurred_at=now,
             ),
         ]
     )
@@ -354,7 +353,7 @@ def receive(store: Store, org: str, channel: Item, inbound: InboundMessage) -> m
         contacts.update(store, auth, contact.id, contact_models.ContactUpdate(name=inbound.contact_name), None)
     conv = conversations.get_or_create(store, org, channel["id"], contact.id)
     moment, message_id = clock.now(), new_message_id()
-    now = clock.iso(moment)  # the message, its first status and its event share one time
+    now = clock.iso(moment)  # the message and its event share one time
     item: Item = {
         **status.message_key(org, message_id),
         "entity": "Message",
@@ -404,6 +403,7 @@ def receive(store: Store, org: str, channel: Item, inbound: InboundMessage) -> m
                 "text": inbound.text,
                 "organization_id": org,
             },
+            occurred=moment,
         ),
     ]
     try:

@@ -159,7 +159,7 @@ def _add_expression_parts(
     if names:
         params["ExpressionAttributeNames"] = names
     if values:
-        params["ExpressionAttributeValues"] = {k: _ser(v) for k, v in values.items()}
+        params["ExpressionAttributeValues"] = _values(values)
 
 
 MAX_FILTERED_READS = 10  # reads a filtered page may take before it answers short (with a cursor)
