@@ -17,8 +17,8 @@ from switchboard import clock
 from switchboard.api.auth import AuthContext
 from switchboard.api.pagination import cursor_page, query_fingerprint
 from switchboard.cdp import models
-from switchboard.contacts import models as contact_models
 from switchboard.contacts import service as contacts
+from switchboard.contacts.identifiers import normalize
 from switchboard.errors import Conflict, DomainError, NotFound, ValidationFailed
 from switchboard.ids import new_id, ulid_bound
 from switchboard.store import Put, Store, keys
@@ -68,8 +68,8 @@ def _contact_for(store: Store, auth: AuthContext, event: models.EventIn, n: int)
         return str(contacts.resolve(store, auth, [event.contact], field=f"body.events[{n}].contact")["id"])
     except NotFound:
         pass
-    ident = contact_models.IdentityIn(type=event.contact.type, value=event.contact.value, source=event.contact.source)
-    contact, _ = contacts.upsert_item(store, auth, contact_models.ContactCreate(identities=[ident]))
+    ident = normalize(event.contact.type, event.contact.value, event.contact.source, f"body.events[{n}].contact")
+    contact, _ = contacts.upsert_identity(store, auth, ident)
     return str(contact["id"])
 
 

@@ -85,7 +85,7 @@ def _recipient(store: Store, auth: AuthContext, body: models.SendMessage) -> tup
             raise ValidationFailed.field("body.contact_id", "the contact has no phone or WhatsApp identity")
         return contact, phone
     phone = normalize_phone(body.to or "", "body.to")
-    contact, _ = contacts.upsert_item(store, auth, contact_models.ContactCreate(phone=phone))
+    contact, _ = contacts.upsert_identity(store, auth, Identifier("phone", phone))
     return contact, phone
 
 
