@@ -1,5 +1,5 @@
 """`clock.iso` writes exactly the text of its `strftime` definition (ISO 8601, UTC, milliseconds truncated, `Z`) for
-any aware datetime in any offset, through the faster `isoformat` path."""
+any aware datetime in any offset, through the faster printf-style path."""
 
 from __future__ import annotations
 
