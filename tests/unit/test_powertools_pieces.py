@@ -95,6 +95,21 @@ def _register(app: Any, seen: list[Any]) -> None:
     def child() -> Out:
         return OutChild(name="c", score=1, items=[])  # a subclass: validated as `Out` (its extra field dropped)
 
+    @app.post("/batch")
+    def batch(body: Annotated[list[Thing], Body()]) -> dict[str, Any]:
+        seen.append(("batch", [t.model_dump() for t in body]))
+        return {"ok": True}
+
+    @app.post("/maybe-batch")
+    def maybe_batch(body: Annotated[Thing | list[Thing], Body()]) -> dict[str, Any]:
+        seen.append(("maybe_batch", body.model_dump() if isinstance(body, Thing) else len(body)))
+        return {"ok": True}
+
+    @app.post("/pair")
+    def pair(thing: Annotated[Thing, Body(embed=True)], count: Annotated[int, Body(embed=True)] = 1) -> dict:
+        seen.append(("pair", thing.model_dump(), count))
+        return {"ok": True}
+
 
 def _outcome(app: Any, seen: list[Any], event: dict[str, Any]) -> Any:
     seen.clear()
@@ -139,6 +154,20 @@ CASES = [
     _event("GET", "/typed/bad"),  # the response fails validation: Powertools' error
     _event("GET", "/revalidated"),  # a model that revalidates its instances: validated, not skipped
     _event("GET", "/child"),  # an instance of a subclass of the declared model: validated, not skipped
+    _event("POST", "/batch", [{"name": "lamp"}, {"name": "desk", "size": 2}]),  # a list body for a list
+    _event("POST", "/batch", [{"name": "lamp"}, {"name": "x"}]),  # an error in the second item
+    _event("POST", "/batch", []),
+    _event("POST", "/batch", {"name": "lamp"}),  # an object for a list
+    _event("POST", "/maybe-batch", [{"name": "lamp"}]),  # a union holding a list keeps the list
+    _event("POST", "/maybe-batch", {"name": "lamp"}),
+    _event("POST", "/things/7", [{"name": "lamp"}, {"name": "x"}]),  # a list for a model: its first item
+    _event("POST", "/things/7", []),  # an empty list for a model
+    _event("POST", "/things/7", "lamp"),  # a JSON string for a model
+    _event("POST", "/pair", {"thing": {"name": "lamp"}, "count": 3}),  # embedded parameters
+    _event("POST", "/pair", {"thing": [{"name": "lamp"}], "count": [4, 5]}),  # lists for embedded scalars
+    _event("POST", "/pair", {"count": "x"}),  # a missing and an invalid embedded parameter, in order
+    _event("POST", "/pair", ["not", "an", "object"]),  # not an object: no embedded parameter can be read
+    _event("POST", "/pair", "text"),
 ]
 
 
