@@ -229,8 +229,8 @@ def rate_limit_request(fake: FakeDynamoDB, rate_pk: str, epoch: int, window: int
     fake.update_item(
         TableName="bench",
         Key={"PK": {"S": rate_pk}, "SK": {"S": str(start)}},
-        UpdateExpression="ADD hits :cost SET #ttl = if_not_exists(#ttl, :ttl)",
-        ReturnValues="ALL_NEW",
+        UpdateExpression="ADD hits :n SET #ttl = if_not_exists(#ttl, :ttl)",
+        ReturnValues="UPDATED_NEW",
         ExpressionAttributeNames={"#ttl": "ttl"},
-        ExpressionAttributeValues={":cost": {"N": "1"}, ":ttl": {"N": str(start + window + 60)}},
+        ExpressionAttributeValues={":n": {"N": "1"}, ":ttl": {"N": str(start + window + 60)}},
     )

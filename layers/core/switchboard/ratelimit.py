@@ -26,13 +26,7 @@ def hit(store: Store, bucket: str, *, limit: int, window_seconds: int, cost: int
     """Count a hit in the current window; raise 429 with Retry-After once the limit is passed."""
     now = clock.epoch_now()
     start = now - now % window_seconds
-    item = store.update(
-        {"PK": _bucket_pk(bucket), "SK": str(start)},
-        "ADD hits :cost SET #ttl = if_not_exists(#ttl, :ttl)",
-        names={"#ttl": "ttl"},
-        values={":cost": cost, ":ttl": start + window_seconds + 60},
-    )
-    hits = int(item.get("hits", cost)) if item else cost
+    hits = store.add_hits({"PK": _bucket_pk(bucket), "SK": str(start)}, cost, ttl=start + window_seconds + 60)
     reset_in = max(1, start + window_seconds - now)
     if hits > limit:
         raise RateLimited(reset_in, "Too many attempts; retry later.")
