@@ -200,6 +200,47 @@ def paired(
     return statistics.median(route_us), statistics.median(floor_us), statistics.median(ratios)
 
 
+def across_processes(module: str, runs: int, processes: int) -> dict[str, Any]:
+    """`module.run(runs)` in `processes` fresh interpreters, one after the other, and their results gathered: the
+    median of the processes' ratios (and of their µs), with the lowest and highest ratio.
+
+    One process's ratio depends on that process: the same tree gave 1.25x to 1.39x from one interpreter to the next
+    on an idle machine, steady within each (a fixed `PYTHONHASHSEED` repeats its figure), so the hash seed and the
+    memory layout it leads to move the route and its floor differently. The median of a few processes is the figure
+    to compare; the spread says how far one run can stray."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parent.parent
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(root / "layers" / "core"), str(root)])}
+    env.pop("PYTHONHASHSEED", None)  # each process its own seed
+    code = f"import json, {module} as m; print(json.dumps(m.run({int(runs)})))"
+    results = []
+    for _ in range(processes):
+        done = subprocess.run(
+            [sys.executable, "-c", code], cwd=root, env=env, capture_output=True, text=True, check=True
+        )
+        results.append(json.loads(done.stdout.strip().splitlines()[-1]))
+    ratios = sorted(r["ratio"] for r in results)
+    return {
+        **results[0],  # calls and request shapes: the same in every process
+        "same_calls": all(r["same_calls"] for r in results),
+        "route_us": statistics.median(r["route_us"] for r in results),
+        "floor_us": statistics.median(r["floor_us"] for r in results),
+        "ratio": statistics.median(ratios),
+        "ratios": ratios,
+    }
+
+
+def spread(result: dict[str, Any]) -> str:
+    """`(median of 5 processes: 1.21-1.34x)`, or nothing for a single process."""
+    ratios = result.get("ratios") or []
+    if len(ratios) < 2:
+        return ""
+    return f" (median of {len(ratios)} processes: {ratios[0]:.2f}-{ratios[-1]:.2f}x)"
+
+
 def shape(calls: list[tuple[str, dict[str, Any]]]) -> list[Any]:
     """The requests without their values: operation, keys' and items' attribute names, expressions, read
     consistency, and for a transaction each operation's kind, item attributes and condition."""
