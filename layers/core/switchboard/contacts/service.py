@@ -455,7 +455,7 @@ def _applied(auth: AuthContext, item: Item, fields: Item, idents: list) -> tuple
     """An upsert's changes to an existing contact (`fields`: the body's, `_fields_of`): the new item, the sentinels
     of added identities, the changes."""
     org = auth.org_id
-    changed = _changed_fields(item, _names_for_update(item, fields))
+    changed = _changed_fields(item, _names_for_update(item, fields)) if fields else {}
     new = {**item, **changed}
     changes = list(changed)
     owned = {sentinel_sk(i["type"], i["value"], i.get("source")) for i in item.get("identities", [])}

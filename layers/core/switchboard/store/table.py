@@ -189,7 +189,9 @@ class Put(TxOp):
     item: Item = field(default_factory=dict)
 
     def to_transact(self, table: str) -> dict[str, Any]:
-        return {"Put": {"TableName": table, "Item": serialize(self.item), **self._common()}}
+        put = {"TableName": table, "Item": serialize(self.item)}
+        _add_expression_parts(put, self.condition, self.names, self.values)
+        return {"Put": put}
 
 
 @dataclass
@@ -246,7 +248,7 @@ class Store:
 
     @property
     def client(self) -> Any:
-        return self._client or aws.client("dynamodb")
+        return self._client or aws.cached_client("dynamodb") or aws.client("dynamodb")
 
     # Reads ----------------------------------------------------------------------------------------------------------
     def get(self, key: dict[str, str], *, consistent: bool = False) -> Item | None:
