@@ -65,11 +65,11 @@ def ulid_text(raw: bytes, *, lower: bool = False) -> str:
 
 def new_id(prefix: str) -> str:
     """`ct_01JD…`: a type prefix and a ULID, lower-cased so ids read well in URLs."""
-    return f"{prefix}_{ulid_text(_ulid()().bytes, lower=True)}"
+    return f"{prefix}_{ulid_text((_ULID or _ulid())().bytes, lower=True)}"
 
 
 def new_ulid() -> str:
-    return ulid_text(_ulid()().bytes)
+    return ulid_text((_ULID or _ulid())().bytes)
 
 
 _UUID7: Callable[[], UUID] | None = None

@@ -71,24 +71,21 @@ def error_response(app: Any, status: int, code: str, message: str, details: list
     )
 
 
-def _rate_limit(app: Any, next_middleware: Callable[[Any], Any]) -> Any:
-    """Per-organization request budget (fixed one-minute window); every response says where the caller stands."""
+def _rate_limit(app: Any) -> dict[str, str] | None:
+    """Count the request against its organization's budget (fixed one-minute window): the `RateLimit-*` headers
+    every response carries (kept in the context for error responses too), or 429 once the budget is spent."""
     auth = current_auth_optional(app)
     if auth is None or not auth.organization_id:
-        return next_middleware(app)
+        return None
     limit = get_settings().rate_limit_per_minute
     try:
         window = ratelimit.hit(get_store(), f"api:{auth.organization_id}", limit=limit, window_seconds=60)
-        remaining, reset = window.remaining, window.reset_in
     except RateLimited as err:
-        remaining, reset = 0, err.retry_after
-        app.append_context(_rate_headers=_rate_headers(limit, remaining, reset))
+        app.append_context(_rate_headers=_rate_headers(limit, 0, err.retry_after))
         raise
-    headers = _rate_headers(limit, remaining, reset)
+    headers = _rate_headers(limit, window.remaining, window.reset_in)
     app.append_context(_rate_headers=headers)
-    response = next_middleware(app)
-    response.headers.update(headers)
-    return response
+    return headers
 
 
 def _rate_headers(limit: int, remaining: int, reset: int) -> dict[str, str]:
@@ -111,20 +108,21 @@ def _validation_details(errors: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return details
 
 
-def _body_limit(app: Any, next_middleware: Callable[[Any], Any]) -> Any:
-    body = app.current_event.body
-    if body and len(body) > MAX_BODY_BYTES:
-        raise PayloadTooLarge()
-    return next_middleware(app)
-
-
 def _core_middleware(app: Any, next_middleware: Callable[[Any], Any]) -> Any:
-    """The global middlewares in their order (body limit, rate limit, idempotency) as one frame of Powertools'
-    middleware stack: each frame costs a few microseconds per request, the checks themselves are unchanged."""
+    """The global checks in their order, as one frame of Powertools' middleware stack (each frame, and each function
+    a request passes through, costs it time): the body's size limit (413), the organization's rate limit (429, and
+    `RateLimit-*` headers on every response), then idempotency (`idempotency_middleware`)."""
     args = app.context.get("_route_args")
     if type(args) is dict and not POWERTOOLS_ROUTING_LOG.isEnabledFor(logging.DEBUG):
         app.context["_route_args"] = RouteArguments(args)
-    return _body_limit(app, lambda a: _rate_limit(a, lambda b: idempotency_middleware(b, next_middleware)))
+    body = app.current_event.body
+    if body and len(body) > MAX_BODY_BYTES:
+        raise PayloadTooLarge()
+    rate_headers = _rate_limit(app)
+    response = idempotency_middleware(app, next_middleware)
+    if rate_headers:
+        response.headers.update(rate_headers)
+    return response
 
 
 def _allowed_methods(app: APIGatewayRestResolver, path: str) -> list[str]:
@@ -135,24 +133,25 @@ def _allowed_methods(app: APIGatewayRestResolver, path: str) -> list[str]:
 NOT_JSON = "The request body must be JSON (Content-Type: application/json)."
 
 
-def _non_json_body(app: Any) -> bool:
-    """A body sent as something other than JSON, checked on routes that declare a JSON body (Powertools would parse a
-    form, or fail on a multipart header without boundary); routes reading the raw body (provider callbacks) are not
-    concerned. No Content-Type at all is read as JSON."""
-    if not app.current_event.body:
-        return False
-    content_type = header(app, "content-type") or ""
-    media_type = content_type.split(";", 1)[0].strip().lower()
-    return bool(media_type) and media_type != "application/json" and not media_type.endswith("+json")
-
-
-def _array_for_an_object(app: Any, route: Any) -> bool:
-    """A top-level JSON array sent to a route whose body is an object: Powertools would validate the array's first
-    element in its place (so `[{...}]` passed as `{...}` and `[null]` as no body at all)."""
+def _refused_body(app: Any, route: Any) -> Response | None:
+    """The error for a body a JSON-body route refuses before validating it, or None:
+    - sent as something other than JSON (415): Powertools would parse a form, or fail on a multipart header without
+      boundary; no Content-Type at all is read as JSON (routes reading the raw body, provider callbacks, declare no
+      body parameter and are not concerned);
+    - a top-level JSON array for an object body (400): Powertools would validate the array's first element in its
+      place (so `[{...}]` passed as `{...}` and `[null]` as no body at all)."""
     body = app.current_event.body
-    if not body or body.lstrip()[:1] != "[":
-        return False
-    return not any(_sequence_annotation(p.field_info.annotation) for p in route.dependant.body_params)
+    if not body:
+        return None
+    media_type = (header(app, "content-type") or "").split(";", 1)[0].strip().lower()
+    if media_type and media_type != "application/json" and not media_type.endswith("+json"):
+        return error_response(app, 415, "unsupported_media_type", NOT_JSON)
+    if body.lstrip()[:1] == "[" and not any(
+        _sequence_annotation(p.field_info.annotation) for p in route.dependant.body_params
+    ):
+        details = [{"field": "body", "message": "Input should be a JSON object, not an array"}]
+        return error_response(app, 400, "validation_failed", "body: must be a JSON object", details)
+    return None
 
 
 def _sequence_annotation(annotation: Any) -> bool:
@@ -198,14 +197,8 @@ class Resolver(APIGatewayRestResolver):
             except DomainError as err:
                 response = error_response(self, err.status, err.code, err.message, err.details, err.headers)
                 return self._response_builder_class(response=response, serializer=self._serializer, route=route)
-        if route.dependant.body_params:
-            if _non_json_body(self):
-                response = error_response(self, 415, "unsupported_media_type", NOT_JSON)
-                return self._response_builder_class(response=response, serializer=self._serializer, route=route)
-            if _array_for_an_object(self, route):
-                details = [{"field": "body", "message": "Input should be a JSON object, not an array"}]
-                response = error_response(self, 400, "validation_failed", "body: must be a JSON object", details)
-                return self._response_builder_class(response=response, serializer=self._serializer, route=route)
+        if route.dependant.body_params and (refusal := _refused_body(self, route)) is not None:
+            return self._response_builder_class(response=refusal, serializer=self._serializer, route=route)
         return super()._call_route(route, route_arguments)
 
 

@@ -286,7 +286,8 @@ def _upsert(store: Store, auth: AuthContext, fields: Item, idents: list) -> tupl
             if owners:
                 (owner,) = owners
                 item = get_item(store, org, owner, consistent=True)
-                return _apply(store, auth, item, fields, idents, action="upserted"), False
+                new, extra, changes = _applied(auth, item, fields, idents)
+                return write_contact(store, auth, item, new, extra, changes, "upserted"), False
             return _create(store, auth, fields, idents), True
         except _SentinelTaken:
             continue
@@ -444,11 +445,6 @@ def write_ops(
     if changes:
         ops.append(_event(org, new, changes, action))
     return new, ops
-
-
-def _apply(store: Store, auth: AuthContext, item: Item, fields: Item, idents: list, action: str) -> Item:
-    new, extra, changes = _applied(auth, item, fields, idents)
-    return write_contact(store, auth, item, new, extra, changes, action)
 
 
 def _applied(auth: AuthContext, item: Item, fields: Item, idents: list) -> tuple[Item, list[TxOp], list]:
