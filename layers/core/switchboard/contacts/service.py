@@ -452,17 +452,18 @@ def _applied(auth: AuthContext, item: Item, fields: Item, idents: list) -> tuple
     of added identities, the changes."""
     org = auth.org_id
     changed = _changed_fields(item, _names_for_update(item, fields)) if fields else {}
+    owned = {sentinel_sk(i["type"], i["value"], i.get("source")) for i in item.get("identities", [])}
+    unowned = [(ident, channel) for ident, channel in idents if ident.sentinel_sk not in owned]
+    if not changed and not unowned:
+        return item, [], []  # nothing changes (a send to a known number): no copy of the item
     new = {**item, **changed}
     changes = list(changed)
-    owned = {sentinel_sk(i["type"], i["value"], i.get("source")) for i in item.get("identities", [])}
     extra: list[TxOp] = []
     added = []
-    now = ""  # read once, when an identity is added
-    for ident, channel in idents:
-        if ident.sentinel_sk not in owned:
-            now = now or clock.now_iso()
-            extra.append(_sentinel_put(org, item["id"], ident, channel, now))
-            added.append(_identity_record(ident, channel, now))
+    now = clock.now_iso() if unowned else ""  # read once, when an identity is added
+    for ident, channel in unowned:
+        extra.append(_sentinel_put(org, item["id"], ident, channel, now))
+        added.append(_identity_record(ident, channel, now))
     if added:
         new["identities"] = [*item.get("identities", []), *added]
         changes.append("identities")
