@@ -95,3 +95,59 @@ def test_disabled_follows_powertools_rule(env, capsys, disabled, dev, written):
     metrics.flush()
     assert bool(capsys.readouterr().out) is written
     assert metrics.pending() == {}
+
+
+@pytest.mark.parametrize("organization", [None, "org_1"])
+def test_a_counted_response_writes_what_counting_its_names_writes(env, capsys, organization):
+    """`count_response` (an API invocation's one count, written from a cache) against `count` of each name: the
+    same lines for every kind of status, on the first flush and on the cached ones."""
+    names_of = {
+        200: ["ApiRequests"],
+        202: ["ApiRequests"],
+        0: ["ApiRequests"],
+        404: ["ApiRequests", "ApiClientErrors"],
+        429: ["ApiRequests", "ApiThrottled", "ApiClientErrors"],
+        500: ["ApiRequests", "ApiServerErrors"],
+        503: ["ApiRequests", "ApiServerErrors"],
+    }
+    capsys.readouterr()
+    for status, names in [*names_of.items(), *names_of.items()]:  # the second time from the cache
+        for name in names:
+            metrics.count(name, organization=organization)
+        metrics.flush()
+        expected = [_untimed(line) for line in capsys.readouterr().out.splitlines()]
+        metrics.count_response(status, organization=organization)
+        counted: dict = {}
+        for name in names:
+            counted[(name, None)] = 1
+            if organization:
+                counted[(name, organization)] = 1
+        assert metrics.pending() == counted
+        metrics.flush()
+        assert [_untimed(line) for line in capsys.readouterr().out.splitlines()] == expected, status
+        assert len(expected) == (2 if organization else 1)
+    assert metrics.pending() == {}
+
+
+def test_a_response_counted_with_other_counts_joins_them(env, capsys):
+    capsys.readouterr()
+    metrics.count("ApiRequests", organization="org_1")
+    metrics.count("ApiClientErrors", organization="org_1")
+    metrics.count("ApiRequests", organization="org_1")
+    metrics.count("DlqMoves")
+    metrics.flush()
+    expected = [_untimed(line) for line in capsys.readouterr().out.splitlines()]
+
+    metrics.count_response(404, organization="org_1")
+    metrics.count_response(200, organization="org_1")  # a second response before the flush
+    metrics.count("DlqMoves")
+    assert metrics.pending() == {
+        ("ApiRequests", None): 2,
+        ("ApiRequests", "org_1"): 2,
+        ("ApiClientErrors", None): 1,
+        ("ApiClientErrors", "org_1"): 1,
+        ("DlqMoves", None): 1,
+    }
+    metrics.flush()
+    assert [_untimed(line) for line in capsys.readouterr().out.splitlines()] == expected
+    assert metrics.pending() == {}

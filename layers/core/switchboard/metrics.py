@@ -43,9 +43,41 @@ def count(name: str, value: float = 1, *, organization: str | None = None) -> No
     if not value:
         return
     with _lock:
-        _counts[(name, None)] = _counts.get((name, None), 0) + value
-        if organization:
-            _counts[(name, organization)] = _counts.get((name, organization), 0) + value
+        _add(name, value, organization)
+
+
+def _add(name: str, value: float, organization: str | None) -> None:  # with the lock held
+    _counts[(name, None)] = _counts.get((name, None), 0) + value
+    if organization:
+        _counts[(name, organization)] = _counts.get((name, organization), 0) + value
+
+
+# An API invocation counts one response and nothing else: it is kept as (metric names, organization) until the flush,
+# which writes its documents from a cache per (namespace, service, names, organization) instead of counting, copying
+# and rendering a dict of counters on every request. Anything else counted meanwhile makes it an ordinary count.
+_response: tuple[tuple[str, ...], str | None] | None = None
+_responses: dict[tuple[str, str, tuple[str, ...], str | None], tuple[str, ...]] = {}
+
+
+def count_response(status: int, *, organization: str | None) -> None:
+    """One API response: `ApiRequests`, with `ApiThrottled` for a 429, `ApiClientErrors` for any 4xx and
+    `ApiServerErrors` for a 5xx, in total and for `organization`; the same documents as `count` of each name."""
+    global _response
+    kind = 429 if status == 429 else 400 if 400 <= status < 500 else 500 if status >= 500 else 200
+    names = _RESPONSE_NAMES[kind]
+    with _lock:
+        if _response is not None:  # a second response before a flush: the first becomes ordinary counts
+            for name in _response[0]:
+                _add(name, 1, _response[1])
+        _response = (names, organization)
+
+
+_RESPONSE_NAMES = {
+    200: ("ApiRequests",),
+    429: ("ApiRequests", "ApiThrottled", "ApiClientErrors"),
+    400: ("ApiRequests", "ApiClientErrors"),
+    500: ("ApiRequests", "ApiServerErrors"),
+}
 
 
 def dlq_moves(queue: str, records: Iterable[dict[str, Any]], failed_ids: Iterable[str]) -> int:
@@ -65,23 +97,55 @@ def dlq_moves(queue: str, records: Iterable[dict[str, Any]], failed_ids: Iterabl
 
 def pending() -> dict[tuple[str, str | None], float]:
     with _lock:
-        return dict(_counts)
+        counts = dict(_counts)
+        if _response is not None:
+            for name, org in _response_counts(_response):
+                counts[(name, org)] = counts.get((name, org), 0) + 1
+        return counts
+
+
+def _response_counts(response: tuple[tuple[str, ...], str | None]) -> dict[tuple[str, str | None], float]:
+    """A response's counters, in the order `count` of each name would have made them."""
+    names, organization = response
+    counts: dict[tuple[str, str | None], float] = {}
+    for name in names:
+        counts[(name, None)] = 1
+        if organization:
+            counts[(name, organization)] = 1
+    return counts
 
 
 def flush() -> None:
     """Write this invocation's counters as EMF (one line of totals, one per organization) and reset them."""
+    global _response
     with _lock:
-        if not _counts:
-            return
-        counts = dict(_counts)
-        _counts.clear()
-    namespace, service, disabled = _config()
+        response, _response = _response, None
+        if response is not None and _counts:  # other counts too: the response joins them
+            for name in response[0]:
+                _add(name, 1, response[1])
+            response = None
+        if response is None:
+            if not _counts:
+                return
+            counts = dict(_counts)
+            _counts.clear()
+    namespace, service, disabled = _config_cache or _config()
     if disabled:
         return  # the local stack disables them (its stdout is the developer's console)
-    key = (namespace, service, tuple(counts.items()))
-    tails = _rendered.get(key)
-    if tails is None:
-        tails = _render(key, counts)
+    if response is not None:
+        cached = (namespace, service, *response)
+        tails = _responses.get(cached)
+        if tails is None:
+            counts = _response_counts(response)
+            tails = _render((namespace, service, tuple(counts.items())), counts)
+            if len(_responses) >= 1024:  # bounded: organizations are in the key
+                _responses.clear()
+            _responses[cached] = tails
+    else:
+        key = (namespace, service, tuple(counts.items()))
+        tails = _rendered.get(key)
+        if tails is None:
+            tails = _render(key, counts)
     timestamp = str(int(time.time() * 1000))
     sys.stdout.write("".join([_HEAD + timestamp + tail for tail in tails]))
 

@@ -294,10 +294,4 @@ def _count_request(ctx: Any, response: dict[str, Any]) -> None:
     authorizer = ctx.get("authorizer") if isinstance(ctx, dict) else None
     org = authorizer.get("organization_id") if isinstance(authorizer, dict) else None
     status = int(response.get("statusCode") or 0) if isinstance(response, dict) else 0
-    metrics.count("ApiRequests", organization=org)
-    if status == 429:
-        metrics.count("ApiThrottled", organization=org)
-    if 400 <= status < 500:
-        metrics.count("ApiClientErrors", organization=org)
-    elif status >= 500:
-        metrics.count("ApiServerErrors", organization=org)
+    metrics.count_response(status, organization=org)
