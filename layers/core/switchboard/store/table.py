@@ -162,7 +162,6 @@ def _add_expression_parts(
         params["ExpressionAttributeValues"] = _values(values)
 
 
-_TTL_NAME = {"#ttl": "ttl"}
 MAX_FILTERED_READS = 10  # reads a filtered page may take before it answers short (with a cursor)
 
 
@@ -501,7 +500,7 @@ class Store:
                 TableName=self.table_name,
                 Key=serialize_key(key),
                 UpdateExpression="ADD hits :n SET #ttl = if_not_exists(#ttl, :ttl)",
-                ExpressionAttributeNames=_TTL_NAME,
+                ExpressionAttributeNames={"#ttl": "ttl"},
                 ExpressionAttributeValues={":n": {"N": str(int(amount))}, ":ttl": {"N": str(int(ttl))}},
                 ReturnValues="UPDATED_NEW",
             )
