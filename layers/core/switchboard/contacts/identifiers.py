@@ -33,7 +33,7 @@ class Identifier:
     @property
     def space(self) -> str:
         """The uniqueness space: every number type is one space."""
-        return "phone" if self.type in NUMBER_TYPES else self.type
+        return _space(self.type)
 
     @property
     def sentinel_sk(self) -> str:
@@ -45,7 +45,11 @@ def sentinel_sk(type_: str, value: str, source: str | None = None) -> str:
     `Identifier`): number types share the `phone` space, external ids are unique per source."""
     if type_ == "external_id":
         return f"IDENT#external_id#{source}#{value}"
-    return f"IDENT#{'phone' if type_ in NUMBER_TYPES else type_}#{value}"
+    return f"IDENT#{_space(type_)}#{value}"
+
+
+def _space(type_: str) -> str:
+    return "phone" if type_ in NUMBER_TYPES else type_
 
 
 def _invalid(field: str, message: str) -> ValidationFailed:

@@ -174,10 +174,10 @@ class TxOp:
     values: dict[str, Any] | None = None
     error: DomainError | None = None
 
-    def _common(self) -> dict[str, Any]:
-        out: dict[str, Any] = {}
-        _add_expression_parts(out, self.condition, self.names, self.values)
-        return out
+    def _operation(self, kind: str, operation: dict[str, Any]) -> dict[str, Any]:
+        """`{kind: operation}` with this operation's condition, names and values added."""
+        _add_expression_parts(operation, self.condition, self.names, self.values)
+        return {kind: operation}
 
     def to_transact(self, table: str) -> dict[str, Any]:  # pragma: no cover - overridden
         raise NotImplementedError
@@ -188,9 +188,7 @@ class Put(TxOp):
     item: Item = field(default_factory=dict)
 
     def to_transact(self, table: str) -> dict[str, Any]:
-        put = {"TableName": table, "Item": serialize(self.item)}
-        _add_expression_parts(put, self.condition, self.names, self.values)
-        return {"Put": put}
+        return self._operation("Put", {"TableName": table, "Item": serialize(self.item)})
 
 
 @dataclass
@@ -199,14 +197,9 @@ class Update(TxOp):
     expression: str = ""
 
     def to_transact(self, table: str) -> dict[str, Any]:
-        return {
-            "Update": {
-                "TableName": table,
-                "Key": serialize_key(self.key),
-                "UpdateExpression": self.expression,
-                **self._common(),
-            }
-        }
+        return self._operation(
+            "Update", {"TableName": table, "Key": serialize_key(self.key), "UpdateExpression": self.expression}
+        )
 
 
 @dataclass
@@ -214,7 +207,7 @@ class Delete(TxOp):
     key: dict[str, str] = field(default_factory=dict)
 
     def to_transact(self, table: str) -> dict[str, Any]:
-        return {"Delete": {"TableName": table, "Key": serialize_key(self.key), **self._common()}}
+        return self._operation("Delete", {"TableName": table, "Key": serialize_key(self.key)})
 
 
 @dataclass
@@ -222,7 +215,7 @@ class ConditionCheck(TxOp):
     key: dict[str, str] = field(default_factory=dict)
 
     def to_transact(self, table: str) -> dict[str, Any]:
-        return {"ConditionCheck": {"TableName": table, "Key": serialize_key(self.key), **self._common()}}
+        return self._operation("ConditionCheck", {"TableName": table, "Key": serialize_key(self.key)})
 
 
 @dataclass
@@ -460,7 +453,7 @@ class Store:
         error: DomainError | None = None,
     ) -> None:
         params: dict[str, Any] = {"TableName": self.table_name, "Item": serialize(item)}
-        params.update(Put(condition=condition, names=names, values=values)._common())
+        _add_expression_parts(params, condition, names, values)
         try:
             self.client.put_item(**params)
         except ClientError as err:
