@@ -87,3 +87,30 @@ def wait_until(fn: Any, *, timeout: float = 20.0, every: float = 0.1) -> Any:
         if time.monotonic() > deadline:
             pytest.fail(f"condition not met within {timeout} s; last value {value!r}")
         time.sleep(every)
+
+
+def stream_record(item: dict[str, Any], seq: str) -> dict[str, Any]:
+    """A DynamoDB stream INSERT record of `item`, as Lambda hands it to a stream consumer."""
+    from switchboard.store.table import serialize
+
+    return {
+        "eventID": seq,
+        "eventName": "INSERT",
+        "eventSource": "aws:dynamodb",
+        "dynamodb": {
+            "SequenceNumber": seq,
+            "NewImage": serialize(item),
+            "Keys": serialize({"PK": item["PK"], "SK": item["SK"]}),
+        },
+    }
+
+
+def run_usage_meter(org: str) -> None:
+    """Play the table stream's usage records of `org` to the real usage meter, as its stream mapping would."""
+    from functions.usage_meter.app import handler
+    from switchboard.store import get_store
+
+    items = get_store().query_all(f"ORG#{org}", sk_prefix="USAGEREC#")
+    records = [stream_record(item, str(100 + n)) for n, item in enumerate(items)]
+    if records:
+        assert handler({"Records": records}, FakeContext()) == {"batchItemFailures": []}

@@ -8,22 +8,8 @@ from typing import Any
 from local.pollers import lambda_sqs_record
 from switchboard import aws
 from switchboard.store import get_store
-from switchboard.store.table import serialize
-from tests.helpers import FakeContext
+from tests.helpers import FakeContext, stream_record
 from tests.integration.support import Api
-
-
-def stream_record(item: dict[str, Any], seq: str) -> dict[str, Any]:
-    return {
-        "eventID": seq,
-        "eventName": "INSERT",
-        "eventSource": "aws:dynamodb",
-        "dynamodb": {
-            "SequenceNumber": seq,
-            "NewImage": serialize(item),
-            "Keys": serialize({"PK": item["PK"], "SK": item["SK"]}),
-        },
-    }
 
 
 def outbox(org: str, event_type: str | None = None) -> list[dict[str, Any]]:

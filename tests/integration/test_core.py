@@ -21,8 +21,7 @@ from switchboard.events.outbox import outbox_put
 from switchboard.events.publisher import PendingEntry, outbox_events, publish
 from switchboard.identity.bootstrap import bootstrap_organization
 from switchboard.store import ConditionCheck, Put, get_store
-from switchboard.store.table import serialize
-from tests.helpers import FakeContext, api_event, body_of, owner_auth
+from tests.helpers import FakeContext, api_event, body_of, owner_auth, stream_record
 
 pytestmark = pytest.mark.usefixtures("aws_resources")
 
@@ -71,17 +70,6 @@ def test_query_pages_with_continuation():
 
 
 # Outbox and publisher ------------------------------------------------------------------------------------------------
-def _stream_record(item: dict, seq: str) -> dict:
-    return {
-        "eventName": "INSERT",
-        "dynamodb": {
-            "SequenceNumber": seq,
-            "NewImage": serialize(item),
-            "Keys": serialize({"PK": item["PK"], "SK": item["SK"]}),
-        },
-    }
-
-
 def test_outbox_event_is_written_with_the_change():
     store = get_store()
     event_put = outbox_put("org_1", "contact.updated", {"contact_id": "ct_1", "name": "Ada"})
@@ -96,7 +84,7 @@ def test_publisher_puts_events_on_the_bus_and_reaches_the_webhook_queue(aws_reso
     _, resources = aws_resources
     item = outbox_put("org_1", "contact.updated", {"contact_id": "ct_9"}).item
     other = {"PK": "ORG#org_1", "SK": "CONTACT#ct_9"}
-    records = [_stream_record(item, "100"), _stream_record(other, "101")]
+    records = [stream_record(item, "100"), stream_record(other, "101")]
     result = publisher_handler({"Records": records}, FakeContext())
     assert result == {"batchItemFailures": []}
     sqs = boto3.client("sqs")
@@ -126,7 +114,7 @@ class _FlakyEvents:
 
 def test_publisher_reports_exactly_the_failed_records():
     items = [outbox_put("org_1", "contact.updated", {"n": n}).item for n in range(25)]
-    pending = outbox_events([_stream_record(item, str(n)) for n, item in enumerate(items)])
+    pending = outbox_events([stream_record(item, str(n)) for n, item in enumerate(items)])
     assert len(pending) == 25 and all(isinstance(p, PendingEntry) for p in pending)
     # Call 2 (records 10-19) fails whole; entry 3 of every other call fails alone.
     failed = publish(pending, "bus", _FlakyEvents(fail_calls={2}, fail_entries={3}))

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from switchboard import aws, clock, ratelimit
 from switchboard.api.auth import AuthContext
-from switchboard.billing.usage import usage_op
+from switchboard.billing.usage import usage_record_put
 from switchboard.config import get_settings
 from switchboard.contacts import service as contacts
 from switchboard.contacts.identifiers import Identifier, normalize_phone
@@ -233,56 +233,81 @@ def deliver(store: Store, org: str, message_id: str) -> str:
     """Hand a pending message to its provider. Idempotent: a redelivered queue message for a message that is no
     longer pending does nothing, and two consumers given the same message at once never both send it (a send claim
     with a lease; the loser's record is retried and then finds the message sent). Provider outages raise
-    ProviderUnavailable (the queue retries, after the claim's lease has run out)."""
+    ProviderUnavailable (the queue retries, after the claim's lease has run out). Once the provider has accepted the
+    message it is never handed over again: a redelivery only finishes recording it (`_record_sent`)."""
     message = _claim_send(store, org, message_id)
     if message is None:
         return "skipped"
     try:
         channel = channels.get_item(store, org, message["channel_id"])
-        content = message.get("media") or {}
-        outbound = OutboundMessage(
-            message_id=message_id,
-            to_phone=message["to_phone"],
-            type=message["type"],
-            text=message.get("text"),
-            media=_provider_media(store, org, content),
-            template=content.get("template"),
-            reply_to=_provider_reply_to(store, org, message.get("reply_to")),
-        )
-        result = provider_for(channel).send(outbound)
+        provider_message_id = message.get(HANDED_OFF) or _hand_off(store, org, message, channel)
     except ProviderRejected as err:
         status.apply(store, org, message, "failed", error=err.message)
         return "failed"
     except Exception:
         _release_send(store, org, message)  # nothing was sent: the retry need not wait for the lease
         raise
+    _record_sent(store, org, message, channel, provider_message_id)
+    if channel["platform"] == "sandbox":
+        schedule_sandbox_status(org, message_id, "delivered")
+    return "sent"
+
+
+HANDED_OFF = "handed_off_id"  # the provider's id, kept on a pending message whose `sent` write could not be made
+
+
+def _hand_off(store: Store, org: str, message: Item, channel: Item) -> str:
+    """Give the message to the channel's provider; its id for the message."""
+    content = message.get("media") or {}
+    outbound = OutboundMessage(
+        message_id=message["id"],
+        to_phone=message["to_phone"],
+        type=message["type"],
+        text=message.get("text"),
+        media=_provider_media(store, org, content),
+        template=content.get("template"),
+        reply_to=_provider_reply_to(store, org, message.get("reply_to")),
+    )
+    return provider_for(channel).send(outbound).provider_message_id
+
+
+def _record_sent(store: Store, org: str, message: Item, channel: Item, provider_message_id: str) -> None:
+    """Move a message the provider has accepted to `sent`. The status condition makes every retry safe, so a
+    throttled or conflicted write is tried again here (the store already retried each a few times). If it still
+    cannot be written, the provider's id is kept on the message before the error goes up: the queue's redelivery
+    then finishes this write instead of sending again."""
     sentinel = Put(
         item={
-            **provider_key(org, channel["id"], result.provider_message_id),
+            **provider_key(org, channel["id"], provider_message_id),
             "entity": "ProviderMessage",
-            "message_id": message_id,
+            "message_id": message["id"],
         }
     )
-    # The provider has the message: recording it must not be given up lightly, or the record would come back and
-    # send it again. A throttled write is tried again here (the store's client already retried it 5 times).
     for attempt in range(SENT_WRITE_ATTEMPTS):
         try:
-            status.apply(  # the usage counter rides on the pending → sent transaction: each message counted once
+            status.apply(
                 store,
                 org,
                 message,
                 "sent",
-                extra=[sentinel, usage_op(org, channel)],
-                extra_set={"provider_message_id": result.provider_message_id},
+                extra=[sentinel, usage_record_put(org, channel, message["id"])],
+                extra_set={"provider_message_id": provider_message_id},
             )
-            break
-        except ServiceUnavailable:
-            if attempt + 1 == SENT_WRITE_ATTEMPTS:
-                raise
-            time.sleep(0.2 * 2**attempt)
-    if channel["platform"] == "sandbox":
-        schedule_sandbox_status(org, message_id, "delivered")
-    return "sent"
+            return
+        except (ServiceUnavailable, Conflict):  # status.apply answers False, not Conflict, when the rules refuse
+            if attempt + 1 < SENT_WRITE_ATTEMPTS:
+                time.sleep(0.2 * 2**attempt)
+                continue
+            with contextlib.suppress(DomainError):  # the redelivery may still send again only if this fails too
+                store.update(
+                    status.message_key(org, message["id"]),
+                    f"SET {HANDED_OFF} = :p",
+                    condition="#status = :pending",
+                    names={"#status": "status"},
+                    values={":p": provider_message_id, ":pending": "pending"},
+                    return_values="NONE",
+                )
+            raise
 
 
 def _provider_reply_to(store: Store, org: str, reply_to: str | None) -> str | None:

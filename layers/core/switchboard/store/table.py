@@ -7,6 +7,7 @@ and batch gets that retry unprocessed keys.
 
 from __future__ import annotations
 
+import random
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
@@ -37,7 +38,7 @@ _THROTTLE_CODES = {
 }
 
 
-_TX_THROTTLE_ATTEMPTS = 3
+_TX_ATTEMPTS = 4  # a cancelled (conflicted or throttled) transaction: the first try and three more
 
 
 def _to_dynamo(value: Any) -> Any:
@@ -527,7 +528,7 @@ class Store:
         if len(op_list) > 100:
             raise ValueError("a transaction holds at most 100 operations")
         items = [op.to_transact(self.table_name) for op in op_list]
-        for attempt in range(_TX_THROTTLE_ATTEMPTS):
+        for attempt in range(_TX_ATTEMPTS):
             try:
                 self.client.transact_write_items(TransactItems=items)
                 return
@@ -541,15 +542,17 @@ class Store:
                 for op, reason in zip(op_list, reasons, strict=False):
                     if reason.get("Code") == "ConditionalCheckFailed":
                         raise op.error or Conflict() from err
-                if any(r.get("Code") == "TransactionConflict" for r in reasons):
-                    raise Conflict("A concurrent change touched the same records; retry.") from err
-                if not any(r.get("Code") in _TX_THROTTLE_REASONS for r in reasons):
+                conflicted = any(r.get("Code") == "TransactionConflict" for r in reasons)
+                if not conflicted and not any(r.get("Code") in _TX_THROTTLE_REASONS for r in reasons):
                     raise  # e.g. ValidationError: an item DynamoDB refuses is a bug to see (500), not a "busy" (503)
-                # Cancelled for throttling (botocore does not retry a cancellation): nothing was written, so the
-                # same transaction is tried again a few times, then the caller is told to retry (503, not 409).
-                if attempt + 1 == _TX_THROTTLE_ATTEMPTS:
+                # Cancelled for a concurrent transaction on one of its items, or for throttling (botocore retries
+                # neither): nothing was written and every condition is evaluated again, so the same transaction is
+                # tried again after a jittered pause; then the caller is told to retry (409 or 503).
+                if attempt + 1 == _TX_ATTEMPTS:
+                    if conflicted:
+                        raise Conflict("A concurrent change touched the same records; retry.") from err
                     raise ServiceUnavailable("The data store is busy; retry shortly.") from err
-                time.sleep(0.05 * 2**attempt)
+                time.sleep(random.uniform(0.5, 1.0) * 0.05 * 2**attempt)  # noqa: S311 - jitter, not a secret
 
 
 def _reasons_from_message(message: str, count: int) -> list[dict[str, str]]:
