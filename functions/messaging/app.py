@@ -259,9 +259,14 @@ def block_on_channel(channelID: str, body: Annotated[models.BlockOnChannel, Body
 
 
 @app.get("/v1/channels/<channelID>/contacts", middlewares=requires("viewer"), tags=CH)
-def channel_contacts(channelID: str) -> ListData[dict[str, Any]]:
-    """The stored contacts that have a conversation on this channel."""
-    return _list(media.channel_contacts(get_store(), current_auth(app), channelID))
+def channel_contacts(
+    channelID: str,
+    limit: Annotated[int, Query(ge=1, le=100)] = 20,
+    cursor: Annotated[str | None, Query(max_length=2048)] = None,
+) -> ListData[dict[str, Any]]:
+    """The stored contacts that have a conversation on this channel, a page at a time (by contact id)."""
+    items, nxt = media.channel_contacts(get_store(), current_auth(app), channelID, limit, cursor)
+    return ListData(data=items, meta=Meta(has_more=nxt is not None, limit=limit, cursor=nxt))
 
 
 @app.post("/v1/channels/<channelID>/contacts/lookup", middlewares=requires("member"), tags=CH)

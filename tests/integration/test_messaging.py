@@ -277,3 +277,25 @@ def test_message_ids_in_paths_are_uuids(api: Api):
         error = api.assert_error(api.get(path), 400, "validation_failed")
         assert error["details"][0]["field"] == "path.messageID", error
     api.assert_error(api.get("/v1/messages/0190a1b2-c3d4-7e5f-8a9b-0c1d2e3f4a5b"), 404, "not_found")
+
+
+def test_channel_contacts_come_a_page_at_a_time_with_a_cursor_bound_to_the_channel(api: Api, channel: dict):
+    numbers = [f"+1415555{3100 + n}" for n in range(5)]
+    for number in numbers:
+        _send(api, channel, to=number)
+    other = api.post("/v1/channels", json={"name": "Other", "platform": "sandbox"}).json()["data"]
+    seen: list[str] = []
+    page = api.get(f"/v1/channels/{channel['id']}/contacts", params={"limit": 2}).json()
+    while True:
+        assert len(page["data"]) <= 2 and page["meta"]["limit"] == 2
+        seen += [c["phone"] for c in page["data"]]
+        if not page["meta"]["has_more"]:
+            break
+        cursor = page["meta"]["cursor"]
+        page = api.get(f"/v1/channels/{channel['id']}/contacts", params={"limit": 2, "cursor": cursor}).json()
+    assert sorted(seen) == sorted(n.lstrip("+") for n in numbers)
+    assert api.get(f"/v1/channels/{other['id']}/contacts").json()["data"] == []
+    first = api.get(f"/v1/channels/{channel['id']}/contacts", params={"limit": 2}).json()["meta"]["cursor"]
+    api.assert_error(
+        api.get(f"/v1/channels/{other['id']}/contacts", params={"cursor": first}), 400, "validation_failed"
+    )

@@ -234,11 +234,23 @@ def block_on_channel(store: Store, auth: AuthContext, channel_id: str, body: Any
     return {"channel_id": channel_id, "phone": phone, "blocked": body.blocked}
 
 
-def channel_contacts(store: Store, auth: AuthContext, channel_id: str) -> list[dict[str, Any]]:
+def channel_contacts(
+    store: Store, auth: AuthContext, channel_id: str, limit: int, cursor: str | None
+) -> tuple[list[dict[str, Any]], str | None]:
+    """A page of the stored contacts that have a conversation on this channel, by contact id: one Query page of the
+    channel's conversation keys (`CONVKEY#<channel>#<contact>`) and one BatchGet of their contacts."""
     from switchboard.contacts import service as contacts
 
-    channels.get_item(store, auth.org_id, channel_id)
-    pairs = store.query_all(keys.org_pk(auth.org_id), sk_prefix=f"CONVKEY#{channel_id}#")
-    ids = [p["SK"].rsplit("#", 1)[1] for p in pairs]
-    found = store.batch_get([keys.key(keys.org_pk(auth.org_id), f"CONTACT#{i}") for i in ids])
-    return [contacts.view(c).model_dump() for c in sorted(found, key=lambda c: c["id"])]
+    org = auth.org_id
+    channels.get_item(store, org, channel_id)
+    fingerprint = query_fingerprint("channel_contacts", {"channel": channel_id})
+    page = store.query(
+        keys.org_pk(org),
+        sk_prefix=f"CONVKEY#{channel_id}#",
+        limit=limit,
+        start_key=decode_cursor(cursor, org, fingerprint),
+    )
+    ids = [p["SK"].rsplit("#", 1)[1] for p in page.items]
+    found = store.batch_get([keys.key(keys.org_pk(org), f"CONTACT#{i}") for i in ids])
+    contacts_page = [contacts.view(c).model_dump() for c in sorted(found, key=lambda c: c["id"])]
+    return contacts_page, encode_cursor(org, fingerprint, page.last_key)
