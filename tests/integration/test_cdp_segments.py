@@ -213,3 +213,41 @@ def test_ingested_events_move_contacts_into_event_segments(api: Api):
     )
     assert dup["duplicates"] == 1
     assert len([e for e in events_of(api, "crm.list.entry_added") if e["payload"]["list_id"] == buyers["id"]]) == 1
+
+
+def test_event_counts_read_one_row_per_day_of_the_window_however_long_the_history(
+    api: Api, monkeypatch: pytest.MonkeyPatch
+):
+    """A rule's count comes from per-day rows (and the window's first day read from the timeline): exact at the
+    window's edge, and its reads do not grow with the contact's history."""
+    from datetime import timedelta
+
+    from switchboard import clock
+    from switchboard.cdp.events import count_events
+    from switchboard.store import get_store
+
+    gus = contact(api, name="Gus", email="gus@example.com")
+    now = clock.now().replace(hour=12, minute=0, second=0, microsecond=0)
+    moments = [now - timedelta(days=d, hours=h) for d in range(40) for h in (0, 6)]  # two a day for 40 days
+    batch = [
+        {"event_id": f"p{n}", "name": "order.placed", "contact_id": gus["id"], "timestamp": clock.iso(at)}
+        for n, at in enumerate(moments)
+    ] + [{"event_id": "other", "name": "order.placed.x", "contact_id": gus["id"], "timestamp": clock.iso(now)}]
+    for start in range(0, len(batch), 50):
+        assert ok(api.post("/v1/cdp/events", json={"events": batch[start : start + 50]}))["accepted"] > 0
+
+    read: list[int] = []
+    original = Store.query_all
+
+    def counting(self: Store, pk: str, **kwargs: Any) -> list[dict[str, Any]]:
+        rows = original(self, pk, **kwargs)
+        read.append(len(rows))
+        return rows
+
+    monkeypatch.setattr(Store, "query_all", counting)
+    for since in (now - timedelta(days=10, hours=3), now - timedelta(days=10, hours=7), now - timedelta(days=39)):
+        read.clear()
+        expected = sum(1 for at in moments if at >= since)
+        assert count_events(get_store(), api.org_id, gus["id"], "order.placed", since) == expected, since
+        days = (now.date() - since.date()).days
+        assert sum(read) <= days + 2, (since, read)  # a row per later day, at most two events of the first day

@@ -1,14 +1,17 @@
 """Customer events: batch ingest (idempotent by event id), the per-contact timeline and the organization's log.
 
 Keys (under `ORG#<org>`): `CDPEVTID#<event_id>` the sentinel that makes an event id count once;
-`CONTACT#<ct>#ACT#<ulid>` the contact's timeline (deleted with the contact); `CDPACT#<ulid>` the organization's log.
-The ULID is built from the event's own timestamp, so both lists are newest-first by occurrence.
+`CONTACT#<ct>#ACT#<ulid>` the contact's timeline (deleted with the contact); `CDPACT#<ulid>` the organization's log;
+`CONTACT#<ct>#EVDAY#<name>#<YYYY-MM-DD>` how many `name` events the contact had that day (UTC, by occurrence), added
+in the event's own transaction, so a segment's event rule reads one row per day of its window instead of the
+contact's whole timeline. The ULID is built from the event's own timestamp, so both lists are newest-first by
+occurrence. (Event names cannot hold `#`, so a name's day rows form their own key range.)
 """
 
 from __future__ import annotations
 
 import logging
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from ulid import ULID
@@ -21,7 +24,7 @@ from switchboard.contacts import service as contacts
 from switchboard.contacts.identifiers import normalize
 from switchboard.errors import Conflict, DomainError, NotFound, ValidationFailed
 from switchboard.ids import new_id, ulid_bound
-from switchboard.store import Put, Store, keys
+from switchboard.store import Put, Store, Update, keys
 
 Item = dict[str, Any]
 
@@ -40,8 +43,8 @@ def ulid_at(moment: datetime) -> str:
 
 def activity_puts(
     org: str, contact_id: str, *, event_id: str, name: str, kind: str, properties: Item, occurred: datetime
-) -> list[Put]:
-    """The two items of one activity: the contact's timeline and the organization's log."""
+) -> list[Put | Update]:
+    """The writes of one activity: the contact's timeline, the organization's log and the contact's day count."""
     ulid = ulid_at(occurred)
     body = {
         "entity": "Activity",
@@ -57,7 +60,19 @@ def activity_puts(
     return [
         Put(item={**keys.key(keys.org_pk(org), f"CONTACT#{contact_id}#ACT#{ulid}"), **body}),
         Put(item={**keys.key(keys.org_pk(org), f"CDPACT#{ulid}"), **body}),
+        day_count_op(org, contact_id, name, occurred),
     ]
+
+
+def day_count_op(org: str, contact_id: str, name: str, occurred: datetime) -> Update:
+    """The transaction operation that counts one `name` event of the contact on its day of occurrence."""
+    day = clock.iso(occurred)[:10]
+    return Update(
+        key=keys.key(keys.org_pk(org), f"CONTACT#{contact_id}#EVDAY#{name}#{day}"),
+        expression="SET #e = :e ADD events :one",
+        names={"#e": "entity"},
+        values={":e": "EventDay", ":one": 1},
+    )
 
 
 def _contact_for(store: Store, auth: AuthContext, event: models.EventIn, n: int) -> str:
@@ -194,13 +209,23 @@ def activity_log(
 
 
 def count_events(store: Store, org: str, contact_id: str, name: str, since: datetime) -> int:
-    """How many `name` events the contact had since `since` (the segment rule `event`)."""
-    low = f"CONTACT#{contact_id}#ACT#{ulid_bound(since, high=False)}"
-    rows = store.query_all(
-        keys.org_pk(org),
-        sk_between=(low, f"CONTACT#{contact_id}#ACT#~"),
+    """How many `name` events the contact had since `since` (the segment rule `event`): the day rows after `since`'s
+    day, and that day's own events read from the timeline (only the part of the day inside the window counts).
+    Reads one row per day of the window plus one day of the contact's activity, whatever its history."""
+    pk = keys.org_pk(org)
+    day = clock.iso(since)[:10]
+    next_day = clock.iso(clock.parse_iso(f"{day}T00:00:00Z") + timedelta(days=1))[:10]
+    first_day = store.query_all(
+        pk,
+        sk_between=(
+            f"CONTACT#{contact_id}#ACT#{ulid_bound(since, high=False)}",
+            f"CONTACT#{contact_id}#ACT#{ulid_bound(clock.parse_iso(f'{next_day}T00:00:00Z'), high=False)}",
+        ),
         filter_expression="#n = :n",
         names={"#n": "name"},
         values={":n": name},
     )
-    return len(rows)
+    later = store.query_all(
+        pk, sk_between=(f"CONTACT#{contact_id}#EVDAY#{name}#{next_day}", f"CONTACT#{contact_id}#EVDAY#{name}#~")
+    )
+    return len(first_day) + sum(int(row.get("events") or 0) for row in later)
