@@ -8,8 +8,8 @@ from urllib.parse import quote
 import pytest
 
 from switchboard.api.auth import AuthContext
-from switchboard.contacts import models, service
-from switchboard.store import get_store
+from switchboard.contacts import models, search, service
+from switchboard.store import Store, get_store
 from tests.integration.support import Api
 
 
@@ -364,3 +364,85 @@ def test_attributes_that_dynamodb_cannot_store_are_refused(api: Api):
     assert created.status_code == 201
     stored = api.get(f"/v1/contacts/{created.json()['data']['id']}").json()["data"]["attributes"]["score"]
     assert float(stored) == 1.5e100
+
+
+# Search -----------------------------------------------------------------------------------------------------------
+def _found(api: Api, q: str, **params) -> list[str]:
+    resp = api.get("/v1/contacts", params={"q": q, "limit": 100, **params})
+    assert resp.status_code == 200, resp.text
+    return [c["id"] for c in resp.json()["data"]]
+
+
+def test_search_finds_any_word_of_the_name_or_company_an_email_prefix_and_phone_fragments(api: Api):
+    ada = create(
+        api,
+        name="Ada Lovelace",
+        company="Analytical Engines Ltd",
+        email="ada@lovelace.example.org",
+        phone="+44 20 7946 0958",
+    )
+    zoe = create(api, name="Zoë Ångström", phone="+1 415 555 0142", lifecycle_stage="lead")
+    for q in ("love", "LOVELACE", "ada", "engines", "analytical ltd", "ada love", "ada@love", "+44 20 79", "207946"):
+        assert _found(api, q) == [ada["id"]], q
+    for q in ("zoe", "ångström", "angs", "415 555", "+1 (415) 555-01", "0014155550142"):
+        assert _found(api, q) == [zoe["id"]], q
+    for q in ("ada smith", "velace", "lovelace.example", "9999"):
+        assert _found(api, q) == [], q
+    assert _found(api, "zoe", lifecycle_stage="lead") == [zoe["id"]]
+    assert _found(api, "zoe", lifecycle_stage="customer") == []
+    api.post(f"/v1/contacts/{ada['id']}/tags", json={"name": "Founding Member"})
+    assert _found(api, "founding") == [ada["id"]]
+    assert _found(api, "ada", tag="Founding Member") == [ada["id"]]
+    assert _found(api, "zoe", tag="Founding Member") == []
+
+    # A change moves the rows with it; a deleted contact leaves none behind.
+    assert api.patch(f"/v1/contacts/{ada['id']}", json={"name": "Ada Byron"}).status_code == 200
+    assert _found(api, "love") == [] and _found(api, "byron") == [ada["id"]]
+    assert api.delete(f"/v1/contacts/{ada['id']}").status_code == 204
+    rows = get_store().query_all(f"ORG#{api.org_id}", sk_prefix="CSRCH#")
+    assert rows and all(r["contact_id"] == zoe["id"] for r in rows)
+
+
+def test_search_pages_list_each_contact_once_and_read_a_bounded_amount(api: Api, monkeypatch: pytest.MonkeyPatch):
+    made = {create(api, name=f"Pat Patterson {n}")["id"] for n in range(25)}  # two words start with "pat"
+    seen: list[str] = []
+    page = api.get("/v1/contacts", params={"q": "pat", "limit": 10}).json()
+    while True:
+        seen += [c["id"] for c in page["data"]]
+        if not page["meta"]["has_more"]:
+            break
+        page = api.get("/v1/contacts", params={"q": "pat", "limit": 10, "cursor": page["meta"]["cursor"]}).json()
+    assert len(seen) == len(set(seen)) == 25 and set(seen) == made
+
+    queries: list[int] = []
+    real = Store.query
+
+    def counting(self: Store, pk: str, **kwargs):
+        page = real(self, pk, **kwargs)
+        queries.append(len(page.items))
+        return page
+
+    monkeypatch.setattr(Store, "query", counting)
+    rare = api.get("/v1/contacts", params={"q": "pat", "limit": 5, "lifecycle_stage": "customer"}).json()
+    assert rare["data"] == [] and rare["meta"]["has_more"] is True  # no match within the page's reads: go on
+    assert len(queries) == search.MAX_READS and sum(queries) == 5 * search.MAX_READS
+
+
+def test_reindex_builds_search_rows_for_contacts_written_before_them_a_chunk_at_a_time(api: Api):
+    made = [create(api, name=f"Old Timer {n}", company="Legacy Works")["id"] for n in range(30)]
+    store = get_store()
+    for row in store.query_all(f"ORG#{api.org_id}", sk_prefix="CSRCH#"):  # as before the search rows existed
+        store.delete({"PK": row["PK"], "SK": row["SK"]})
+    store.put({"PK": f"ORG#{api.org_id}", "SK": f"CNAME#old timer 0#{made[0]}", "contact_id": made[0]})
+    assert _found(api, "legacy") == []
+    chunks, checkpoint = 0, None
+    while True:
+        checkpoint = search.reindex_chunk(store, api.org_id, checkpoint)
+        chunks += 1
+        if checkpoint is None:
+            break
+    assert chunks == 2  # 30 contacts, 25 a chunk
+    assert sorted(_found(api, "legacy")) == sorted(made) and len(_found(api, "timer")) == 30
+    assert store.query_all(f"ORG#{api.org_id}", sk_prefix="CNAME#") == []
+    search.reindex_chunk(store, api.org_id, None)  # a chunk run twice changes nothing
+    assert len(_found(api, "legacy")) == 30

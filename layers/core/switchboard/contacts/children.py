@@ -8,7 +8,7 @@ from switchboard import clock
 from switchboard.api.auth import AuthContext
 from switchboard.api.pagination import decode_cursor, encode_cursor, query_fingerprint
 from switchboard.audit import audit_put
-from switchboard.contacts import models
+from switchboard.contacts import models, search
 from switchboard.contacts import repository as repo
 from switchboard.contacts.counter import count_op
 from switchboard.contacts.identifiers import Identifier
@@ -469,8 +469,7 @@ def merge(store: Store, auth: AuthContext, target_id: str, body: models.MergeReq
         )
     )
     final.append(count_op(org, -1))  # the source contact item goes
-    if source.get("name"):
-        final.append(Delete(key=repo.name_index_key(org, source["name"], source["id"])))
+    final += search.index_ops(org, source, None)
     final.append(
         audit_put(
             auth,

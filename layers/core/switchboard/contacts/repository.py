@@ -6,7 +6,7 @@ CONTACT#<id>#TAG#<tag_id>          assigned tags        CTAG#<tag_id>#<contact_i
 CONTACT#<id>#CONSENT#<channel>     current consent      CONTACT#<id>#CONSENTLOG#<ulid>  history
 CONTACT#<id>#SUPP#<channel>        suppressions
 IDENT#<space>#<value>              identity sentinel → contact_id (uniqueness per organization)
-CNAME#<lower name>#<contact_id>    name prefix search
+CSRCH#<token>#<contact_id>         search rows (switchboard.contacts.search)
 TAG#<tag_id> / TAGNAME#<lower>     tag catalogue and its unique names
 """
 
@@ -33,10 +33,6 @@ def child_key(org_id: str, contact_id: str, kind: str, child: str) -> dict[str, 
 
 def sentinel_key(org_id: str, sentinel_sk: str) -> dict[str, str]:
     return keys.key(keys.org_pk(org_id), sentinel_sk)
-
-
-def name_index_key(org_id: str, name: str, contact_id: str) -> dict[str, str]:
-    return keys.key(keys.org_pk(org_id), f"CNAME#{name.strip().lower()[:100]}#{contact_id}")
 
 
 def tag_key(org_id: str, tag_id: str) -> dict[str, str]:

@@ -15,6 +15,7 @@ from switchboard.api.auth import AuthContext
 from switchboard.api.pagination import decode_cursor, encode_cursor, query_fingerprint
 from switchboard.audit import audit_put
 from switchboard.contacts import repository as repo
+from switchboard.contacts import search
 from switchboard.contacts.counter import count_op
 from switchboard.contacts.identifiers import Identifier, normalize, normalize_phone, sentinel_sk
 from switchboard.errors import Conflict, NotFound
@@ -115,7 +116,15 @@ def list_contacts(
     fingerprint = query_fingerprint("contacts", params)
     start = decode_cursor(cursor, org, fingerprint)
     if q:
-        items, last = _search(store, org, q.strip(), limit, start)
+        tag_name = _find_tag(store, org, tag)["name"] if tag else None
+        items, last = search.search(
+            store,
+            org,
+            q,
+            limit,
+            start,
+            keep=lambda c: _matches(c, lifecycle_stage, updated_since) and (not tag_name or tag_name in c["tags"]),
+        )
     elif tag:
         items, last = _by_tag(store, org, tag, limit, start)
     else:
@@ -137,33 +146,6 @@ def _by_tag(store: Store, org: str, tag_ref: str, limit: int, start: dict | None
     contacts = store.batch_get([repo.contact_key(org, r["contact_id"]) for r in page.items])
     order = {r["contact_id"]: n for n, r in enumerate(page.items)}
     return sorted(contacts, key=lambda c: order[c["id"]]), page.last_key
-
-
-def _search(store: Store, org: str, q: str, limit: int, start: dict | None) -> tuple[list[Item], dict | None]:
-    """Prefix search over names, e-mail and phone identities; a page is `limit` matches in (kind, key) order."""
-    prefixes = [f"CNAME#{q.lower()}", f"IDENT#email#{q.lower()}"]
-    digits = "".join(ch for ch in q if ch.isdigit())
-    if digits:
-        prefixes.append(f"IDENT#phone#{digits.removeprefix('00')}")
-    after = (start or {}).get("SK", "")
-    ids: list[str] = []
-    last_sk = ""
-    for prefix in sorted(prefixes):
-        for row in store.query_all(f"ORG#{org}", sk_prefix=prefix):
-            if row["SK"] <= after:
-                continue
-            if row["contact_id"] not in ids:
-                ids.append(row["contact_id"])
-                last_sk = row["SK"]
-            if len(ids) > limit:
-                break
-        if len(ids) > limit:
-            break
-    more = len(ids) > limit
-    ids = ids[:limit]
-    contacts = {c["id"]: c for c in store.batch_get([repo.contact_key(org, i) for i in ids])}
-    last = {"PK": f"ORG#{org}", "SK": last_sk} if more else None
-    return [contacts[i] for i in ids if i in contacts], last
 
 
 # Create or upsert -------------------------------------------------------------------------------------------------
@@ -347,7 +329,7 @@ def _create(store: Store, auth: AuthContext, fields: Item, idents: list) -> Item
 
 
 def creation_ops(auth: AuthContext, fields: Item, idents: list) -> tuple[Item, list[TxOp]]:
-    """The new contact and the operations that create it (item, identity sentinels, name index, the organization's
+    """The new contact and the operations that create it (item, identity sentinels, search rows, the organization's
     contact counter, event) uncommitted: the caller transacts them, alone or with others (a contacts import commits
     a batch of rows at once, with `counter.merge_count_ops`). `fields` are the body's profile fields and attributes
     (`_fields_of`)."""
@@ -372,16 +354,7 @@ def creation_ops(auth: AuthContext, fields: Item, idents: list) -> tuple[Item, l
     item |= repo.index_attributes(org, item)
     ops: list[TxOp] = [Put(item=item, condition="attribute_not_exists(PK)")]
     ops += [_sentinel_put(org, contact_id, i, ch, now) for i, ch in idents]
-    if item.get("name"):
-        ops.append(
-            Put(
-                item={
-                    **repo.name_index_key(org, item["name"], contact_id),
-                    "entity": "ContactName",
-                    "contact_id": contact_id,
-                }
-            )
-        )
+    ops += search.index_ops(org, None, item)
     ops.append(count_op(org, 1))
     ops.append(_event(org, item, ["created"], "created"))
     return item, ops
@@ -428,19 +401,7 @@ def write_ops(
             error=Conflict("The contact was changed by another request; read it again."),
         )
     ]
-    if old.get("name") != new.get("name"):
-        if old.get("name"):
-            ops.append(Delete(key=repo.name_index_key(org, old["name"], old["id"])))
-        if new.get("name"):
-            ops.append(
-                Put(
-                    item={
-                        **repo.name_index_key(org, new["name"], new["id"]),
-                        "entity": "ContactName",
-                        "contact_id": new["id"],
-                    }
-                )
-            )
+    ops += search.index_ops(org, old, new)
     ops += extra
     if changes:
         ops.append(_event(org, new, changes, action))
@@ -536,8 +497,7 @@ def delete(store: Store, auth: AuthContext, contact_id: str) -> None:
     for ident in item.get("identities", []):
         sk = Identifier(ident["type"], ident["value"], ident.get("source")).sentinel_sk
         first.append(Delete(key=repo.sentinel_key(org, sk)))
-    if item.get("name"):
-        first.append(Delete(key=repo.name_index_key(org, item["name"], contact_id)))
+    first += search.index_ops(org, item, None)
     first.append(count_op(org, -1))
     first.append(audit_put(auth, "contact.deleted", "contact", contact_id, before={"name": item.get("name")}))
     store.transact(first)
