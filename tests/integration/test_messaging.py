@@ -299,3 +299,31 @@ def test_channel_contacts_come_a_page_at_a_time_with_a_cursor_bound_to_the_chann
     api.assert_error(
         api.get(f"/v1/channels/{other['id']}/contacts", params={"cursor": first}), 400, "validation_failed"
     )
+
+
+def test_channel_log_and_block_rows_live_apart_from_the_channels_and_older_rows_are_moved(api: Api, channel: dict):
+    from switchboard.messaging import channels
+
+    store = get_store()
+    blocked = api.post(f"/v1/channels/{channel['id']}/blocked-contacts", json={"phone": "+1 415 555 0199"})
+    assert blocked.status_code in (200, 201), blocked.text
+    rows = store.query_all(f"ORG#{api.org_id}", sk_prefix="CHANNEL#")
+    assert [r["entity"] for r in rows] == ["Channel"]  # listing channels reads no log or block row
+    assert store.query_all(f"ORG#{api.org_id}", sk_prefix=f"CHLOG#{channel['id']}#")
+    assert api.get(f"/v1/channels/{channel['id']}/blocked-contacts").json()["data"][0]["phone"] == "14155550199"
+
+    # Rows written under the channel's own prefix before: moved by the resumable chunk, then read as usual.
+    pk = f"ORG#{api.org_id}"
+    store.put({"PK": pk, "SK": f"CHANNEL#{channel['id']}#BLOCK#14155550123", "entity": "ChannelBlock",
+               "phone": "14155550123", "blocked_at": "2026-01-01T00:00:00.000Z"})  # fmt: skip
+    store.put({"PK": pk, "SK": f"CHANNEL#{channel['id']}#LOG#01JD0000000000000000000000", "entity": "ChannelLog",
+               "id": "log_01jd0000000000000000000000", "event": "connected", "detail": {},
+               "created_at": "2026-01-01T00:00:00.000Z"})  # fmt: skip
+    checkpoint = channels.move_legacy_rows_chunk(store, api.org_id, None)
+    while checkpoint is not None:
+        checkpoint = channels.move_legacy_rows_chunk(store, api.org_id, checkpoint)
+    assert [r["entity"] for r in store.query_all(pk, sk_prefix="CHANNEL#")] == ["Channel"]
+    phones = {b["phone"] for b in api.get(f"/v1/channels/{channel['id']}/blocked-contacts").json()["data"]}
+    assert phones == {"14155550199", "14155550123"}
+    events = [e["event"] for e in api.get(f"/v1/channels/{channel['id']}/logs", params={"limit": 100}).json()["data"]]
+    assert "connected" in events and events.count("connected") >= 2

@@ -278,9 +278,7 @@ def resolve_chat(store: Store, auth: AuthContext, chat_id: str, channel_id: str 
     from switchboard.catalog.chats import contact_for_chat
 
     contact_id = contact_for_chat(store, org, chat_id)
-    channel_ids = [
-        i["id"] for i in store.query_all(keys.org_pk(org), sk_prefix="CHANNEL#") if i.get("entity") == "Channel"
-    ]
+    channel_ids = [c["id"] for c in channels.all_items(store, org)]
     pointers = store.batch_get([conversations.pair_key(org, ch, contact_id) for ch in channel_ids])
     if not pointers:
         raise NotFound("No conversation with this chat.")

@@ -384,8 +384,7 @@ def _apply_provider_blocks(store: Store, auth: AuthContext, contact: Item, block
     numbers = {i["value"] for i in contact.get("identities", []) if Identifier(i["type"], i["value"]).space == "phone"}
     if not numbers:
         return
-    rows = store.query_all(f"ORG#{auth.org_id}", sk_prefix="CHANNEL#")
-    for channel in (r for r in rows if r.get("entity") == "Channel" and r.get("status") == "connected"):
+    for channel in (c for c in channels.all_items(store, auth.org_id) if c.get("status") == "connected"):
         adapter = provider_for(channel)
         if "block" not in adapter.capabilities():
             continue
@@ -395,7 +394,7 @@ def _apply_provider_blocks(store: Store, auth: AuthContext, contact: Item, block
                 adapter.block(phone, blocked)
             except (ProviderUnavailable, ProviderRejected) as err:
                 outcome["error"] = str(err)
-            key = {"PK": f"ORG#{auth.org_id}", "SK": f"CHANNEL#{channel['id']}#BLOCK#{phone}"}
+            key = channels.block_key(auth.org_id, channel["id"], phone)
             if "error" not in outcome:
                 if blocked:
                     store.put({**key, "entity": "ChannelBlock", "phone": phone, "blocked_at": clock.now_iso()})

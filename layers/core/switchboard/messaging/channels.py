@@ -27,6 +27,21 @@ def channel_key(org: str, channel_id: str) -> dict[str, str]:
     return keys.key(keys.org_pk(org), f"CHANNEL#{channel_id}")
 
 
+def log_prefix(channel_id: str) -> str:
+    """A channel's log rows: their own prefix, so that reading the organization's channels never reads them."""
+    return f"CHLOG#{channel_id}#"
+
+
+def block_key(org: str, channel_id: str, phone: str) -> dict[str, str]:
+    """A number blocked on a channel (its own prefix, like the log)."""
+    return keys.key(keys.org_pk(org), f"CHBLOCK#{channel_id}#{phone}")
+
+
+def all_items(store: Store, org: str) -> list[Item]:
+    """Every channel item of the organization (one Query of `CHANNEL#`, which holds nothing else)."""
+    return [i for i in store.query_all(keys.org_pk(org), sk_prefix="CHANNEL#") if i.get("entity") == "Channel"]
+
+
 def pointer_key(channel_id: str) -> dict[str, str]:
     """Global: channel id → organization, for provider callbacks that arrive before any credential."""
     return keys.key(f"CHANNEL#{channel_id}", "CHANNEL")
@@ -57,7 +72,7 @@ def log_entry(org: str, channel_id: str, event: str, detail: dict[str, Any] | No
     return Put(
         item={
             "PK": keys.org_pk(org),
-            "SK": f"CHANNEL#{channel_id}#LOG#{ulid}",
+            "SK": f"{log_prefix(channel_id)}{ulid}",
             "entity": "ChannelLog",
             "id": f"log_{ulid.lower()}",
             "event": event,
@@ -107,7 +122,7 @@ def create(store: Store, auth: AuthContext, body: models.ChannelCreate) -> model
 
 
 def list_channels(store: Store, auth: AuthContext, limit: int, offset: int) -> tuple[list[models.Channel], int]:
-    items = [i for i in store.query_all(keys.org_pk(auth.org_id), sk_prefix="CHANNEL#") if i.get("entity") == "Channel"]
+    items = all_items(store, auth.org_id)
     items.sort(key=lambda i: i["created_at"])
     return [view(i) for i in items[offset : offset + limit]], len(items)
 
@@ -252,7 +267,7 @@ def logs(
     fingerprint = query_fingerprint(f"channel-logs:{channel_id}", {})
     page = store.query(
         keys.org_pk(org),
-        sk_prefix=f"CHANNEL#{channel_id}#LOG#",
+        sk_prefix=log_prefix(channel_id),
         forward=False,
         limit=limit,
         start_key=decode_cursor(cursor, org, fingerprint),
@@ -298,3 +313,26 @@ def account_document(
         metadata = {**(item.get("metadata") or {}), name: result}
         _save(store, auth, item, {"metadata": metadata}, "settings_changed", {"document": name})
     return result
+
+
+MOVE_CHUNK = 100
+
+
+def move_legacy_rows_chunk(store: Store, org: str, start: dict[str, Any] | None) -> dict[str, Any] | None:
+    """One resumable chunk of moving log and block rows written under `CHANNEL#<id>#LOG#` / `#BLOCK#` (before they
+    had their own prefixes) to `CHLOG#` / `CHBLOCK#`: a page of `CHANNEL#`, each such row put under its new key and
+    deleted from the old one in one transaction (a chunk run twice moves nothing twice). The checkpoint to continue
+    from, None when done."""
+    page = store.query(keys.org_pk(org), sk_prefix="CHANNEL#", limit=MOVE_CHUNK, start_key=start)
+    for row in page.items:
+        if row.get("entity") not in ("ChannelLog", "ChannelBlock"):
+            continue
+        channel_id, kind, rest = row["SK"].removeprefix("CHANNEL#").split("#", 2)
+        new_sk = f"{log_prefix(channel_id)}{rest}" if kind == "LOG" else block_key(org, channel_id, rest)["SK"]
+        store.transact(
+            [
+                Put(item={**row, "SK": new_sk}),
+                Delete(key={"PK": row["PK"], "SK": row["SK"]}),
+            ]
+        )
+    return page.last_key

@@ -218,7 +218,7 @@ def blocked_on_channel(store: Store, auth: AuthContext, channel_id: str) -> list
     from switchboard.messaging.models import BlockedOnChannel
 
     channels.get_item(store, auth.org_id, channel_id)
-    rows = store.query_all(keys.org_pk(auth.org_id), sk_prefix=f"CHANNEL#{channel_id}#BLOCK#")
+    rows = store.query_all(keys.org_pk(auth.org_id), sk_prefix=channels.block_key(auth.org_id, channel_id, "")["SK"])
     return [BlockedOnChannel.model_validate(r) for r in rows]
 
 
@@ -226,7 +226,7 @@ def block_on_channel(store: Store, auth: AuthContext, channel_id: str, body: Any
     _, adapter = channels.provider(store, auth, channel_id)
     phone = normalize_phone(body.phone, "body.phone")
     adapter.block(phone, body.blocked)
-    key = keys.key(keys.org_pk(auth.org_id), f"CHANNEL#{channel_id}#BLOCK#{phone}")
+    key = channels.block_key(auth.org_id, channel_id, phone)
     if body.blocked:
         store.put({**key, "entity": "ChannelBlock", "phone": phone, "blocked_at": clock.now_iso()})
     else:
