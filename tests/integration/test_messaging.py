@@ -327,3 +327,43 @@ def test_channel_log_and_block_rows_live_apart_from_the_channels_and_older_rows_
     assert phones == {"14155550199", "14155550123"}
     events = [e["event"] for e in api.get(f"/v1/channels/{channel['id']}/logs", params={"limit": 100}).json()["data"]]
     assert "connected" in events and events.count("connected") >= 2
+
+
+def test_an_assignee_filter_reads_that_assignees_list_and_older_conversations_are_reindexed(
+    api: Api, channel: dict, monkeypatch: pytest.MonkeyPatch
+):
+    from switchboard.messaging import conversations
+    from switchboard.store import Store
+
+    convs = [messages.get_item(get_store(), api.org_id, _send(api, channel, to=f"+1415555{3200 + n}")["id"])
+             ["conversation_id"] for n in range(30)]  # fmt: skip
+    owner_id = api.get("/v1/members").json()["data"][0]["user_id"]
+    mine = convs[3]
+    assert api.post(f"/v1/conversations/{mine}/assign", json={"user_id": owner_id}).status_code == 200
+
+    read: list[int] = []
+    real = Store.query
+
+    def counting(self: Store, pk: str, **kwargs):
+        page = real(self, pk, **kwargs)
+        read.append(len(page.items))
+        return page
+
+    monkeypatch.setattr(Store, "query", counting)
+    assert [c["id"] for c in api.get("/v1/conversations", params={"assignee": owner_id}).json()["data"]] == [mine]
+    assert sum(read) == 1  # one row read, not the 30 conversations
+    read.clear()
+    unassigned = api.get("/v1/conversations", params={"assignee": "none", "limit": 100}).json()["data"]
+    assert {c["id"] for c in unassigned} == set(convs) - {mine} and sum(read) == 29
+    monkeypatch.undo()
+
+    # Conversations written before the assignee list exist only in the organization's list until reindexed.
+    store = get_store()
+    for conv_id in convs:
+        store.update(conversations.conv_key(api.org_id, conv_id), "REMOVE GSI2PK, GSI2SK", return_values="NONE")
+    assert api.get("/v1/conversations", params={"assignee": "none"}).json()["data"] == []
+    checkpoint = conversations.reindex_chunk(store, api.org_id, None)
+    while checkpoint is not None:
+        checkpoint = conversations.reindex_chunk(store, api.org_id, checkpoint)
+    assert [c["id"] for c in api.get("/v1/conversations", params={"assignee": owner_id}).json()["data"]] == [mine]
+    assert len(api.get("/v1/conversations", params={"assignee": "none", "limit": 100}).json()["data"]) == 29

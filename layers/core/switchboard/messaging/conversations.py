@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 from datetime import timedelta
 from typing import Any
 
@@ -75,9 +76,8 @@ def get_or_create(store: Store, org: str, channel_id: str, contact_id: str, poin
             "created_at": now,
             "updated_at": now,
             "version": 1,
-            "GSI1PK": list_pk(org),
-            "GSI1SK": f"{now}#{conv_id}",
         }
+        item |= index_attributes(org, item, now)
         try:
             store.transact(
                 [
@@ -98,13 +98,47 @@ def get_or_create(store: Store, org: str, channel_id: str, contact_id: str, poin
     raise Conflict("The conversation was created concurrently; retry.")
 
 
+def assignee_pk(org: str, assignee_id: str) -> str:
+    """A conversation's list by assignee (a user's or a team's id, or `none`), on GSI2."""
+    return f"ORG#{org}#CONVS#A#{assignee_id}"
+
+
+def index_attributes(org: str, conv: Item, last_at: str) -> Item:
+    """Both lists of a conversation, newest activity first: the organization's (GSI1) and its assignee's (GSI2)."""
+    order = f"{last_at}#{conv['id']}"
+    assignee = (conv.get("assignee") or {}).get("id") or "none"
+    return {"GSI1PK": list_pk(org), "GSI1SK": order, "GSI2PK": assignee_pk(org, assignee), "GSI2SK": order}
+
+
+REINDEX_CHUNK = 100
+
+
+def reindex_chunk(store: Store, org: str, start: dict[str, Any] | None) -> dict[str, Any] | None:
+    """One resumable chunk of giving conversations written before the assignee list their GSI2 keys: a page of the
+    organization's list (GSI1), one conditional UpdateItem per conversation that lacks them. The checkpoint to
+    continue from, None when done."""
+    page = store.query(list_pk(org), index="GSI1", limit=REINDEX_CHUNK, start_key=start)
+    for conv in page.items:
+        if conv.get("GSI2PK"):
+            continue
+        attrs = index_attributes(org, conv, str(conv["GSI1SK"]).rsplit("#", 1)[0])
+        with contextlib.suppress(Conflict):  # changed meanwhile: that write gave it its keys
+            store.update(
+                conv_key(org, conv["id"]),
+                "SET GSI2PK = :pk, GSI2SK = :sk",
+                condition="attribute_exists(PK) AND attribute_not_exists(GSI2PK)",
+                values={":pk": attrs["GSI2PK"], ":sk": attrs["GSI2SK"]},
+                return_values="NONE",
+            )
+    return page.last_key
+
+
 def touch_ops(org: str, conv: Item, *, at: str, preview: str, inbound: bool) -> list[TxOp]:
     """The conversation's side of a new message: last message, unread count, reopened when closed."""
     changes: Item = {
         "last_message_at": at,
         "last_message_preview": preview[:120],
         "updated_at": at,
-        "GSI1SK": f"{at}#{conv['id']}",
     }
     if inbound:
         changes |= {
@@ -114,6 +148,7 @@ def touch_ops(org: str, conv: Item, *, at: str, preview: str, inbound: bool) -> 
             "archived": False,
         }
     new = {**conv, **changes, "version": int(conv.get("version", 1)) + 1}
+    new |= index_attributes(org, new, at)
     return [
         Put(
             item=new,
@@ -151,9 +186,9 @@ def list_conversations(
             and (unread is None or (int(i.get("unread_count", 0)) > 0) == unread)
         )
 
-    items, nxt = cursor_page(
-        store, org, fingerprint, cursor, pk=list_pk(org), limit=limit, index="GSI1", forward=False, keep=keep
-    )
+    # An assignee filter reads that assignee's own list (GSI2), however rare its conversations are.
+    index, pk = ("GSI2", assignee_pk(org, assignee)) if assignee else ("GSI1", list_pk(org))
+    items, nxt = cursor_page(store, org, fingerprint, cursor, pk=pk, limit=limit, index=index, forward=False, keep=keep)
     return [view(i) for i in items], nxt
 
 
@@ -184,6 +219,7 @@ def _change(store: Store, auth: AuthContext, conv_id: str, changes: Item) -> mod
     if not changed:
         return view(item)
     new = {**item, **changed, "updated_at": clock.now_iso(), "version": int(item.get("version", 1)) + 1}
+    new |= index_attributes(org, new, str(item["GSI1SK"]).rsplit("#", 1)[0])
     store.transact(
         [
             Put(
