@@ -327,8 +327,11 @@ def test_users_area(api: Api):
     assert api.delete(f"/v1/users/me/blocks/{other_id}", headers=s).status_code == 204
     assert api.get("/v1/users/me/blocks", headers=s).json()["data"] == []
     assert api.get("/v1/users/me/contacts", headers=s).json()["data"] == []
+    # Lookup by e-mail sees the caller's organization only: lee has an account but is no member of it.
     found = api.post("/v1/users/lookup/info", json={"email": other_email}, headers=api.owner_headers).json()["data"]
-    assert found == {"exists": True, "user_id": other_id, "name": "", "image": ""}
+    assert found == {"exists": False, "user_id": None, "name": None, "image": None}
+    owner = api.post("/v1/users/lookup/info", json={"email": "owner@example.com"}, headers=api.owner_headers)
+    assert owner.json()["data"]["exists"] is True and owner.json()["data"]["user_id"] == api.boot.user_id
     nobody = api.post("/v1/users/lookup/check", json={"email": "none@example.com"}, headers=api.owner_headers)
     assert nobody.json()["data"] == {"exists": False}
     api.assert_error(
