@@ -7,6 +7,7 @@ validation, auth context, serialisation, store code) — exactly what differs be
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import json
 import os
 import statistics
@@ -91,7 +92,11 @@ class FakeDynamoDB:
 
     def update_item(self, **kw: Any) -> dict[str, Any]:
         self._seen("UpdateItem", kw)
-        return {"Attributes": {"hits": {"N": "1"}}}
+        attributes = {"hits": {"N": "1"}}
+        part = (kw.get("ExpressionAttributeNames") or {}).get("#part")
+        if part:  # a credential's share of its organization's window (`Store.add_hits_with_part`)
+            attributes[part] = {"N": "1"}
+        return {"Attributes": attributes}
 
     def put_item(self, **kw: Any) -> dict[str, Any]:
         self._seen("PutItem", kw)
@@ -101,6 +106,9 @@ class FakeDynamoDB:
         """Accepted without applying: each benchmark request starts from the same state."""
         self._seen("TransactWriteItems", kw)
         return {}
+
+
+CREDENTIAL = "api_key:key_b"  # `api_event`'s credential, as the rate limiter names it
 
 
 def api_event(method: str, path: str, body: Any, org_id: str, role: str = "owner") -> dict[str, Any]:
@@ -264,14 +272,22 @@ def shape(calls: list[tuple[str, dict[str, Any]]]) -> list[Any]:
     return [(op, of(kw)) for op, kw in calls]
 
 
-def rate_limit_request(fake: FakeDynamoDB, rate_pk: str, epoch: int, window: int = 60) -> None:
-    """The rate limiter's request (`switchboard.ratelimit.hit`: one fixed window), as a floor writes it by hand."""
+def rate_limit_request(
+    fake: FakeDynamoDB, rate_pk: str, epoch: int, window: int = 60, credential: str | None = None
+) -> None:
+    """The rate limiter's request (`switchboard.ratelimit.hit`: one fixed window; with `credential`,
+    `hit_with_part`: the credential's share counted in the same item), as a floor writes it by hand."""
     start = epoch - epoch % window
+    names = {"#ttl": "ttl"}
+    expression = "ADD hits :n SET #ttl = if_not_exists(#ttl, :ttl)"
+    if credential:
+        names["#part"] = f"p_{hashlib.sha256(credential.encode()).hexdigest()[:16]}"
+        expression = "ADD hits :n, #part :n SET #ttl = if_not_exists(#ttl, :ttl)"
     fake.update_item(
         TableName="bench",
         Key={"PK": {"S": rate_pk}, "SK": {"S": str(start)}},
-        UpdateExpression="ADD hits :n SET #ttl = if_not_exists(#ttl, :ttl)",
+        UpdateExpression=expression,
         ReturnValues="UPDATED_NEW",
-        ExpressionAttributeNames={"#ttl": "ttl"},
+        ExpressionAttributeNames=names,
         ExpressionAttributeValues={":n": {"N": "1"}, ":ttl": {"N": str(start + window + 60)}},
     )

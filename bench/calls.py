@@ -20,7 +20,7 @@ from typing import Any
 AUTHORIZER = "AuthorizerFunction"
 # An API key: one GetItem of the key by its hash (the key item carries the organization and role).
 AUTHORIZER_MINIMUM = {"dynamodb.GetItem": 1}
-RATE = "dynamodb.UpdateItem"  # the per-organization rate limit: one UpdateItem on every authenticated request
+RATE = "dynamodb.UpdateItem"  # the organization's and credential's rate limit: one UpdateItem on every request
 
 
 @dataclass(frozen=True)

@@ -19,6 +19,7 @@ from aws_lambda_powertools.event_handler.openapi.params import Body
 from pydantic import BaseModel
 
 from bench._harness import (
+    CREDENTIAL,
     Ctx,
     FakeDynamoDB,
     across_processes,
@@ -117,7 +118,7 @@ def build_floor(fake: FakeDynamoDB) -> Any:
 
     @floor.post("/v1/contacts/resolve")
     def resolve(req: Annotated[Req, Body()]) -> dict:
-        rate_limit_request(fake, rate_pk, int(time.time()))
+        rate_limit_request(fake, rate_pk, int(time.time()), credential=CREDENTIAL)
         sentinels = []
         for ident in req.identifiers:
             value = "".join(c for c in ident.value if c.isdigit()) if ident.type == "phone" else ident.value.lower()

@@ -17,6 +17,7 @@ from aws_lambda_powertools.event_handler.openapi.params import Body
 from pydantic import BaseModel
 
 from bench._harness import (
+    CREDENTIAL,
     Ctx,
     FakeDynamoDB,
     across_processes,
@@ -128,7 +129,7 @@ def build_floor(fake: FakeDynamoDB) -> APIGatewayRestResolver:
         at = datetime.now(UTC)
         epoch = int(at.timestamp())
         now = at.isoformat(timespec="milliseconds").replace("+00:00", "Z")
-        rate_limit_request(fake, rate_pks[0], epoch)
+        rate_limit_request(fake, rate_pks[0], epoch, credential=CREDENTIAL)
         channel = deserialize(
             fake.get_item(TableName="bench", Key=key(f"CHANNEL#{req.channel_id}"), ConsistentRead=False)["Item"]
         )

@@ -15,18 +15,25 @@ What it emulates, from `template.yaml`:
 
 The local URL has no stage prefix (like a custom domain): `path` and `requestContext.path` are the request path.
 Local-only routes, served here and never deployed: `GET /_local/mail?to=` and `GET /docs` (Swagger UI).
+
+`requestContext.identity.sourceIp` is the socket peer, as API Gateway's is the TCP peer: a client's `X-Forwarded-For`
+is passed on (with the peer appended) but never believed, unless the peer is one of the trusted proxies named by
+`trusted_proxies` (`LOCAL_TRUSTED_PROXIES`: comma-separated addresses or networks, for tests that play a client
+behind a proxy); then the source is the nearest untrusted address of the header.
 """
 
 from __future__ import annotations
 
 import asyncio
 import base64
+import ipaddress
 import json
 import logging
+import os
 import re
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -346,8 +353,12 @@ class Gateway:
         mail_reader: Callable[[str | None], list[dict[str, Any]]] | None = None,
         integration_timeout: float = 29.0,
         max_body_bytes: int = MAX_BODY_BYTES,
+        trusted_proxies: Iterable[str] | None = None,
     ) -> None:
         self.template = template
+        if trusted_proxies is None:
+            trusted_proxies = os.environ.get("LOCAL_TRUSTED_PROXIES", "").split(",")
+        self.trusted_proxies = [ipaddress.ip_network(p.strip(), strict=False) for p in trusted_proxies if p.strip()]
         self.functions = functions
         self.executor = executor
         self.stage = stage
@@ -410,6 +421,24 @@ class Gateway:
                 break
         return b"".join(chunks)
 
+    def _trusted(self, address: str) -> bool:
+        try:
+            ip = ipaddress.ip_address(address)
+        except ValueError:
+            return False
+        return any(ip in network for network in self.trusted_proxies)
+
+    def _source_ip(self, peer: str, raw_headers: list[tuple[bytes, bytes]]) -> str:
+        """The socket peer; behind a trusted proxy, the nearest address of `X-Forwarded-For` that is not one."""
+        if not self.trusted_proxies or not self._trusted(peer):
+            return peer
+        forwarded = ",".join(v.decode("latin-1") for k, v in raw_headers if k.lower() == b"x-forwarded-for")
+        hops = [hop.strip() for hop in forwarded.split(",") if hop.strip()]
+        for hop in reversed(hops):
+            if not self._trusted(hop):
+                return hop
+        return hops[0] if hops else peer
+
     async def _handle(self, scope: dict[str, Any], receive: Callable[..., Any]) -> tuple[int, list[Any], bytes]:
         client = scope.get("client") or ("127.0.0.1", 0)
         server = scope.get("server") or ("127.0.0.1", 0)
@@ -418,7 +447,7 @@ class Gateway:
             path=scope["path"] or "/",
             headers=[(k.decode("latin-1"), v.decode("latin-1")) for k, v in scope["headers"]],
             query=parse_qsl(scope.get("query_string", b"").decode("latin-1"), keep_blank_values=True),
-            client_ip=str(client[0]),
+            client_ip=self._source_ip(str(client[0]), scope["headers"]),
             server_port=int(server[1] or 0),
             scheme=str(scope.get("scheme", "http")),
             body=b"",

@@ -30,6 +30,8 @@ log = logging.getLogger("local.stack")
 ROOT = Path(__file__).resolve().parent.parent
 OWNER_EMAIL = "owner@example.com"
 ORG_NAME = "Local Organization"
+# Every local client is 127.0.0.1: a per-IP budget of the pre-session auth routes sized for a developer's whole stack.
+LOCAL_LIMITS = {"AUTH_IP_LIMIT": "10000"}
 _AWS_ENV_DROPPED = ("AWS_PROFILE", "AWS_SESSION_TOKEN", "AWS_SECURITY_TOKEN", "AWS_DEFAULT_PROFILE")
 
 
@@ -215,6 +217,8 @@ class LocalStack:
                 merged.setdefault(name, value)
         merged.setdefault("POWERTOOLS_TRACE_DISABLED", "true")
         merged.setdefault("POWERTOOLS_METRICS_DISABLED", "true")
+        for name, value in LOCAL_LIMITS.items():  # unless the environment sets them
+            merged.setdefault(name, os.environ.get(name, value))
         commit = os.environ.get("GIT_COMMIT") or _git_commit()
         if commit:
             merged.setdefault("GIT_COMMIT", commit)
@@ -351,6 +355,9 @@ class LocalStack:
             lifespan="off",
             timeout_graceful_shutdown=3,
             timeout_keep_alive=30,
+            # The gateway takes the source IP from the socket peer (`LOCAL_TRUSTED_PROXIES` aside), as API Gateway
+            # does: uvicorn must not rewrite the peer from a client's X-Forwarded-For.
+            proxy_headers=False,
         )
         self._server = uvicorn.Server(config)
         self._server_thread = threading.Thread(

@@ -25,6 +25,12 @@ TEST_ENV = {
     "POWERTOOLS_METRICS_NAMESPACE": "Switchboard",
     "POWERTOOLS_TRACE_DISABLED": "true",
     "POWERTOOLS_LOG_LEVEL": "WARNING",
+    # Every suite's requests come from one client address and reuse a few e-mails: per-IP and per-e-mail budgets
+    # sized for that (the tests of the limits lower them).
+    "AUTH_IP_LIMIT": "100000",
+    "AUTH_EMAIL_LIMIT": "1000",
+    "ORGANIZATIONS_PER_USER_PER_DAY": "1000",
+    "PORTAL_FAILURES_PER_IP": "1000",
 }
 for _k, _v in TEST_ENV.items():
     os.environ[_k] = _v

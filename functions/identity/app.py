@@ -54,26 +54,26 @@ AUTH = ["auth"]
 @app.post("/v1/auth/email-verification/request", middlewares=authenticated(), tags=AUTH, status_code=202)
 def request_email_verification(body: Annotated[models.EmailOnly, Body()]) -> Data[models.Accepted]:
     """E-mails a 6-digit one-time code (10 minutes, 5 tries) to verify the address before registration."""
-    accounts.request_email_verification(get_store(), mail.get_mail_sender(), body.email)
+    accounts.request_email_verification(get_store(), mail.get_mail_sender(), body.email, ip=source_ip(app))
     return Data(data=models.Accepted())
 
 
 @app.post("/v1/auth/email-verification/confirm", middlewares=authenticated(), tags=AUTH)
 def confirm_email_verification(body: Annotated[models.EmailCode, Body()]) -> Data[models.Accepted]:
-    accounts.confirm_email(get_store(), body.email, body.otp_code)
+    accounts.confirm_email(get_store(), body.email, body.otp_code, ip=source_ip(app))
     return Data(data=models.Accepted())
 
 
 @app.post("/v1/auth/register", middlewares=authenticated(), tags=AUTH, status_code=201)
 def register(body: Annotated[models.Register, Body()]) -> Data[models.User]:
     """Registers a user whose e-mail was verified with `email-verification/confirm`."""
-    return Data(data=accounts.register(get_store(), body))
+    return Data(data=accounts.register(get_store(), body, ip=source_ip(app)))
 
 
 @app.post("/v1/auth/register/verify", middlewares=authenticated(), tags=AUTH, status_code=201)
 def register_verify(body: Annotated[models.RegisterVerify, Body()]) -> Data[models.User]:
     """Verifies the one-time code and registers in one step."""
-    return Data(data=accounts.register_verify(get_store(), body))
+    return Data(data=accounts.register_verify(get_store(), body, ip=source_ip(app)))
 
 
 @app.post("/v1/auth/login", middlewares=authenticated(), tags=AUTH)
@@ -90,14 +90,14 @@ def logout() -> None:
 @app.post("/v1/auth/password/reset", middlewares=authenticated(), tags=AUTH, status_code=202)
 def password_reset(body: Annotated[models.EmailOnly, Body()]) -> Data[models.Accepted]:
     """E-mails a reset code when the address has an account; the answer is the same either way."""
-    accounts.request_password_reset(get_store(), mail.get_mail_sender(), body.email)
+    accounts.request_password_reset(get_store(), mail.get_mail_sender(), body.email, ip=source_ip(app))
     return Data(data=models.Accepted())
 
 
 @app.post("/v1/auth/password/confirm", middlewares=authenticated(), tags=AUTH)
 def password_confirm(body: Annotated[models.PasswordConfirm, Body()]) -> Data[SessionsEnded]:
     """Sets the new password; every session of the user ends."""
-    ended = accounts.confirm_password_reset(get_store(), body)
+    ended = accounts.confirm_password_reset(get_store(), body, ip=source_ip(app))
     return Data(data=SessionsEnded(password_reset=True, sessions_ended=ended))
 
 

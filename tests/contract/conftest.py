@@ -264,8 +264,11 @@ def error_envelope(ctx: CheckContext, response: Response, case: Case) -> bool | 
 
 @pytest.fixture(scope="module")  # stopped once the contract tests are done, not kept for the whole session
 def contract_stack() -> Iterator[Stack]:
-    # The per-organization request budget would turn most of the run into 429s; the limiter is not under test here.
-    stack = _start_local_stack(extra_env={"RATE_LIMIT_PER_MINUTE": "1000000"})
+    # The per-organization and per-credential request budgets would turn most of the run into 429s; the limiter is
+    # not under test here.
+    stack = _start_local_stack(
+        extra_env={"RATE_LIMIT_PER_MINUTE": "1000000", "RATE_LIMIT_CREDENTIAL_PER_MINUTE": "1000000"}
+    )
     try:
         yield stack
     finally:

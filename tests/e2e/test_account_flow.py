@@ -215,7 +215,8 @@ def test_account_flow_refusals(local_only: Stack):
             == 201
         )
 
-        # an e-mail already registered → 409 conflict (both routes, any letter case)
+        # an e-mail already registered → 409 conflict after a verified code (both routes, any letter case); without
+        # one, 400 email_not_verified as for an e-mail without an account
         assert platform.post("/v1/auth/email-verification/request", json={"email": carol}).status_code == 202
         again = latest_code(local_only, carol)
         assert_error(
@@ -225,7 +226,12 @@ def test_account_flow_refusals(local_only: Stack):
             409,
             "conflict",
         )
-        assert_error(platform.post("/v1/auth/register", json={"email": carol, "password": carol_pw}), 409, "conflict")
+        plain = {"email": carol, "password": carol_pw}
+        assert_error(platform.post("/v1/auth/register", json=plain), 400, "email_not_verified")
+        assert platform.post("/v1/auth/email-verification/request", json={"email": carol}).status_code == 202
+        confirm = {"email": carol, "otp_code": latest_code(local_only, carol)}
+        assert platform.post("/v1/auth/email-verification/confirm", json=confirm).status_code == 200
+        assert_error(platform.post("/v1/auth/register", json=plain), 409, "conflict")
 
         # wrong credentials → 401 in the envelope, the same for an unknown e-mail
         assert_error(

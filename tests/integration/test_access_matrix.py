@@ -202,6 +202,7 @@ def roomy_rate_limit(monkeypatch):
     """The matrix sends several requests per route and role in one minute; the per-organization budget is not what
     is under test here, so it is raised for this test only (the route count keeps growing)."""
     monkeypatch.setenv("RATE_LIMIT_PER_MINUTE", "1000000")
+    monkeypatch.setenv("RATE_LIMIT_CREDENTIAL_PER_MINUTE", "1000000")
     reset_settings()
     yield
     reset_settings()

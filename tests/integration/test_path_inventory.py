@@ -128,6 +128,7 @@ def roomy_rate_limit(monkeypatch):
     from switchboard.config import reset_settings
 
     monkeypatch.setenv("RATE_LIMIT_PER_MINUTE", "1000000")
+    monkeypatch.setenv("RATE_LIMIT_CREDENTIAL_PER_MINUTE", "1000000")
     reset_settings()
     yield
     reset_settings()

@@ -328,9 +328,15 @@ def _run_with_local_stack(args: argparse.Namespace) -> dict[str, Any]:
         _stop_local_stack(stack)
 
 
-# The per-organization request budget (1200/min by default) would answer the run with 429s; the limiter's own work
-# (one conditional update per request) still runs. Request logging off: the stack writes one line per request.
-LOAD_STACK_ENV = {"RATE_LIMIT_PER_MINUTE": "100000000", "LOCAL_LOG_LEVEL": "WARNING", "POWERTOOLS_LOG_LEVEL": "WARNING"}
+# The per-organization and per-credential request budgets (1200 and 600/min by default) would answer the run with
+# 429s; the limiter's own work (one conditional update per request) still runs. Request logging off: the stack
+# writes one line per request.
+LOAD_STACK_ENV = {
+    "RATE_LIMIT_PER_MINUTE": "100000000",
+    "RATE_LIMIT_CREDENTIAL_PER_MINUTE": "100000000",
+    "LOCAL_LOG_LEVEL": "WARNING",
+    "POWERTOOLS_LOG_LEVEL": "WARNING",
+}
 
 
 if __name__ == "__main__":

@@ -38,6 +38,18 @@ class Settings(BaseModel):
     # shortens them, together with its compressed clock (LOCAL_TIME_SCALE).
     webhook_timeout_seconds: float = Field(default=15.0, gt=0, le=15)
     rate_limit_per_minute: int = Field(default=1200, ge=1)
+    # Every caller's limits (CONVENTIONS "Tenant safety"), set per stage through these variables; the test and local
+    # stacks raise the per-IP and per-e-mail ones, which their suites share one address for.
+    rate_limit_credential_per_minute: int = Field(default=600, ge=1)  # per API key or session
+    auth_ip_limit: int = Field(default=60, ge=1)  # pre-session auth requests per client IP per auth window
+    auth_email_limit: int = Field(default=20, ge=1)  # pre-session auth requests per e-mail per auth window
+    auth_window_seconds: int = Field(default=15 * 60, ge=1)
+    login_failures_before_delay: int = Field(default=5, ge=1)  # per (e-mail, client IP)
+    login_delay_base_seconds: int = Field(default=2, ge=1)  # doubled on every further failure
+    login_delay_max_seconds: int = Field(default=15 * 60, ge=1)
+    organizations_per_user_per_day: int = Field(default=10, ge=1)
+    callbacks_per_channel_per_minute: int = Field(default=1200, ge=1)
+    portal_failures_per_ip: int = Field(default=20, ge=1)  # wrong portal tokens per client IP per auth window
     git_commit: str = "unknown"
     # Business-account onboarding (/v1/waba): the Graph API base URL and the platform's Meta app (a flow may bring
     # its own app id and secret instead; see switchboard/waba).

@@ -72,18 +72,32 @@ def error_response(app: Any, status: int, code: str, message: str, details: list
 
 
 def _rate_limit(app: Any) -> dict[str, str] | None:
-    """Count the request against its organization's budget (fixed one-minute window): the `RateLimit-*` headers
-    every response carries (kept in the context for error responses too), or 429 once the budget is spent."""
+    """Count the request against its organization's budget and its credential's (API key or session) share of it,
+    in one item and one UpdateItem (fixed one-minute window); a credential without an organization (a session
+    before its first organization) against its own budget. The `RateLimit-*` headers every response carries (the
+    tighter budget; kept in the context for error responses too), or 429 once a budget is spent."""
     auth = current_auth_optional(app)
-    if auth is None or not auth.organization_id:
+    if auth is None:
         return None
-    limit = get_settings().rate_limit_per_minute
+    settings = get_settings()
+    org_limit, own_limit = settings.rate_limit_per_minute, settings.rate_limit_credential_per_minute
+    credential = f"{auth.principal_type}:{auth.credential_id or auth.principal_id}"
     try:
-        window = ratelimit.hit(get_store(), f"api:{auth.organization_id}", limit=limit, window_seconds=60)
+        if auth.organization_id:
+            window = ratelimit.hit_with_part(
+                get_store(),
+                f"api:{auth.organization_id}",
+                credential,
+                limit=org_limit,
+                part_limit=own_limit,
+                window_seconds=60,
+            )
+        else:
+            window = ratelimit.hit(get_store(), f"api:{credential}", limit=own_limit, window_seconds=60)
     except RateLimited as err:
-        app.append_context(_rate_headers=_rate_headers(limit, 0, err.retry_after))
+        app.append_context(_rate_headers=_rate_headers(min(org_limit, own_limit), 0, err.retry_after))
         raise
-    headers = _rate_headers(limit, window.remaining, window.reset_in)
+    headers = _rate_headers(window.limit, window.remaining, window.reset_in)
     app.append_context(_rate_headers=headers)
     return headers
 

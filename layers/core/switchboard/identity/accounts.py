@@ -7,18 +7,18 @@ from typing import Any
 
 from switchboard import clock
 from switchboard.api.auth import AuthContext
+from switchboard.config import get_settings
 from switchboard.errors import Conflict, Forbidden, NotFound, Unauthenticated, ValidationFailed
 from switchboard.identity import models, otp, repository, sessions
-from switchboard.identity.passwords import hash_password, verify_password
+from switchboard.identity.passwords import dummy_hash, hash_password, verify_password
 from switchboard.ids import new_id, new_ulid
 from switchboard.mail import Mail, MailSender
-from switchboard.ratelimit import hit, peek
+from switchboard.ratelimit import backoff_clear, backoff_fail, backoff_wait, hit, peek
 from switchboard.store import Delete, Put, Store, keys
 
 REGISTER = "register"
 RESET = "reset"
 WINDOW = 15 * 60
-LOGIN_FAILURES_PER_WINDOW = 10
 CODE_FAILURES_PER_WINDOW = 5
 CODES_SENT_PER_WINDOW = 5
 
@@ -60,6 +60,22 @@ def get_user(store: Store, user_id: str) -> dict[str, Any]:
     return store.require(keys.user(user_id), "The user no longer exists.")
 
 
+# Limits of the pre-session routes (CONVENTIONS "Tenant safety") ---------------------------------------------------
+def limit_client(store: Store, ip: str | None) -> None:
+    """Count a pre-session auth request against its client IP's budget (429 once spent)."""
+    if ip:
+        settings = get_settings()
+        hit(store, f"auth-ip:{ip}", limit=settings.auth_ip_limit, window_seconds=settings.auth_window_seconds)
+
+
+def limit_request(store: Store, email: str, ip: str | None) -> None:
+    """Count a pre-session auth request about `email` against its client IP's budget and the e-mail's (429 once
+    either is spent). Login counts the e-mail per (e-mail, IP) instead (`login`): nobody can lock an account out."""
+    limit_client(store, ip)
+    settings = get_settings()
+    hit(store, f"auth-email:{email}", limit=settings.auth_email_limit, window_seconds=settings.auth_window_seconds)
+
+
 # Codes ------------------------------------------------------------------------------------------------------------
 def _check_code(store: Store, purpose: str, email: str, code: str, *, consume: bool = True) -> None:
     bucket = f"code:{purpose}:{email}"
@@ -71,8 +87,9 @@ def _check_code(store: Store, purpose: str, email: str, code: str, *, consume: b
         raise
 
 
-def request_email_verification(store: Store, mailer: MailSender, email: str) -> None:
+def request_email_verification(store: Store, mailer: MailSender, email: str, *, ip: str | None = None) -> None:
     email = normalize_email(email)
+    limit_request(store, email, ip)
     hit(store, f"send:{REGISTER}:{email}", limit=CODES_SENT_PER_WINDOW, window_seconds=WINDOW)
     code = otp.issue(store, REGISTER, email)
     mailer.send(
@@ -85,8 +102,9 @@ def request_email_verification(store: Store, mailer: MailSender, email: str) -> 
     )
 
 
-def confirm_email(store: Store, email: str, code: str) -> None:
+def confirm_email(store: Store, email: str, code: str, *, ip: str | None = None) -> None:
     email = normalize_email(email)
+    limit_request(store, email, ip)
     _check_code(store, REGISTER, email, code)
     otp.mark_verified(store, REGISTER, email)
 
@@ -98,43 +116,64 @@ def _create_user(store: Store, email: str, password: str, name: str | None, extr
     return user_view(item)
 
 
-def register(store: Store, body: models.Register) -> models.User:
-    """`POST /v1/auth/register`: needs an e-mail verified by `email-verification/confirm` (used up here)."""
+def register(store: Store, body: models.Register, *, ip: str | None = None) -> models.User:
+    """`POST /v1/auth/register`: needs an e-mail verified by `email-verification/confirm` (used up here). Without
+    one the answer is 400 `email_not_verified` whether or not the e-mail has an account (no enumeration); only a
+    verified e-mail that already has an account answers 409."""
     email = normalize_email(body.email)
+    limit_request(store, email, ip)
+    marker = otp.verified_marker_key(REGISTER, email)
+    now = clock.epoch(clock.now())
+    not_verified = ValidationFailed(
+        "Verify the e-mail with a one-time code first.",
+        code="email_not_verified",
+        details=[{"field": "body.email", "message": "not verified"}],
+    )
+    verified = store.get(marker, consistent=True)
+    if verified is None or int(verified.get("expires_at", 0)) <= now:
+        raise not_verified
     if store.get(keys.user_email(email), consistent=True):
         raise Conflict("An account with this e-mail already exists.")
-    marker = otp.verified_marker_key(REGISTER, email)
     use_marker = Delete(
-        key=marker,
-        condition="attribute_exists(PK) AND expires_at > :now",
-        values={":now": clock.epoch(clock.now())},
-        error=ValidationFailed(
-            "Verify the e-mail with a one-time code first.",
-            code="email_not_verified",
-            details=[{"field": "body.email", "message": "not verified"}],
-        ),
+        key=marker, condition="attribute_exists(PK) AND expires_at > :now", values={":now": now}, error=not_verified
     )
     return _create_user(store, email, body.password, body.name, [use_marker])
 
 
-def register_verify(store: Store, body: models.RegisterVerify) -> models.User:
-    """`POST /v1/auth/register/verify`: verifies the code and registers in one step."""
+def register_verify(store: Store, body: models.RegisterVerify, *, ip: str | None = None) -> models.User:
+    """`POST /v1/auth/register/verify`: verifies the code and registers in one step. The code is checked first: an
+    e-mail that has an account answers 409 only after a right code (no enumeration)."""
     email = normalize_email(body.email)
+    limit_request(store, email, ip)
+    _check_code(store, REGISTER, email, body.otp_code)
     if store.get(keys.user_email(email), consistent=True):
         raise Conflict("An account with this e-mail already exists.")
-    _check_code(store, REGISTER, email, body.otp_code)
     return _create_user(store, email, body.password, body.name, [])
 
 
 def login(store: Store, body: models.Login, *, ip: str | None, user_agent: str | None) -> models.LoginResult:
+    """Failed logins slow down per (e-mail, client IP): after a few, each further attempt from there waits a delay
+    that doubles with every failure (429 with Retry-After), so a flood from one place never locks the account out
+    elsewhere. An unknown e-mail is checked against a dummy hash: the same work, the same answer."""
     email = normalize_email(body.email)
-    bucket = f"login:{email}"
-    peek(store, bucket, limit=LOGIN_FAILURES_PER_WINDOW, window_seconds=WINDOW)
+    limit_client(store, ip)
+    settings = get_settings()
+    bucket = f"login:{email}:{ip or '-'}"
+    failures = backoff_wait(
+        store,
+        bucket,
+        free=settings.login_failures_before_delay,
+        base_seconds=settings.login_delay_base_seconds,
+        max_seconds=settings.login_delay_max_seconds,
+    )
     sentinel = store.get(keys.user_email(email), consistent=True)
     user = store.get(keys.user(sentinel["user_id"]), consistent=True) if sentinel else None
-    if user is None or not verify_password(user.get("password_hash") or "", body.password):
-        hit(store, bucket, limit=LOGIN_FAILURES_PER_WINDOW, window_seconds=WINDOW)
+    matches = verify_password((user or {}).get("password_hash") or dummy_hash(), body.password)
+    if user is None or not matches:
+        backoff_fail(store, bucket)
         raise Unauthenticated("The e-mail or the password is wrong.")
+    if failures:
+        backoff_clear(store, bucket)
     token, _sid, expires_at = sessions.create_session(store, user["id"], ip=ip, user_agent=user_agent)
     return models.LoginResult(token=token, expires_at=expires_at, user=user_view(user))
 
@@ -144,9 +183,10 @@ def logout(store: Store, auth: AuthContext) -> None:
     sessions.revoke(store, user_id, auth.principal_id)
 
 
-def request_password_reset(store: Store, mailer: MailSender, email: str) -> None:
+def request_password_reset(store: Store, mailer: MailSender, email: str, *, ip: str | None = None) -> None:
     """Always 202: whether the e-mail has an account is not revealed."""
     email = normalize_email(email)
+    limit_request(store, email, ip)
     hit(store, f"send:{RESET}:{email}", limit=CODES_SENT_PER_WINDOW, window_seconds=WINDOW)
     if store.get(keys.user_email(email), consistent=True) is None:
         return
@@ -162,9 +202,10 @@ def request_password_reset(store: Store, mailer: MailSender, email: str) -> None
     )
 
 
-def confirm_password_reset(store: Store, body: models.PasswordConfirm) -> int:
+def confirm_password_reset(store: Store, body: models.PasswordConfirm, *, ip: str | None = None) -> int:
     """Set the new password and end every session of the user. Returns how many sessions ended."""
     email = normalize_email(body.email)
+    limit_request(store, email, ip)
     _check_code(store, RESET, email, body.otp_code)
     sentinel = store.get(keys.user_email(email), consistent=True)
     if sentinel is None:

@@ -7,9 +7,10 @@ import secrets
 from datetime import timedelta
 from typing import Any
 
-from switchboard import clock
+from switchboard import clock, ratelimit
 from switchboard.api.auth import ROLE_RANK, AuthContext
 from switchboard.audit import audit_put
+from switchboard.config import get_settings
 from switchboard.errors import Conflict, Forbidden, NotFound, ValidationFailed
 from switchboard.identity import models, repository
 from switchboard.identity.accounts import get_user, normalize_email, require_user
@@ -76,6 +77,8 @@ def list_my_organizations(store: Store, auth: AuthContext) -> list[models.Organi
 
 def create_organization(store: Store, auth: AuthContext, body: models.OrganizationCreate) -> models.Organization:
     user_id = require_user(auth)
+    limit = get_settings().organizations_per_user_per_day
+    ratelimit.hit(store, f"organizations:{user_id}", limit=limit, window_seconds=24 * 3600)
     user = get_user(store, user_id)
     org_id = new_id("org")
     item = repository.organization_item(org_id, body.name, user_id)

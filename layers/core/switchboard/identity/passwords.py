@@ -18,6 +18,15 @@ def hash_password(password: str) -> str:
     return str(_hasher().hash(password))
 
 
+@lru_cache(maxsize=1)
+def dummy_hash() -> str:
+    """A hash of a random password with the same parameters: what an unknown e-mail's login is checked against,
+    so that it costs the same time as a known one's."""
+    import secrets
+
+    return hash_password(secrets.token_urlsafe(24))
+
+
 def verify_password(stored_hash: str, password: str) -> bool:
     from argon2.exceptions import InvalidHashError, VerificationError
 

@@ -199,12 +199,14 @@ def contacts(store: Store, auth: AuthContext) -> list[Contact]:
 
 
 def lookup(store: Store, auth: AuthContext, body: LookupRequest) -> LookupInfo:
-    """Does this e-mail have a Switchboard account, or this phone an account on the channel's network?"""
+    """Is this e-mail a member of the caller's organization (accounts elsewhere are not revealed), or this phone an
+    account on the channel's network?"""
     if bool(body.email) == bool(body.phone):
         raise ValidationFailed.field("body", "give exactly one of email or phone")
     if body.email:
         sentinel = store.get(keys.user_email(normalize_email(body.email)))
-        user = store.get(keys.user(sentinel["user_id"])) if sentinel else None
+        member = store.get(keys.member(auth.org_id, sentinel["user_id"])) if sentinel else None
+        user = store.get(keys.user(sentinel["user_id"])) if sentinel and member else None
         if user is None:
             return LookupInfo(exists=False)
         return LookupInfo(exists=True, user_id=user["id"], name=user.get("name") or "", image=user.get("image") or "")

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from switchboard import clock
+from switchboard import clock, ratelimit
 from switchboard.api.auth import AuthContext
+from switchboard.config import get_settings
 from switchboard.contacts.identifiers import normalize_phone
 from switchboard.errors import UnsupportedByProvider, ValidationFailed
 from switchboard.ids import new_ulid
@@ -37,7 +38,14 @@ def _channel(store: Store, channel_id: str) -> dict[str, Any]:
     return channels.get_item(store, pointer["organization_id"], channel_id)
 
 
+def limit_callbacks(store: Store, channel_id: str) -> None:
+    """A channel's callbacks (signed or not) have a budget per minute: 429 once spent."""
+    limit = get_settings().callbacks_per_channel_per_minute
+    ratelimit.hit(store, f"callback:{channel_id}", limit=limit, window_seconds=60)
+
+
 def subscription(store: Store, channel_id: str, params: dict[str, str]) -> str:
+    limit_callbacks(store, channel_id)
     channel = _channel(store, channel_id)
     adapter = provider_for(channel)
     verify = getattr(adapter, "verify_subscription", None)
@@ -48,6 +56,7 @@ def subscription(store: Store, channel_id: str, params: dict[str, str]) -> str:
 
 def provider_callback(store: Store, channel_id: str, headers: dict[str, str], body: bytes) -> dict[str, Any]:
     """Verify the provider's signature, then store each inbound message once and apply each status."""
+    limit_callbacks(store, channel_id)
     channel = _channel(store, channel_id)
     adapter = provider_for(channel)
     adapter.verify_callback(headers, body)

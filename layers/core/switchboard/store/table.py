@@ -502,6 +502,23 @@ class Store:
             _raise_for(err)
         return int(resp["Attributes"]["hits"]["N"])
 
+    def add_hits_with_part(self, key: dict[str, str], amount: int, *, ttl: int, part: str) -> tuple[int, int]:
+        """`add_hits` that also adds `amount` to the item's `part` attribute (a sub-counter of the same window, such
+        as one credential's share of its organization's budget), in the same UpdateItem: (hits, part's hits)."""
+        try:
+            resp = self.client.update_item(
+                TableName=self.table_name,
+                Key=serialize_key(key),
+                UpdateExpression="ADD hits :n, #part :n SET #ttl = if_not_exists(#ttl, :ttl)",
+                ExpressionAttributeNames={"#ttl": "ttl", "#part": part},
+                ExpressionAttributeValues={":n": {"N": str(int(amount))}, ":ttl": {"N": str(int(ttl))}},
+                ReturnValues="UPDATED_NEW",
+            )
+        except ClientError as err:
+            _raise_for(err)
+        attributes = resp["Attributes"]
+        return int(attributes["hits"]["N"]), int(attributes[part]["N"])
+
     def delete(
         self,
         key: dict[str, str],

@@ -318,7 +318,9 @@ def create_app() -> FastAPI:
 
     @app.exception_handler(DomainError)
     async def _domain_error(request: Request, err: DomainError) -> Response:
-        return render(request, "Error", errors_html(field_errors(err)), status=err.status)
+        response = render(request, "Error", errors_html(field_errors(err)), status=err.status)
+        response.headers.update(err.headers or {})  # Retry-After of a 429
+        return response
 
     @app.get("/portal")
     def portal_root(request: Request) -> Response:
@@ -344,7 +346,7 @@ def create_app() -> FastAPI:
         if not token.startswith(service.PORTAL_TOKEN_PREFIX) or len(token) > 100:
             raise PortalError(401, "The portal link is invalid, used or expired. Ask for a new one.")
         try:
-            value, _ = service.open_portal_session(store(), token)
+            value, _ = service.open_portal_session(store(), token, ip=request.client.host if request.client else None)
         except Unauthenticated:
             raise PortalError(401, "The portal link is invalid, used or expired. Ask for a new one.") from None
         response = RedirectResponse(url(request, "/endpoints"), status_code=303)

@@ -7,7 +7,7 @@ import hashlib
 from datetime import timedelta
 from typing import Any
 
-from switchboard import clock
+from switchboard import clock, ratelimit
 from switchboard.api.auth import AuthContext
 from switchboard.api.pagination import cursor_page, decode_cursor, encode_cursor, query_fingerprint
 from switchboard.audit import audit_put
@@ -489,12 +489,22 @@ def consume_portal_token(store: Store, token: str) -> Item:
     return deleted
 
 
-def open_portal_session(store: Store, token: str) -> tuple[str, Item]:
+def open_portal_session(store: Store, token: str, *, ip: str | None = None) -> tuple[str, Item]:
     """Exchange a portal link's token (once) for a session of its organization: (the cookie value, the session).
 
     The session is stored only as the SHA-256 of its value, lasts `PORTAL_SESSION_TTL` from the exchange (never
-    extended) and carries the CSRF token its forms must send back."""
-    link = consume_portal_token(store, token)
+    extended) and carries the CSRF token its forms must send back. Wrong tokens are counted per client IP: once
+    `portal_failures_per_ip` are spent in the window, every exchange from that IP is 429 until it ends."""
+    settings = get_settings()
+    bucket, window = f"portal:{ip}", settings.auth_window_seconds
+    if ip:
+        ratelimit.peek(store, bucket, limit=settings.portal_failures_per_ip, window_seconds=window)
+    try:
+        link = consume_portal_token(store, token)
+    except Unauthenticated:
+        if ip:
+            ratelimit.hit(store, bucket, limit=settings.portal_failures_per_ip, window_seconds=window)
+        raise
     value = PORTAL_SESSION_PREFIX + token_urlsafe(32)
     now = clock.now()
     expires = now + PORTAL_SESSION_TTL
