@@ -178,7 +178,10 @@ def build_floor(fake: FakeDynamoDB) -> APIGatewayRestResolver:
             "updated_at": now,
             "last_message_at": now,
             "last_message_preview": req.text.body,
+            "GSI1PK": f"{pk}#CONVS",
             "GSI1SK": f"{now}#{conv_id}",
+            "GSI2PK": f"{pk}#CONVS#A#{(conv.get('assignee') or {}).get('id') or 'none'}",
+            "GSI2SK": f"{now}#{conv_id}",
         }
         history = {
             "PK": pk,
