@@ -22,7 +22,7 @@ import pytest
 
 from switchboard.api.auth import ROLE_RANK, Access, route_access
 from switchboard.config import reset_settings
-from tests.integration.support import Api
+from tests.integration.support import Api, invitation_token
 
 ROOT = Path(__file__).resolve().parents[2]
 ROLES = ("viewer", "member", "admin", "owner")
@@ -308,7 +308,8 @@ def build_org_b(api: Api) -> OrgB:
     member_email, member_user_id = api.register("member-b@example.com", name="Member Bee")
     invitation = _ok(api.post("/v1/invitations", json={"email": member_email, "role": "member"}, headers=owner), 201)
     member = api.login(member_email)
-    _ok(api.post(f"/v1/invitations/{invitation['id']}/accept", json={}, headers=member))
+    token = invitation_token(api, member_email)
+    _ok(api.post(f"/v1/invitations/{invitation['id']}/accept", json={"token": token}, headers=member))
     pending = _ok(
         api.post("/v1/invitations", json={"email": "pending-b@example.com", "role": "viewer"}, headers=owner), 201
     )
@@ -424,7 +425,7 @@ EXAMPLE_BODIES: dict[tuple[str, str], Any] = {
     ("PATCH", "/v1/members/{userID}"): {"role": "viewer"},
     ("PATCH", "/v1/teams/{teamID}"): {"name": "Renamed by A"},
     ("POST", "/v1/teams/{teamID}/members"): {"user_id": "<a:user>"},
-    ("POST", "/v1/invitations/{id}/accept"): {},
+    ("POST", "/v1/invitations/{id}/accept"): {"token": "a-token-of-a"},
     ("PATCH", "/v1/channels/{channelID}"): {"name": "Renamed by A"},
     ("POST", "/v1/channels/{channelID}/pairing-code"): {"phone_number": "+1 415 555 0100"},
     ("PUT", "/v1/channels/{channelID}/settings/advanced"): {"auto_read": False},

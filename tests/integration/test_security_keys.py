@@ -4,11 +4,13 @@ weak passwords are refused, and an invitation is accepted only with its token.""
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import httpx
+import pytest
 
-from tests.integration.support import Api, invitation_token
+from tests.integration.support import PASSWORD, Api, invitation_token, latest_code
 
 
 def _data(resp: httpx.Response, status: int = 200) -> Any:
@@ -66,3 +68,82 @@ def test_a_demoted_caller_cannot_replay_a_response_its_role_no_longer_allows(api
     _data(api.post("/v1/api-keys", json=body, headers={**admin, **idem}), 201)
     _data(api.patch(f"/v1/members/{user_id}", json={"role": "member"}))
     api.assert_error(api.post("/v1/api-keys", json=body, headers={**admin, **idem}), 403, "forbidden")
+
+
+# 12. An invitation is accepted only with its token; the link carries it in the fragment --------------------------
+def test_an_invitation_is_accepted_only_with_its_token_from_the_mailed_link(api: Api):
+    email = "invitee-token@example.com"
+    api.register(email)
+    invitation = _data(api.post("/v1/invitations", json={"email": email, "role": "admin"}), 201)
+    session = api.login(email)
+    text = api.mail(email)[0]["text"]
+    link = re.search(r"https?://\S+/v1/invitations/(\S+)/accept(\S*)", text)
+    assert link and link.group(1) == invitation["id"], text
+    assert link.group(2).startswith("#token="), link.group(0)  # never in the query: it would reach logs and proxies
+    assert "?" not in link.group(0)
+    token = link.group(2).removeprefix("#token=")
+    path = f"/v1/invitations/{invitation['id']}/accept"
+
+    # Without the token (no body, an empty body, or the token in the query) the invited user cannot join.
+    api.assert_error(api.post(path, headers=session), 400, "validation_failed")
+    missing = api.assert_error(api.post(path, json={}, headers=session), 400, "validation_failed")
+    assert [d["field"] for d in missing["details"]] == ["body.token"]
+    api.assert_error(api.post(path, params={"token": token}, json={}, headers=session), 400, "validation_failed")
+    api.assert_error(api.post(path, json={"token": token[:-1] + "x"}, headers=session), 400, "validation_failed")
+    assert api.get("/v1/organization", headers=session).status_code == 403  # still no organization
+    assert _data(api.get(f"/v1/invitations/{invitation['id']}"))["status"] == "pending"
+
+    accepted = _data(api.post(path, json={"token": token}, headers=session))
+    assert accepted["status"] == "accepted"
+    assert _data(api.get("/v1/organization", headers=session))["id"] == api.org_id
+
+
+def test_the_invitation_token_is_stored_only_hashed(api: Api):
+    from switchboard.store import get_store
+
+    email = "invitee-hash@example.com"
+    invitation = _data(api.post("/v1/invitations", json={"email": email, "role": "viewer"}), 201)
+    token = invitation_token(api, email)
+    items = get_store().query_all(f"ORG#{api.org_id}", sk_prefix=f"INVITE#{invitation['id']}")
+    assert items and all(token not in str(item) for item in items)
+
+
+# 11. Weak passwords are refused on every route that sets one ------------------------------------------------------
+WEAK = ["aaaaaaaa", "password", "12345678", "PASSWORD1", "abcdefgh", "87654321", "abababab", "qwertyuiop"]
+
+
+@pytest.mark.parametrize("password", WEAK)
+def test_register_verify_refuses_a_weak_password(api: Api, password: str):
+    email = "weak-verify@example.com"
+    assert api.post("/v1/auth/email-verification/request", json={"email": email}).status_code == 202
+    body = {"email": email, "otp_code": latest_code(api, email), "password": password}
+    error = api.assert_error(api.post("/v1/auth/register/verify", json=body), 400, "validation_failed")
+    assert [d["field"] for d in error["details"]] == ["body.password"]
+    assert "password" in error["message"].lower()
+    # The code was not used up by the refusal: a strong password registers with it.
+    assert api.post("/v1/auth/register/verify", json={**body, "password": PASSWORD}).status_code == 201
+
+
+def test_the_email_is_not_a_password_and_every_password_route_applies_the_rules(api: Api):
+    email = "Same.As.Mail@example.com"
+    assert api.post("/v1/auth/email-verification/request", json={"email": email}).status_code == 202
+    code = latest_code(api, email.lower())
+    for password in (email, email.lower(), "same.as.mail"):
+        body = {"email": email, "otp_code": code, "password": password}
+        error = api.assert_error(api.post("/v1/auth/register/verify", json=body), 400, "validation_failed")
+        assert "e-mail" in error["details"][0]["message"]
+    assert api.post("/v1/auth/email-verification/confirm", json={"email": email, "otp_code": code}).status_code == 200
+    for password in ("password", email):
+        api.assert_error(
+            api.post("/v1/auth/register", json={"email": email, "password": password}), 400, "validation_failed"
+        )
+    assert api.post("/v1/auth/register", json={"email": email, "password": PASSWORD}).status_code == 201
+
+    assert api.post("/v1/auth/password/reset", json={"email": email}).status_code == 202
+    reset_code = latest_code(api, email.lower())
+    for password in ("11111111", "12345678", email):
+        body = {"email": email, "otp_code": reset_code, "password": password}
+        api.assert_error(api.post("/v1/auth/password/confirm", json=body), 400, "validation_failed")
+    confirm = {"email": email, "otp_code": reset_code, "password": "a much better passphrase"}
+    assert api.post("/v1/auth/password/confirm", json=confirm).status_code == 200
+    api.login(email, "a much better passphrase")

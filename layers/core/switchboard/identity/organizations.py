@@ -263,13 +263,15 @@ def create_invitation(
             ),
         ]
     )
-    link = f"{accept_url.rstrip('/')}/v1/invitations/{invitation_id}/accept?token={token}"
+    # The token rides in the fragment: browsers and proxies never send or log a fragment, unlike a query string.
+    link = f"{accept_url.rstrip('/')}/v1/invitations/{invitation_id}/accept#token={token}"
     mailer.send(
         Mail(
             to=email,
             subject=f"You are invited to {org.name} on Switchboard",
             text=f"You were invited to join {org.name} as {body.role}. Sign in or register with this e-mail, then "
-            f"accept: POST {link} (invitation {invitation_id}, token {token}). It expires in 7 days.",
+            f'accept: {link} (POST /v1/invitations/{invitation_id}/accept with {{"token": "{token}"}}). '
+            "It expires in 7 days.",
         )
     )
     return _invitation_view(item)
@@ -301,15 +303,16 @@ def revoke_invitation(store: Store, auth: AuthContext, invitation_id: str) -> No
     )
 
 
-def accept_invitation(store: Store, auth: AuthContext, invitation_id: str, token: str | None) -> models.Invitation:
-    """The invited user (signed in with the invited e-mail) joins the organization with the invited role."""
+def accept_invitation(store: Store, auth: AuthContext, invitation_id: str, token: str) -> models.Invitation:
+    """The invited user (signed in with the invited e-mail, holding the token of the e-mailed link) joins the
+    organization with the invited role. The token is compared by its hash, in constant time."""
     user_id = require_user(auth)
     pointer = store.get(_invitation_pointer(invitation_id), consistent=True)
     item = store.get(_invitation_key(pointer["organization_id"], invitation_id), consistent=True) if pointer else None
     user = get_user(store, user_id)
     if item is None or item["email"] != user["email"]:
         raise NotFound("No such invitation for this user.")
-    if token is not None and not hmac.compare_digest(item["token_hash"], hash_token(token)):
+    if not hmac.compare_digest(str(item.get("token_hash") or ""), hash_token(token)):
         raise ValidationFailed.field("body.token", "does not match the invitation")
     view = _invitation_view(item)
     if view.status != "pending":
