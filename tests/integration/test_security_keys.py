@@ -10,6 +10,7 @@ from typing import Any
 import httpx
 import pytest
 
+from switchboard import clock
 from tests.integration.support import PASSWORD, Api, invitation_token, latest_code
 
 
@@ -147,3 +148,109 @@ def test_the_email_is_not_a_password_and_every_password_route_applies_the_rules(
     confirm = {"email": email, "otp_code": reset_code, "password": "a much better passphrase"}
     assert api.post("/v1/auth/password/confirm", json=confirm).status_code == 200
     api.login(email, "a much better passphrase")
+
+
+# 2. An API key acts with at most its creator's current role ------------------------------------------------------
+def _key(api: Api, headers: dict[str, str], role: str, name: str = "k") -> dict[str, str]:
+    created = _data(api.post("/v1/api-keys", json={"name": name, "role": role}, headers=headers), 201)
+    return {"X-Api-Key": created["key"], "id": created["id"]}
+
+
+def _h(key: dict[str, str]) -> dict[str, str]:
+    return {"X-Api-Key": key["X-Api-Key"]}
+
+
+def test_a_removed_members_keys_stop_at_once(api: Api):
+    user_id, admin = _join(api, {"X-Api-Key": api.owner_key}, "leaver@example.com", "admin")
+    admin_key = _key(api, admin, "admin", "leaver's key")
+    # A key minted by that key belongs to the same person: it goes too.
+    minted = _key(api, _h(admin_key), "member", "minted by the key")
+    assert api.get("/v1/contacts", headers=_h(admin_key)).status_code == 200
+    assert api.get("/v1/contacts", headers=_h(minted)).status_code == 200
+
+    assert api.delete(f"/v1/members/{user_id}").status_code == 204
+
+    for key in (admin_key, minted):
+        api.assert_error(api.get("/v1/contacts", headers=_h(key)), 401, "unauthenticated")
+        api.assert_error(
+            api.post("/v1/api-keys", json={"name": "again", "role": "admin"}, headers=_h(key)), 401, "unauthenticated"
+        )
+    listed = {k["id"] for k in _data(api.get("/v1/api-keys"))}
+    assert admin_key["id"] not in listed and minted["id"] not in listed
+    # The owner's own key is untouched.
+    assert api.get("/v1/contacts").status_code == 200
+
+
+def test_a_member_who_leaves_loses_their_keys_too(api: Api):
+    user_id, admin = _join(api, {"X-Api-Key": api.owner_key}, "quitter@example.com", "admin")
+    key = _key(api, admin, "admin")
+    assert api.delete(f"/v1/members/{user_id}", headers={**admin, "X-Organization-Id": api.org_id}).status_code == 204
+    api.assert_error(api.get("/v1/contacts", headers=_h(key)), 401, "unauthenticated")
+
+
+def test_a_demoted_members_keys_act_with_the_new_role_from_the_next_request(api: Api):
+    user_id, admin = _join(api, {"X-Api-Key": api.owner_key}, "demoted@example.com", "admin")
+    key = _key(api, admin, "admin")
+    contact = {"name": "Before", "email": "before@example.com"}
+    _data(api.post("/v1/contacts", json=contact, headers=_h(key)), 201)
+
+    _data(api.patch(f"/v1/members/{user_id}", json={"role": "viewer"}))
+    # Reads the viewer role allows keep working; writes above it are 403, minting keys included.
+    assert api.get("/v1/contacts", headers=_h(key)).status_code == 200
+    api.assert_error(
+        api.post("/v1/contacts", json={"name": "After", "email": "after@example.com"}, headers=_h(key)),
+        403,
+        "forbidden",
+    )
+    for role in ("admin", "viewer"):
+        api.assert_error(api.post("/v1/api-keys", json={"name": "n", "role": role}, headers=_h(key)), 403, "forbidden")
+    api.assert_error(api.delete(f"/v1/api-keys/{key['id']}", headers=_h(key)), 403, "forbidden")
+    me = _data(api.get("/v1/organizations", headers=_h(key)))
+    assert [o["role"] for o in me] == ["viewer"]
+
+    # Promoted to member: the key acts as a member (still capped below its own admin role).
+    _data(api.patch(f"/v1/members/{user_id}", json={"role": "member"}))
+    _data(api.post("/v1/contacts", json={"name": "Member", "email": "m@example.com"}, headers=_h(key)), 201)
+    api.assert_error(api.post("/v1/api-keys", json={"name": "n", "role": "member"}, headers=_h(key)), 403, "forbidden")
+    # Back to admin: the key's own role is the ceiling again.
+    _data(api.patch(f"/v1/members/{user_id}", json={"role": "admin"}))
+    _key(api, _h(key), "admin", "admin again")
+
+
+def test_a_key_never_acts_above_its_own_role_when_its_creator_is_promoted(api: Api):
+    user_id, member = _join(api, {"X-Api-Key": api.owner_key}, "promoted@example.com", "admin")
+    key = _key(api, member, "member")
+    _data(api.patch(f"/v1/members/{user_id}", json={"role": "owner"}))
+    api.assert_error(api.post("/v1/api-keys", json={"name": "n", "role": "member"}, headers=_h(key)), 403, "forbidden")
+    assert [o["role"] for o in _data(api.get("/v1/organizations", headers=_h(key)))] == ["member"]
+
+
+def test_a_member_holds_a_bounded_number_of_keys(api: Api):
+    from switchboard.identity.apikeys import MAX_KEYS_PER_MEMBER
+
+    _, admin = _join(api, {"X-Api-Key": api.owner_key}, "hoarder@example.com", "admin")
+    made = [_key(api, admin, "viewer", f"k{i}") for i in range(MAX_KEYS_PER_MEMBER)]
+    error = api.assert_error(
+        api.post("/v1/api-keys", json={"name": "one more", "role": "viewer"}, headers=admin), 409, "conflict"
+    )
+    assert str(MAX_KEYS_PER_MEMBER) in error["message"]
+    # Revoking one frees its place.
+    assert api.delete(f"/v1/api-keys/{made[0]['id']}", headers=admin).status_code == 204
+    _key(api, admin, "viewer", "replacement")
+
+
+def test_last_used_at_is_kept_at_most_once_a_minute(api: Api, monkeypatch: pytest.MonkeyPatch):
+    from datetime import timedelta
+
+    key = _key(api, api.owner_headers, "viewer")
+    assert _data(api.get(f"/v1/api-keys/{key['id']}"))["last_used_at"] is None
+    assert api.get("/v1/organization", headers=_h(key)).status_code == 200
+    first = _data(api.get(f"/v1/api-keys/{key['id']}"))["last_used_at"]
+    assert first is not None
+    assert api.get("/v1/organization", headers=_h(key)).status_code == 200
+    assert _data(api.get(f"/v1/api-keys/{key['id']}"))["last_used_at"] == first  # within the minute: not written
+
+    later = clock.now() + timedelta(seconds=61)
+    monkeypatch.setattr(clock, "now", lambda: later)
+    assert api.get("/v1/organization", headers=_h(key)).status_code == 200
+    assert _data(api.get(f"/v1/api-keys/{key['id']}"))["last_used_at"] == clock.iso(later)

@@ -163,14 +163,15 @@ def update_member_role(store: Store, auth: AuthContext, user_id: str, body: mode
         return _member_view(item, store.get(keys.user(user_id)))
     _require_can_manage(auth, old)
     _require_can_manage(auth, body.role)
+    unchanged, kept = repository.member_keys_unchanged(item)
     ops: list[TxOp] = [
         Update(
             key=keys.member(org_id, user_id),
             expression="SET #role = :role",
-            condition="#role = :old",
+            condition=f"#role = :old AND {unchanged}",
             names={"#role": "role"},
-            values={":role": body.role, ":old": old},
-            error=Conflict("The member's role changed meanwhile; retry."),
+            values={":role": body.role, ":old": old, **kept},
+            error=Conflict("The member's role or keys changed meanwhile; retry."),
         ),
         Update(
             key={"PK": keys.user_pk(user_id), "SK": f"MEMBERSHIP#{org_id}"},
@@ -179,6 +180,17 @@ def update_member_role(store: Store, auth: AuthContext, user_id: str, body: mode
             values={":role": body.role},
         ),
         audit_put(auth, "member.role_changed", "member", user_id, before={"role": old}, after={"role": body.role}),
+        # The member's API keys act with at most the new role from the next request (a bounded list).
+        *(
+            Update(
+                key=keys.credential(token_hash),
+                expression="SET creator_role = :role",
+                condition="attribute_exists(PK)",
+                values={":role": body.role},
+                error=Conflict("The member's keys changed meanwhile; retry."),
+            )
+            for _, token_hash in map(repository.parse_key_entry, sorted(item.get("api_keys") or ()))
+        ),
     ]
     if old == "owner":
         ops.append(_owner_guard(org_id, -1))
@@ -189,20 +201,41 @@ def update_member_role(store: Store, auth: AuthContext, user_id: str, body: mode
 
 
 def remove_member(store: Store, auth: AuthContext, user_id: str) -> None:
+    """The membership ends and, in the same transaction, every API key the member created (a bounded list on the
+    member row): the next request with one of them is 401. Team rows follow, in the same transaction as far as it
+    holds them."""
     org_id = auth.org_id
     item = _get_member(store, org_id, user_id)
     if user_id != auth.user_id:
         _require_can_manage(auth, item["role"])
+    unchanged, kept = repository.member_keys_unchanged(item)
+    api_keys = [repository.parse_key_entry(e) for e in sorted(item.get("api_keys") or ())]
     ops: list[TxOp] = [
-        Delete(key=keys.member(org_id, user_id), condition="attribute_exists(PK)", error=NotFound("No such member.")),
+        Delete(
+            key=keys.member(org_id, user_id),
+            condition=f"attribute_exists(PK) AND {unchanged}",
+            values=kept or None,
+            error=Conflict("The member's keys changed meanwhile; retry."),
+        ),
         Delete(key={"PK": keys.user_pk(user_id), "SK": f"MEMBERSHIP#{org_id}"}),
-        audit_put(auth, "member.removed", "member", user_id, before={"role": item["role"]}),
+        audit_put(
+            auth,
+            "member.removed",
+            "member",
+            user_id,
+            before={"role": item["role"], "api_keys": [key_id for key_id, _ in api_keys]},
+        ),
     ]
+    for key_id, token_hash in api_keys:
+        ops += [Delete(key=keys.api_key_record(org_id, key_id)), Delete(key=keys.credential(token_hash))]
     if item["role"] == "owner":
         ops.append(_owner_guard(org_id, -1))
     team_rows = [t for t in store.query_all(keys.org_pk(org_id), sk_prefix="TEAMMEMBER#") if t["user_id"] == user_id]
-    ops += [Delete(key={"PK": t["PK"], "SK": t["SK"]}) for t in team_rows[:90]]
-    store.transact(ops)
+    team_ops: list[TxOp] = [Delete(key={"PK": t["PK"], "SK": t["SK"]}) for t in team_rows]
+    room = 100 - len(ops)
+    store.transact(ops + team_ops[:room])
+    for start in range(room, len(team_ops), 100):
+        store.transact(team_ops[start : start + 100])
 
 
 # Invitations -----------------------------------------------------------------------------------------------------
