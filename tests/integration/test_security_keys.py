@@ -11,6 +11,7 @@ import httpx
 import pytest
 
 from switchboard import clock
+from switchboard.store import get_store
 from tests.integration.support import PASSWORD, Api, invitation_token, latest_code
 
 
@@ -254,3 +255,41 @@ def test_last_used_at_is_kept_at_most_once_a_minute(api: Api, monkeypatch: pytes
     monkeypatch.setattr(clock, "now", lambda: later)
     assert api.get("/v1/organization", headers=_h(key)).status_code == 200
     assert _data(api.get(f"/v1/api-keys/{key['id']}"))["last_used_at"] == clock.iso(later)
+
+
+def test_removing_a_member_never_misses_a_key_created_meanwhile(api: Api, monkeypatch: pytest.MonkeyPatch):
+    from switchboard.identity import organizations
+
+    user_id, admin = _join(api, {"X-Api-Key": api.owner_key}, "racer@example.com", "admin")
+    first = _key(api, admin, "admin", "first")
+    read = organizations._get_member
+    stale = read(get_store(), api.org_id, user_id)  # the removal's read, before the second key exists
+    second = _key(api, admin, "admin", "second")
+
+    monkeypatch.setattr(organizations, "_get_member", lambda *_: stale)
+    api.assert_error(api.delete(f"/v1/members/{user_id}"), 409, "conflict")
+    assert api.get("/v1/contacts", headers=_h(second)).status_code == 200  # nothing was half-done
+    monkeypatch.setattr(organizations, "_get_member", read)
+    assert api.delete(f"/v1/members/{user_id}").status_code == 204
+    for key in (first, second):
+        api.assert_error(api.get("/v1/contacts", headers=_h(key)), 401, "unauthenticated")
+
+
+def test_a_key_written_before_creator_role_follows_its_creators_membership(api: Api):
+    from switchboard.identity.credentials import hash_token
+    from switchboard.store import keys
+
+    store = get_store()
+    user_id, admin = _join(api, {"X-Api-Key": api.owner_key}, "old-key@example.com", "admin")
+    key = _key(api, admin, "admin")
+    # As such a key was stored: no `creator_role` on its credential, not listed on its creator's member row.
+    store.update(keys.credential(hash_token(key["X-Api-Key"])), "REMOVE creator_role")
+    store.update(keys.member(api.org_id, user_id), "REMOVE api_keys, keys_version")
+
+    _data(api.patch(f"/v1/members/{user_id}", json={"role": "viewer"}))
+    assert api.get("/v1/contacts", headers=_h(key)).status_code == 200
+    api.assert_error(
+        api.post("/v1/contacts", json={"name": "No", "email": "no@example.com"}, headers=_h(key)), 403, "forbidden"
+    )
+    assert api.delete(f"/v1/members/{user_id}").status_code == 204
+    api.assert_error(api.get("/v1/contacts", headers=_h(key)), 401, "unauthenticated")
