@@ -58,10 +58,9 @@ def authenticate(store: Store, headers: Mapping[str, str] | None, source_ip: str
 
 def effective_key_role(store: Store, cred: dict[str, Any]) -> str:
     """An API key acts with at most its creator's current role (CONVENTIONS "Tenant safety and data lifecycle"): the
-    lower of the key's role and `creator_role`, which every change of the creator's role rewrites in its own
-    transaction (and removing the creator deletes the credential). A key of a creator recorded before credentials
-    carried `creator_role` reads the creator's member row instead: gone → 401. A key without a creator (the
-    bootstrap of a stack without users) has its own role."""
+    lower of the key's role and `creator_role`, which the transaction changing the creator's role rewrites (and the
+    one removing the creator deletes the credential). A key stored before credentials carried `creator_role` reads
+    its creator's member row instead: gone → 401. A key without a creator has its own role."""
     role = str(cred["role"])
     creator = cred.get("user_id")
     if not creator:
