@@ -97,7 +97,7 @@ def revoke_api_key(store: Store, auth: AuthContext, key_id: str) -> None:
         audit_put(auth, "api_key.revoked", "api_key", key_id, before={"name": record["name"], "role": record["role"]}),
     ]
     entry = repository.key_entry(key_id, record["token_hash"])
-    creator = record.get("created_by")
+    creator = str(record.get("created_by") or "")
     member = repository.get_member(store, auth.org_id, creator) if creator else None
     if member is not None and entry in (member.get("api_keys") or ()):
         ops.append(

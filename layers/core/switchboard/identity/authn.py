@@ -26,14 +26,14 @@ def authenticate(store: Store, headers: Mapping[str, str] | None, source_ip: str
     if cred["kind"] == "api_key":
         if not ip_allowed(source_ip, cred.get("allowed_cidrs")):
             raise Unauthenticated("This API key may not be used from this IP address.")
-        role = effective_key_role(store, cred)
+        key_role = effective_key_role(store, cred)
         repository.touch_api_key(store, cred)
         return AuthContext(
             principal_type="api_key",
             principal_id=cred["credential_id"],
             user_id=cred.get("user_id"),
             organization_id=cred["organization_id"],
-            role=role,
+            role=key_role,
             credential_id=cred["credential_id"],
         )
 
