@@ -271,14 +271,10 @@ def revoke_invitation(invitationID: str) -> None:
 
 
 @app.post("/v1/invitations/<id>/accept", middlewares=authenticated(), tags=INVITES)
-def accept_invitation(
-    id: str,
-    body: Annotated[models.InvitationAccept | None, Body()] = None,
-    token: Annotated[str | None, Query(max_length=200)] = None,
-) -> Data[models.Invitation]:
-    """The invited user (session with the invited e-mail) joins with the invited role."""
-    given = (body.token if body else None) or token
-    return Data(data=organizations.accept_invitation(get_store(), current_auth(app), id, given))
+def accept_invitation(id: str, body: Annotated[models.InvitationAccept, Body()]) -> Data[models.Invitation]:
+    """The invited user (session with the invited e-mail) joins with the invited role, sending the token of the
+    e-mailed link."""
+    return Data(data=organizations.accept_invitation(get_store(), current_auth(app), id, body.token))
 
 
 TEAMS = ["teams"]

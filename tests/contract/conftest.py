@@ -57,6 +57,7 @@ _UNSUPPORTED = "state: the channel's provider (the sandbox one here) does not of
 _IF_THEN = "(if/then could say it; TODO in the model)"
 _STRIPPED = "trimmed before its length is checked (str_strip_whitespace): all-whitespace is empty"
 _FUTURE = "state: not in the future (today's date)"
+_WEAK_PASSWORD = "not a common password, a repeated or consecutive run, or the e-mail (passwords.password_problem)"
 # On every operation: a list's cursor, a refusal of the channel's provider (the fuzz stack's channels are sandbox
 # ones, never connected) and an e-mail domain's special use are never about the document.
 ANY_OPERATION: dict[str, str] = {
@@ -81,9 +82,12 @@ SCHEMA_INEXPRESSIBLE: dict[str, dict[str, str]] = {
     "PATCH /v1/settings/security": {"body.api_key_allowed_cidrs": "IPv4/IPv6 networks in CIDR notation (ipaddress)"},
     "POST /v1/auth/email-verification/confirm": {"body.otp_code": _OTP},
     "POST /v1/auth/fingerprint-events": {"body.properties": _STORABLE},
-    "POST /v1/auth/password/confirm": {"body.otp_code": _OTP},
-    "POST /v1/auth/register": {"body.email": "state: verified first by email-verification (`email_not_verified`)"},
-    "POST /v1/auth/register/verify": {"body.otp_code": _OTP},
+    "POST /v1/auth/password/confirm": {"body.otp_code": _OTP, "body.password": _WEAK_PASSWORD},
+    "POST /v1/auth/register": {
+        "body.email": "state: verified first by email-verification (`email_not_verified`)",
+        "body.password": _WEAK_PASSWORD,
+    },
+    "POST /v1/auth/register/verify": {"body.otp_code": _OTP, "body.password": _WEAK_PASSWORD},
     "POST /v1/cdp/contact-objects": {"body.properties": _STORABLE},
     "POST /v1/cdp/imports": {"body.content": "must parse as the declared format, with known columns"},
     "POST /v1/cdp/custom-fields": {"body.options": f"only on select types, required there {_IF_THEN}"},
@@ -121,6 +125,7 @@ SCHEMA_INEXPRESSIBLE: dict[str, dict[str, str]] = {
     "POST /v1/groups/join": {"body.invite_link": "a chat.whatsapp.com link, case-insensitive host"},
     "POST /v1/groups/participants": {"body.participants": _PHONE},
     "POST /v1/groups/{groupID}/participants/actions": {"body.participants": _PHONE},
+    "POST /v1/invitations/{id}/accept": {"body.token": "state: the token of the invitation's e-mailed link"},
     "POST /v1/labels/chats/attach": {"body.chat_id": _PHONE_OR_JID},
     "POST /v1/labels/chats/detach": {"body.chat_id": _PHONE_OR_JID},
     "POST /v1/messages": {

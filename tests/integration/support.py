@@ -180,3 +180,14 @@ def running_api(template: LocalTemplate, resources: Resources) -> Iterator[Api]:
             yield Api(client, boot, template, resources)
     finally:
         executor.shutdown(wait=True)
+
+
+def invitation_token(api: Api, email: str) -> str:
+    """The token of the newest invitation link e-mailed to `email`."""
+    import re
+
+    for row in api.mail(email):
+        match = re.search(r"/accept[#?&]token=([A-Za-z0-9_-]+)", row["text"])
+        if match:
+            return match.group(1)
+    raise AssertionError(f"no invitation link was mailed to {email}")

@@ -201,24 +201,19 @@ def test_in_flight_key_is_a_conflict():
     assert idempotency.HEADER == "Idempotency-Key"
 
 
-def test_records_written_before_sealing_still_replay():
-    """Records of the previous format (plain SHA-256 `body_digest`, plain `response_body`) live up to 24 h after a
-    deployment: a retry still matches and replays them; another body is still refused."""
-    import hashlib
-
+def test_records_without_a_principal_are_never_replayed():
+    """A record that does not name the principal that made it (written before records had one) is nobody's: the same
+    key and body get 409 `idempotency_key_reused`, never its stored response."""
     store = get_store()
     calls.clear()
     before = {i["SK"] for i in store.query_all("ORG#org_a", sk_prefix="IDEMP#")}
     _order({"item": "tea"}, key="k-7")
     (item,) = [i for i in store.query_all("ORG#org_a", sk_prefix="IDEMP#") if i["SK"] not in before]
-    assert "tea" not in item["response_sealed"] and "body_digest" not in item
-    legacy = {k: v for k, v in item.items() if k not in ("request_mac", "response_sealed")}
-    legacy["body_digest"] = hashlib.sha256(b'{"item":"tea"}').hexdigest()
-    legacy["response_body"] = '{"data":{"n":41,"item":"tea"}}'
-    store.put(legacy)
+    assert "tea" not in item["response_sealed"] and item["principal"].startswith("api_key:")
+    store.put({k: v for k, v in item.items() if k != "principal"})
     replay = _order({"item": "tea"}, key="k-7")
-    assert body_of(replay) == {"data": {"n": 41, "item": "tea"}} and calls == ["tea"]
-    assert body_of(_order({"item": "milk"}, key="k-7"))["error"]["code"] == "idempotency_key_reused"
+    assert replay["statusCode"] == 409 and body_of(replay)["error"]["code"] == "idempotency_key_reused"
+    assert calls == ["tea"]
 
 
 # Authorizer and readiness ---------------------------------------------------------------------------------------------

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.integration.support import PASSWORD, Api, latest_code
+from tests.integration.support import PASSWORD, Api, invitation_token, latest_code
 
 
 def test_register_in_two_steps_then_login_and_create_an_organization(api: Api):
@@ -176,11 +176,12 @@ def test_invitation_flow_and_member_management(api: Api):
     # Someone else cannot accept it.
     eve_email, _ = api.register("eve2@example.com", PASSWORD)
     eve = api.login(eve_email, PASSWORD)
-    api.assert_error(api.post(f"/v1/invitations/{invitation['id']}/accept", json={}, headers=eve), 404, "not_found")
-    accepted = api.post(f"/v1/invitations/{invitation['id']}/accept", json={}, headers=bob)
+    token = {"token": invitation_token(api, invited_email)}
+    api.assert_error(api.post(f"/v1/invitations/{invitation['id']}/accept", json=token, headers=eve), 404, "not_found")
+    accepted = api.post(f"/v1/invitations/{invitation['id']}/accept", json=token, headers=bob)
     assert accepted.status_code == 200, accepted.text
     assert accepted.json()["data"]["status"] == "accepted"
-    api.assert_error(api.post(f"/v1/invitations/{invitation['id']}/accept", json={}, headers=bob), 409, "conflict")
+    api.assert_error(api.post(f"/v1/invitations/{invitation['id']}/accept", json=token, headers=bob), 409, "conflict")
     roles = {m["user_email"]: m["role"] for m in api.get("/v1/members", headers=owner).json()["data"]}
     assert roles == {owner_email: "owner", invited_email: "admin"}
 
@@ -200,7 +201,8 @@ def test_invitation_flow_and_member_management(api: Api):
     inv2 = api.post("/v1/invitations", json={"email": eve_email, "role": "viewer"}, headers=bob_org).json()["data"]
     assert api.delete(f"/v1/invitations/{inv2['id']}", headers=bob_org).status_code == 204
     assert api.get(f"/v1/invitations/{inv2['id']}", headers=bob_org).json()["data"]["status"] == "revoked"
-    api.assert_error(api.post(f"/v1/invitations/{inv2['id']}/accept", json={}, headers=eve), 409, "conflict")
+    inv2_token = {"token": invitation_token(api, eve_email)}
+    api.assert_error(api.post(f"/v1/invitations/{inv2['id']}/accept", json=inv2_token, headers=eve), 409, "conflict")
 
 
 def test_api_keys_show_once_and_revocation_is_immediate(api: Api):

@@ -9,7 +9,7 @@ import logging
 import pytest
 
 from switchboard.store import get_store
-from tests.integration.support import Api
+from tests.integration.support import Api, invitation_token
 
 INTEGRATIONS = "/v1/settings/integrations"
 NOTIFICATIONS = "/v1/settings/notifications"
@@ -172,7 +172,8 @@ def _member(api: Api, email: str, role: str) -> tuple[str, dict[str, str]]:
     _, user_id = api.register(email)
     invitation = _ok(api.post("/v1/invitations", json={"email": email, "role": role}), 201)
     session = api.login(email)
-    _ok(api.post(f"/v1/invitations/{invitation['id']}/accept", json={}, headers=session))
+    token = invitation_token(api, email)
+    _ok(api.post(f"/v1/invitations/{invitation['id']}/accept", json={"token": token}, headers=session))
     return user_id, session
 
 

@@ -2,19 +2,24 @@
 
 The first completed response (status, body) is stored for 24 h under the caller's partition and replayed for the same
 key and the same body; the same key with another body is 409 `idempotency_key_reused`; a request still in flight
-with that key is 409 `conflict`. Validation failures (400), throttling (429) and server errors are not stored: the
-record is removed so that the client can retry. Runs after request validation, so invalid bodies never get here.
+with that key is 409 `conflict`. A record belongs to the principal that made it (the API key, or the user of a
+session: `principal_of`); the same key from another principal of the organization is 409 `idempotency_key_reused`,
+never a replay and never a sign of what the first request was (CONVENTIONS "Tenant safety and data lifecycle"). The
+route's role requirement is checked before this middleware runs (`Resolver._call_route`). Validation failures (400),
+throttling (429) and server errors are not stored: the record is removed so that the client can retry. Runs after
+request validation, so invalid bodies never get here.
 
 Nothing readable is kept of what the request or the response carried (CONVENTIONS "Authentication and tenancy":
 credentials are stored hashed only). A login body holds a password and the replay of a login or of an API-key creation
 holds the session token or the key, so:
 
-- the request is remembered by an HMAC-SHA256 keyed with the server secret (`CURSOR_SECRET`) over the path, the
-  Idempotency-Key and the canonical body, never by a plain digest that could be brute-forced offline;
-- the replayed body is sealed with AES-256-GCM under a key derived (HMAC-SHA256, server secret) from the path, the
-  Idempotency-Key and the canonical body: only a client that sends the same key and the same body again can have it
-  opened, and a copy of the table alone (without the server secret) reveals nothing. The record's key and status are
-  the associated data, so a sealed body cannot be moved to another record. `cryptography` is imported on first use.
+- the request is remembered by an HMAC-SHA256 keyed with the server secret (`CURSOR_SECRET`) over the principal, the
+  path, the Idempotency-Key and the canonical body, never by a plain digest that could be brute-forced offline;
+- the replayed body is sealed with AES-256-GCM under a key derived (HMAC-SHA256, server secret) from the principal,
+  the path, the Idempotency-Key and the canonical body: only the same principal sending the same key and the same body
+  again can have it opened, and a copy of the table alone (without the server secret) reveals nothing. The record's
+  key and status are the associated data, so a sealed body cannot be moved to another record. `cryptography` is
+  imported on first use.
 """
 
 from __future__ import annotations
@@ -32,6 +37,7 @@ from aws_lambda_powertools import Logger
 from aws_lambda_powertools.event_handler import Response
 
 from switchboard import clock
+from switchboard.api.auth import AuthContext
 from switchboard.api.context import current_auth_optional, header, request_id
 from switchboard.api.envelope import error_body
 from switchboard.config import get_settings
@@ -64,10 +70,12 @@ def _derive(label: bytes, *parts: bytes) -> bytes:
     return mac.digest()
 
 
-def _legacy_body_digest(canonical: bytes) -> str:
-    """What records written before the HMAC kept (`body_digest`); read only, so that a retry in flight at the
-    deployment still matches its record."""
-    return hashlib.sha256(canonical).hexdigest()
+def principal_of(auth: AuthContext) -> str:
+    """Who owns an idempotency record: the API key itself, or the user behind a session (a user's sessions share
+    their records, so a retry after logging in again still replays)."""
+    if auth.principal_type == "session" and auth.user_id:
+        return f"user:{auth.user_id}"
+    return f"{auth.principal_type}:{auth.credential_id or auth.principal_id}"
 
 
 def _aad(item_key: dict[str, Any], status: int) -> bytes:
@@ -98,7 +106,7 @@ def _stored_response(item: dict[str, Any], item_key: dict[str, Any], seal_key: b
     headers = dict(item.get("response_headers") or {})
     headers["Idempotent-Replayed"] = "true"
     status = int(item["response_status"])
-    body = item.get("response_body")  # records written before sealing
+    body = None
     if item.get("response_sealed") is not None:
         body = _open(seal_key, item["response_sealed"], _aad(item_key, status))
     return Response(
@@ -109,10 +117,13 @@ def _stored_response(item: dict[str, Any], item_key: dict[str, Any], seal_key: b
     )
 
 
-def _same_request(existing: dict[str, Any], request_mac: str, canonical: bytes) -> bool:
-    if "request_mac" in existing:
-        return hmac.compare_digest(existing["request_mac"], request_mac)
-    return existing.get("body_digest") == _legacy_body_digest(canonical)
+def _same_request(existing: dict[str, Any], principal: str, request_mac: str) -> bool:
+    """The same principal sent the same request. A record without a principal (written before records had one) is
+    nobody's: it is never replayed."""
+    owner = existing.get("principal")
+    if not isinstance(owner, str) or not hmac.compare_digest(owner, principal):
+        return False
+    return hmac.compare_digest(str(existing.get("request_mac") or ""), request_mac)
 
 
 def idempotency_middleware(app: Any, next_middleware: Callable[[Any], Any]) -> Any:
@@ -131,8 +142,8 @@ def idempotency_middleware(app: Any, next_middleware: Callable[[Any], Any]) -> A
     store = get_store()
     scope_digest = hashlib.sha256(f"{event.path}\n{idem_key}".encode()).hexdigest()
     item_key = keys.idempotency(auth.scope, scope_digest)
-    canonical = _canonical_body(event.body)
-    parts = (event.path.encode(), idem_key.encode(), canonical)
+    principal = principal_of(auth)
+    parts = (principal.encode(), event.path.encode(), idem_key.encode(), _canonical_body(event.body))
     request_mac = _derive(b"switchboard/idempotency/request", *parts).hex()
     seal_key = _derive(b"switchboard/idempotency/replay", *parts)
     now = clock.now()
@@ -142,6 +153,7 @@ def idempotency_middleware(app: Any, next_middleware: Callable[[Any], Any]) -> A
                 **item_key,
                 "entity": "Idempotency",
                 "status": "in_progress",
+                "principal": principal,
                 "request_mac": request_mac,
                 "lease_until": clock.epoch(now + IN_FLIGHT_LEASE),
                 "ttl": clock.epoch(now + RETENTION),
@@ -154,9 +166,10 @@ def idempotency_middleware(app: Any, next_middleware: Callable[[Any], Any]) -> A
         existing = store.get(item_key, consistent=True)
         if existing is None:  # expired between the two calls: treat as in flight, the client retries
             raise Conflict("A request with this Idempotency-Key is in progress.") from None
-        if not _same_request(existing, request_mac, canonical):
+        if not _same_request(existing, principal, request_mac):
             raise Conflict(
-                "This Idempotency-Key was used with a different request body.", code="idempotency_key_reused"
+                "This Idempotency-Key was already used for another request; use a new key.",
+                code="idempotency_key_reused",
             ) from None
         if existing.get("status") != "completed":
             raise Conflict("A request with this Idempotency-Key is in progress.") from None
@@ -184,6 +197,7 @@ def idempotency_middleware(app: Any, next_middleware: Callable[[Any], Any]) -> A
         **item_key,
         "entity": "Idempotency",
         "status": "completed",
+        "principal": principal,
         "request_mac": request_mac,
         "response_status": response.status_code,
         "response_headers": stored_headers,

@@ -1,4 +1,5 @@
-"""API keys: created with a role no higher than the creator's, shown once, revoked at once."""
+"""API keys: created with a role no higher than the creator's, shown once, revoked at once; each tied to the member who
+created it (at most MAX_KEYS_PER_MEMBER each), revoked when that member leaves and capped at their current role."""
 
 from __future__ import annotations
 
@@ -7,12 +8,14 @@ from typing import Any
 from switchboard.api.auth import ROLE_RANK, AuthContext
 from switchboard.audit import audit_put
 from switchboard.config import get_settings
-from switchboard.errors import Forbidden, NotFound
+from switchboard.errors import Conflict, Forbidden, NotFound
 from switchboard.identity import models, repository
 from switchboard.identity.credentials import display_prefix, hash_token, new_api_key
 from switchboard.identity.security import get_security
 from switchboard.ids import new_id
-from switchboard.store import Delete, Store, keys
+from switchboard.store import Delete, Store, TxOp, Update, keys
+
+MAX_KEYS_PER_MEMBER = 25
 
 
 def _view(item: dict[str, Any]) -> models.ApiKey:
@@ -20,22 +23,56 @@ def _view(item: dict[str, Any]) -> models.ApiKey:
 
 
 def create_api_key(store: Store, auth: AuthContext, body: models.ApiKeyCreate) -> models.ApiKeyCreated:
+    """A key is tied to the member behind the caller (the user of the session, or the creator of the calling key):
+    listed on their member row (at most MAX_KEYS_PER_MEMBER), revoked when they leave, capped at their role."""
     if ROLE_RANK[body.role] > ROLE_RANK.get(auth.role or "", 0):
         raise Forbidden("A key cannot carry a higher role than its creator's.")
+    org_id = auth.org_id
     plain = new_api_key(get_settings().api_key_mode)
+    token_hash = hash_token(plain)
     key_id = new_id("key")
+    member_ops: list[TxOp] = []
+    creator_role = None
+    if auth.user_id:
+        member = repository.get_member(store, org_id, auth.user_id)
+        if member is None:
+            raise Forbidden("Only a member of the organization can create its API keys.")
+        creator_role = member["role"]
+        if len(member.get("api_keys") or ()) >= MAX_KEYS_PER_MEMBER:
+            raise Conflict(f"A member can hold at most {MAX_KEYS_PER_MEMBER} API keys; revoke one first.")
+        unchanged, values = repository.member_keys_unchanged(member)
+        member_ops.append(
+            Update(
+                key=keys.member(org_id, auth.user_id),
+                expression="ADD api_keys :entry, keys_version :one",
+                condition=f"#role = :creator_role AND {unchanged}",
+                names={"#role": "role"},
+                values={
+                    ":entry": {repository.key_entry(key_id, token_hash)},
+                    ":one": 1,
+                    ":creator_role": creator_role,
+                    **values,
+                },
+                error=Conflict("The member's keys or role changed meanwhile; retry."),
+            )
+        )
     record, ops = repository.api_key_ops(
-        auth.org_id,
+        org_id,
         key_id,
         body.name,
         body.role,
-        hash_token(plain),
+        token_hash,
         display_prefix(plain),
         auth.user_id,
-        allowed_cidrs=get_security(store, auth.org_id).api_key_allowed_cidrs,
+        allowed_cidrs=get_security(store, org_id).api_key_allowed_cidrs,
+        creator_role=creator_role,
     )
     store.transact(
-        [*ops, audit_put(auth, "api_key.created", "api_key", key_id, after={"name": body.name, "role": body.role})]
+        [
+            *ops,
+            *member_ops,
+            audit_put(auth, "api_key.created", "api_key", key_id, after={"name": body.name, "role": body.role}),
+        ]
     )
     return models.ApiKeyCreated(**_view(record).model_dump(), key=plain)
 
@@ -54,12 +91,22 @@ def revoke_api_key(store: Store, auth: AuthContext, key_id: str) -> None:
     if ROLE_RANK.get(record["role"], 0) > ROLE_RANK.get(auth.role or "", 0):
         raise Forbidden("A key with a higher role than yours can only be revoked by an owner.")
     gone = NotFound("No such API key.")
-    store.transact(
-        [
-            Delete(key=keys.api_key_record(auth.org_id, key_id), condition="attribute_exists(PK)", error=gone),
-            Delete(key=keys.credential(record["token_hash"])),
-            audit_put(
-                auth, "api_key.revoked", "api_key", key_id, before={"name": record["name"], "role": record["role"]}
-            ),
-        ]
-    )
+    ops: list[TxOp] = [
+        Delete(key=keys.api_key_record(auth.org_id, key_id), condition="attribute_exists(PK)", error=gone),
+        Delete(key=keys.credential(record["token_hash"])),
+        audit_put(auth, "api_key.revoked", "api_key", key_id, before={"name": record["name"], "role": record["role"]}),
+    ]
+    entry = repository.key_entry(key_id, record["token_hash"])
+    creator = str(record.get("created_by") or "")
+    member = repository.get_member(store, auth.org_id, creator) if creator else None
+    if member is not None and entry in (member.get("api_keys") or ()):
+        ops.append(
+            Update(
+                key=keys.member(auth.org_id, creator),
+                expression="DELETE api_keys :entry ADD keys_version :one",
+                condition="attribute_exists(PK)",
+                values={":entry": {entry}, ":one": 1},
+                error=Conflict("The key's creator changed meanwhile; retry."),
+            )
+        )
+    store.transact(ops)

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import Any
 
 from switchboard import clock
-from switchboard.api.auth import AuthContext
+from switchboard.api.auth import ROLE_RANK, AuthContext
 from switchboard.errors import Unauthenticated
 from switchboard.identity import repository, sessions
 from switchboard.identity.credentials import extract_credential, hash_token
@@ -25,12 +26,14 @@ def authenticate(store: Store, headers: Mapping[str, str] | None, source_ip: str
     if cred["kind"] == "api_key":
         if not ip_allowed(source_ip, cred.get("allowed_cidrs")):
             raise Unauthenticated("This API key may not be used from this IP address.")
+        key_role = effective_key_role(store, cred)
+        repository.touch_api_key(store, cred)
         return AuthContext(
             principal_type="api_key",
             principal_id=cred["credential_id"],
             user_id=cred.get("user_id"),
             organization_id=cred["organization_id"],
-            role=cred["role"],
+            role=key_role,
             credential_id=cred["credential_id"],
         )
 
@@ -51,6 +54,24 @@ def authenticate(store: Store, headers: Mapping[str, str] | None, source_ip: str
             credential_id=cred["credential_id"],
         )
     raise Unauthenticated("The credential is unknown, revoked or expired.")
+
+
+def effective_key_role(store: Store, cred: dict[str, Any]) -> str:
+    """An API key acts with at most its creator's current role (CONVENTIONS "Tenant safety and data lifecycle"): the
+    lower of the key's role and `creator_role`, which the transaction changing the creator's role rewrites (and the
+    one removing the creator deletes the credential). A key stored before credentials carried `creator_role` reads
+    its creator's member row instead: gone → 401. A key without a creator has its own role."""
+    role = str(cred["role"])
+    creator = cred.get("user_id")
+    if not creator:
+        return role
+    creator_role = cred.get("creator_role")
+    if creator_role is None:
+        member = repository.get_member(store, cred["organization_id"], creator)
+        if member is None:
+            raise Unauthenticated("The credential is unknown, revoked or expired.")
+        creator_role = member["role"]
+    return min(role, str(creator_role), key=lambda r: ROLE_RANK.get(r, 0))
 
 
 def _session_organization(

@@ -33,14 +33,16 @@ def bootstrap_organization(
     org_id, user_id, key_id = new_id("org"), new_id("usr"), new_id("key")
     plain = api_key or new_api_key(key_mode)
     user = repository.user_item(user_id, owner_email, "Local Owner", hash_password(owner_password), verified=True)
+    token_hash = hash_token(plain)
     _, key_ops = repository.api_key_ops(
-        org_id, key_id, "bootstrap", "owner", hash_token(plain), display_prefix(plain), user_id
+        org_id, key_id, "bootstrap", "owner", token_hash, display_prefix(plain), user_id, creator_role="owner"
     )
+    owned = {repository.key_entry(key_id, token_hash)}
     store.transact(
         [
             *repository.user_ops(user),
             repository.Put(item=repository.organization_item(org_id, org_name, user_id), condition=None),
-            *repository.membership_ops(org_id, user_id, "owner", owner_email, "Local Owner"),
+            *repository.membership_ops(org_id, user_id, "owner", owner_email, "Local Owner", api_keys=owned),
             *key_ops,
         ]
     )

@@ -5,7 +5,8 @@ from __future__ import annotations
 import ipaddress
 from typing import Annotated, Any, Literal
 
-from pydantic import ConfigDict, Field, field_validator
+from pydantic import ConfigDict, Field, ValidationInfo, field_validator
+from pydantic_core import PydanticCustomError
 
 from switchboard.models import BaseModel, EmailStr, Storable, Strict
 
@@ -38,11 +39,29 @@ class EmailCode(Strict):
     otp_code: str = Otp
 
 
+NEW_PASSWORD_RULES = (
+    "At least 8 characters; not one of the most common passwords, not one or two characters repeated, not a run of "
+    "consecutive characters, and not the account's e-mail."
+)
+
+
+def _strong_password(password: str, info: ValidationInfo) -> str:
+    """A new password passes `passwords.password_problem` (400 `validation_failed` on `body.password` otherwise)."""
+    from switchboard.identity.passwords import password_problem
+
+    problem = password_problem(password, info.data.get("email"))
+    if problem is not None:
+        raise PydanticCustomError("weak_password", f"The password {problem}.")
+    return password
+
+
 class Register(Strict):
     email: EmailStr = Field(min_length=1)
-    password: str = Field(min_length=8, max_length=256)
+    password: str = Field(min_length=8, max_length=256, description=NEW_PASSWORD_RULES)
     name: str | None = Field(default=None, max_length=200, description="full name")
     telemetry_id: str | None = Field(default=None, max_length=200, description="device fingerprint id")
+
+    _password = field_validator("password")(_strong_password)
 
 
 class RegisterVerify(Register):
@@ -63,7 +82,9 @@ class LoginResult(BaseModel):
 class PasswordConfirm(Strict):
     email: EmailStr = Field(min_length=1)
     otp_code: str = Otp
-    password: str = Field(min_length=8, max_length=256)
+    password: str = Field(min_length=8, max_length=256, description=NEW_PASSWORD_RULES)
+
+    _password = field_validator("password")(_strong_password)
 
 
 class Accepted(BaseModel):
@@ -188,7 +209,9 @@ class Invitation(BaseModel):
 
 
 class InvitationAccept(Strict):
-    token: str | None = Field(default=None, max_length=200)
+    token: str = Field(
+        min_length=1, max_length=200, description="The token of the e-mailed link (after `#token=` in its URL)."
+    )
 
 
 class TeamCreate(Strict):

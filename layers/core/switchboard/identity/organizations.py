@@ -166,14 +166,15 @@ def update_member_role(store: Store, auth: AuthContext, user_id: str, body: mode
         return _member_view(item, store.get(keys.user(user_id)))
     _require_can_manage(auth, old)
     _require_can_manage(auth, body.role)
+    unchanged, kept = repository.member_keys_unchanged(item)
     ops: list[TxOp] = [
         Update(
             key=keys.member(org_id, user_id),
             expression="SET #role = :role",
-            condition="#role = :old",
+            condition=f"#role = :old AND {unchanged}",
             names={"#role": "role"},
-            values={":role": body.role, ":old": old},
-            error=Conflict("The member's role changed meanwhile; retry."),
+            values={":role": body.role, ":old": old, **kept},
+            error=Conflict("The member's role or keys changed meanwhile; retry."),
         ),
         Update(
             key={"PK": keys.user_pk(user_id), "SK": f"MEMBERSHIP#{org_id}"},
@@ -182,6 +183,17 @@ def update_member_role(store: Store, auth: AuthContext, user_id: str, body: mode
             values={":role": body.role},
         ),
         audit_put(auth, "member.role_changed", "member", user_id, before={"role": old}, after={"role": body.role}),
+        # The member's API keys act with at most the new role from the next request (a bounded list).
+        *(
+            Update(
+                key=keys.credential(token_hash),
+                expression="SET creator_role = :role",
+                condition="attribute_exists(PK)",
+                values={":role": body.role},
+                error=Conflict("The member's keys changed meanwhile; retry."),
+            )
+            for _, token_hash in map(repository.parse_key_entry, sorted(item.get("api_keys") or ()))
+        ),
     ]
     if old == "owner":
         ops.append(_owner_guard(org_id, -1))
@@ -192,20 +204,41 @@ def update_member_role(store: Store, auth: AuthContext, user_id: str, body: mode
 
 
 def remove_member(store: Store, auth: AuthContext, user_id: str) -> None:
+    """The membership ends and, in the same transaction, every API key the member created (a bounded list on the
+    member row): the next request with one of them is 401. Team rows follow, in the same transaction as far as it
+    holds them."""
     org_id = auth.org_id
     item = _get_member(store, org_id, user_id)
     if user_id != auth.user_id:
         _require_can_manage(auth, item["role"])
+    unchanged, kept = repository.member_keys_unchanged(item)
+    api_keys = [repository.parse_key_entry(e) for e in sorted(item.get("api_keys") or ())]
     ops: list[TxOp] = [
-        Delete(key=keys.member(org_id, user_id), condition="attribute_exists(PK)", error=NotFound("No such member.")),
+        Delete(
+            key=keys.member(org_id, user_id),
+            condition=f"attribute_exists(PK) AND {unchanged}",
+            values=kept or None,
+            error=Conflict("The member's keys changed meanwhile; retry."),
+        ),
         Delete(key={"PK": keys.user_pk(user_id), "SK": f"MEMBERSHIP#{org_id}"}),
-        audit_put(auth, "member.removed", "member", user_id, before={"role": item["role"]}),
+        audit_put(
+            auth,
+            "member.removed",
+            "member",
+            user_id,
+            before={"role": item["role"], "api_keys": [key_id for key_id, _ in api_keys]},
+        ),
     ]
+    for key_id, token_hash in api_keys:
+        ops += [Delete(key=keys.api_key_record(org_id, key_id)), Delete(key=keys.credential(token_hash))]
     if item["role"] == "owner":
         ops.append(_owner_guard(org_id, -1))
     team_rows = [t for t in store.query_all(keys.org_pk(org_id), sk_prefix="TEAMMEMBER#") if t["user_id"] == user_id]
-    ops += [Delete(key={"PK": t["PK"], "SK": t["SK"]}) for t in team_rows[:90]]
-    store.transact(ops)
+    team_ops: list[TxOp] = [Delete(key={"PK": t["PK"], "SK": t["SK"]}) for t in team_rows]
+    room = 100 - len(ops)
+    store.transact(ops + team_ops[:room])
+    for start in range(room, len(team_ops), 100):
+        store.transact(team_ops[start : start + 100])
 
 
 # Invitations -----------------------------------------------------------------------------------------------------
@@ -266,13 +299,15 @@ def create_invitation(
             ),
         ]
     )
-    link = f"{accept_url.rstrip('/')}/v1/invitations/{invitation_id}/accept?token={token}"
+    # The token rides in the fragment: browsers and proxies never send or log a fragment, unlike a query string.
+    link = f"{accept_url.rstrip('/')}/v1/invitations/{invitation_id}/accept#token={token}"
     mailer.send(
         Mail(
             to=email,
             subject=f"You are invited to {org.name} on Switchboard",
             text=f"You were invited to join {org.name} as {body.role}. Sign in or register with this e-mail, then "
-            f"accept: POST {link} (invitation {invitation_id}, token {token}). It expires in 7 days.",
+            f'accept: {link} (POST /v1/invitations/{invitation_id}/accept with {{"token": "{token}"}}). '
+            "It expires in 7 days.",
         )
     )
     return _invitation_view(item)
@@ -304,15 +339,16 @@ def revoke_invitation(store: Store, auth: AuthContext, invitation_id: str) -> No
     )
 
 
-def accept_invitation(store: Store, auth: AuthContext, invitation_id: str, token: str | None) -> models.Invitation:
-    """The invited user (signed in with the invited e-mail) joins the organization with the invited role."""
+def accept_invitation(store: Store, auth: AuthContext, invitation_id: str, token: str) -> models.Invitation:
+    """The invited user (signed in with the invited e-mail, holding the token of the e-mailed link) joins the
+    organization with the invited role. The token is compared by its hash, in constant time."""
     user_id = require_user(auth)
     pointer = store.get(_invitation_pointer(invitation_id), consistent=True)
     item = store.get(_invitation_key(pointer["organization_id"], invitation_id), consistent=True) if pointer else None
     user = get_user(store, user_id)
     if item is None or item["email"] != user["email"]:
         raise NotFound("No such invitation for this user.")
-    if token is not None and not hmac.compare_digest(item["token_hash"], hash_token(token)):
+    if not hmac.compare_digest(str(item.get("token_hash") or ""), hash_token(token)):
         raise ValidationFailed.field("body.token", "does not match the invitation")
     view = _invitation_view(item)
     if view.status != "pending":

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+from datetime import timedelta
 from typing import Any
 
 from switchboard import clock
-from switchboard.errors import Conflict
+from switchboard.errors import Conflict, DomainError
 from switchboard.store import Put, Store, keys
 
 Item = dict[str, Any]
@@ -46,11 +47,19 @@ def user_item(user_id: str, email: str, name: str, password_hash: str | None, *,
 
 
 def membership_ops(
-    org_id: str, user_id: str, role: str, email: str, name: str, *, idle_timeout: int | None = None
+    org_id: str,
+    user_id: str,
+    role: str,
+    email: str,
+    name: str,
+    *,
+    idle_timeout: int | None = None,
+    api_keys: set[str] | None = None,
 ) -> list[Put]:
-    """The member row in the organization and its mirror in the user's partition (consistent "my orgs" query)."""
+    """The member row in the organization and its mirror in the user's partition (consistent "my orgs" query).
+    `api_keys`: the `key_entry` of each API key the member creates with it (bootstrap)."""
     now = clock.now_iso()
-    member = {
+    member: Item = {
         **keys.member(org_id, user_id),
         "entity": "Member",
         "id": f"mem_{org_id[4:]}_{user_id[4:]}",
@@ -62,6 +71,8 @@ def membership_ops(
         "session_idle_timeout_minutes": idle_timeout,
         "created_at": now,
     }
+    if api_keys:
+        member |= {"api_keys": set(api_keys), "keys_version": 1}
     mirror = {
         "PK": keys.user_pk(user_id),
         "SK": f"MEMBERSHIP#{org_id}",
@@ -100,7 +111,11 @@ def api_key_ops(
     prefix: str,
     created_by: str | None,
     allowed_cidrs: list[str] | None = None,
+    creator_role: str | None = None,
 ) -> tuple[Item, list[Put]]:
+    """The key's record (listed by the organization) and its credential (read by the authorizer). A key created by a
+    member carries `creator_role`, that member's current role, kept up to date by every change of the member's role:
+    the key acts with the lower of its own role and its creator's (`effective_key_role`)."""
     now = clock.now_iso()
     record = {
         **keys.api_key_record(org_id, key_id),
@@ -125,10 +140,32 @@ def api_key_ops(
         "allowed_cidrs": allowed_cidrs or None,
         "created_at": now,
     }
+    if created_by and creator_role:
+        credential["creator_role"] = creator_role
     return record, [
         Put(item=record, condition="attribute_not_exists(PK)"),
         Put(item=credential, condition="attribute_not_exists(PK)", error=Conflict("This key already exists.")),
     ]
+
+
+def key_entry(key_id: str, token_hash: str) -> str:
+    """How a member row lists an API key its member created (`api_keys`, a string set): enough to revoke it (its
+    record and its credential) or to update its credential, in the transaction that removes or re-roles the member."""
+    return f"{key_id}:{token_hash}"
+
+
+def parse_key_entry(entry: str) -> tuple[str, str]:
+    key_id, _, token_hash = entry.partition(":")
+    return key_id, token_hash
+
+
+def member_keys_unchanged(member: Item) -> tuple[str, dict[str, Any]]:
+    """A condition on the member row (and its values) that holds while nobody created or revoked a key of the member
+    since `member` was read (`keys_version`): a transaction acting on the member's keys from that read acts on all."""
+    version = member.get("keys_version")
+    if version is None:
+        return "attribute_not_exists(keys_version)", {}
+    return "keys_version = :keys_version", {":keys_version": version}
 
 
 def get_credential(store: Store, token_hash: str) -> Item | None:
@@ -143,3 +180,35 @@ def get_member(store: Store, org_id: str, user_id: str) -> Item | None:
 def user_memberships(store: Store, user_id: str, limit: int | None = None) -> list[Item]:
     page = store.query(keys.user_pk(user_id), sk_prefix="MEMBERSHIP#", consistent=True, limit=limit)
     return page.items
+
+
+KEY_USE_EVERY = timedelta(minutes=1)
+
+
+def touch_api_key(store: Store, cred: Item) -> None:
+    """Keep the key's `last_used_at` (GET /v1/api-keys shows it), written at most once a minute per key: the
+    credential's own copy (read by the authorizer anyway) says when it was last written, a conditional update on the
+    credential lets one request of the minute win, and only that one writes the key's record. Bookkeeping never
+    fails a request: a lost race or a throttled write is skipped."""
+    now = clock.now()
+    last = cred.get("last_used_at")
+    if isinstance(last, str) and now - clock.parse_iso(last) < KEY_USE_EVERY:
+        return
+    stamp = clock.iso(now)
+    try:
+        store.update(
+            {"PK": cred["PK"], "SK": cred["SK"]},
+            "SET last_used_at = :now",
+            condition="attribute_exists(PK) AND (attribute_not_exists(last_used_at) OR last_used_at < :cutoff)",
+            values={":now": stamp, ":cutoff": clock.iso(now - KEY_USE_EVERY)},
+            return_values="NONE",
+        )
+        store.update(
+            keys.api_key_record(cred["organization_id"], cred["credential_id"]),
+            "SET last_used_at = :now",
+            condition="attribute_exists(PK)",
+            values={":now": stamp},
+            return_values="NONE",
+        )
+    except DomainError:  # another request of this minute wrote it, the key was just revoked, or the table is busy
+        return
