@@ -68,6 +68,13 @@ def log_entry(org: str, channel_id: str, event: str, detail: dict[str, Any] | No
     )
 
 
+def check_config(item: Item) -> None:
+    """The channel's adapter accepts its config (400 `validation_failed` otherwise; unknown platform too)."""
+    from switchboard.config import get_settings
+
+    type(provider_for(item)).check_config(item.get("config") or {}, local=get_settings().is_local)
+
+
 def create(store: Store, auth: AuthContext, body: models.ChannelCreate) -> models.Channel:
     org, now, channel_id = auth.org_id, clock.now_iso(), new_id("ch")
     phone = normalize_phone(body.phone_number, "body.phone_number") if body.phone_number else None
@@ -92,7 +99,7 @@ def create(store: Store, auth: AuthContext, body: models.ChannelCreate) -> model
         "updated_at": now,
         "version": 1,
     }
-    provider_for(item)  # the platform has an adapter
+    check_config(item)  # the platform has an adapter, which accepts this config
     store.transact(
         [
             Put(item=item, condition="attribute_not_exists(PK)"),
@@ -145,6 +152,7 @@ def update(store: Store, auth: AuthContext, channel_id: str, body: models.Channe
         changes["phone_number"] = normalize_phone(changes["phone_number"], "body.phone_number")
     if "config" in changes:
         changes["config"] = {**(item.get("config") or {}), **(changes["config"] or {})}
+        check_config({**item, "config": changes["config"]})
     changes = {k: v for k, v in changes.items() if item.get(k) != v}
     if not changes:
         return view(item)

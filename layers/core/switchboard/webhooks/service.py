@@ -7,7 +7,7 @@ import hashlib
 from datetime import timedelta
 from typing import Any
 
-from switchboard import clock
+from switchboard import clock, netguard
 from switchboard.api.auth import AuthContext
 from switchboard.api.pagination import cursor_page, decode_cursor, encode_cursor, query_fingerprint
 from switchboard.audit import audit_put
@@ -16,7 +16,7 @@ from switchboard.errors import Conflict, NotFound, Unauthenticated, ValidationFa
 from switchboard.events.outbox import outbox_put
 from switchboard.ids import new_id, token_urlsafe
 from switchboard.store import ConditionCheck, Delete, Put, Store, Update, keys
-from switchboard.webhooks import dispatch, models, signing, ssrf
+from switchboard.webhooks import dispatch, models, signing
 from switchboard.webhooks import repository as repo
 from switchboard.webhooks.catalogue import EVENT_TYPES, TEST_EVENT
 
@@ -53,8 +53,8 @@ def event_catalogue() -> list[models.EventType]:
 
 def _checked_url(url: str, field: str = "body.url") -> str:
     try:
-        ssrf.check_url(url, allow_local=get_settings().is_local)
-    except ssrf.UnsafeUrl as err:
+        netguard.check_url(url, allow_local=get_settings().is_local)
+    except netguard.UnsafeUrl as err:
         raise ValidationFailed.field(field, err.message) from None
     return url.strip()
 
