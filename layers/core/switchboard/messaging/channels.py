@@ -7,7 +7,7 @@ import contextlib
 import re
 from typing import Any
 
-from switchboard import clock
+from switchboard import clock, sealed
 from switchboard.api.auth import AuthContext
 from switchboard.api.pagination import decode_cursor, encode_cursor, query_fingerprint
 from switchboard.audit import audit_put
@@ -32,20 +32,39 @@ def pointer_key(channel_id: str) -> dict[str, str]:
     return keys.key(f"CHANNEL#{channel_id}", "CHANNEL")
 
 
+def is_secret(key: str) -> bool:
+    """A config key whose value is a credential: sealed at rest, masked in every answer."""
+    return bool(_SECRET.search(key))
+
+
 def _mask(value: Any) -> Any:
-    if isinstance(value, dict):
-        return {k: (_hide(str(v)) if _SECRET.search(k) and v else _mask(v)) for k, v in value.items()}
-    return value
+    """A settings document's secrets masked (only long ones show their last four characters)."""
+    return sealed.mask_fields(value, is_secret, {}) if isinstance(value, dict) else value
 
 
-def _hide(secret: str) -> str:
-    """Only long secrets show their last four characters; short ones show nothing."""
-    return "••••" + secret[-4:] if len(secret) >= 16 else "••••"
+def sealed_item(item: Item) -> Item:
+    """The channel item as it is stored: every credential of its config sealed (`switchboard.sealed`, the
+    organization as context) with its display hint in `secret_hints`, and `verify_token_hash` (a keyed hash, for
+    finding a channel by the verify token Meta presents) kept in step with `config.verify_token`. An item whose
+    secrets are all sealed comes back unchanged (no cryptography on that path)."""
+    config = item.get("config") or {}
+    token = config.get("verify_token")
+    out = item
+    if sealed.has_plain(config, is_secret):
+        hints = dict(item.get("secret_hints") or {})
+        out = {**item, "config": sealed.seal_fields(config, item["organization_id"], is_secret, hints)}
+        out["secret_hints"] = hints
+        if isinstance(token, str) and token and not sealed.is_sealed(token):
+            out["verify_token_hash"] = sealed.lookup_hash(token)
+    if not token and "verify_token_hash" in out:
+        out = {k: v for k, v in out.items() if k != "verify_token_hash"}
+    return out
 
 
 def view(item: Item) -> models.Channel:
-    """Secrets in config are never returned (only their last four characters)."""
-    return models.Channel.model_validate({**item, "config": _mask(item.get("config") or {})})
+    """Secrets in config are never returned (only the hint of each: the last four characters of long ones)."""
+    config = sealed.mask_fields(item.get("config") or {}, is_secret, item.get("secret_hints") or {})
+    return models.Channel.model_validate({**item, "config": config})
 
 
 def get_item(store: Store, org: str, channel_id: str, *, consistent: bool = False) -> Item:
@@ -71,8 +90,12 @@ def log_entry(org: str, channel_id: str, event: str, detail: dict[str, Any] | No
 def check_config(item: Item) -> None:
     """The channel's adapter accepts its config (400 `validation_failed` otherwise; unknown platform too)."""
     from switchboard.config import get_settings
+    from switchboard.providers.registry import PLATFORMS
 
-    type(provider_for(item)).check_config(item.get("config") or {}, local=get_settings().is_local)
+    platform = str(item.get("platform"))
+    if platform not in PLATFORMS:
+        raise ValidationFailed.field("platform", f"unknown platform {item.get('platform')!r}")
+    PLATFORMS[platform].check_config(item.get("config") or {}, local=get_settings().is_local)
 
 
 def create(store: Store, auth: AuthContext, body: models.ChannelCreate) -> models.Channel:
@@ -100,6 +123,7 @@ def create(store: Store, auth: AuthContext, body: models.ChannelCreate) -> model
         "version": 1,
     }
     check_config(item)  # the platform has an adapter, which accepts this config
+    item = sealed_item(item)
     store.transact(
         [
             Put(item=item, condition="attribute_not_exists(PK)"),
@@ -128,7 +152,7 @@ def _save(
     detail: dict[str, Any] | None = None,
     extra: list[TxOp] | None = None,
 ) -> Item:
-    new = {**old, **changes, "updated_at": clock.now_iso(), "version": int(old.get("version", 1)) + 1}
+    new = sealed_item({**old, **changes, "updated_at": clock.now_iso(), "version": int(old.get("version", 1)) + 1})
     store.transact(
         [
             Put(
