@@ -1,8 +1,9 @@
 """Secrets at rest are sealed (CONVENTIONS "Tenant safety and data lifecycle"): webhook signing secrets (current and
 previous), integration secrets (tokens, passwords, webhook URLs), `whatsapp_cloud` `access_token` / `app_secret` /
-`verify_token` and `whatsapp_web` `api_key` never appear in plain text in the table, read raw through moto; they are
-opened where they are used (sending, signing, verifying), answers keep their masks, and items written in plain text
-before sealing still work, are sealed on their next write and by the resumable migration `switchboard.reseal`.
+`verify_token`, `whatsapp_web` `api_key` and a channel proxy's password never appear in plain text in the table, read
+raw through moto; they are opened where they are used (sending, signing, verifying), answers keep their masks, and
+items written in plain text before sealing still work, are sealed on their next write and by the resumable migration
+`switchboard.reseal`.
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ WEB_API_KEY = "web-gateway-api-key-plain-5151"
 SLACK_URL = "https://hooks.slack.com/services/T000/B000/plainslackpath31337"
 HUBSPOT_TOKEN = "pat-na1-plainhubspottoken-8080"
 SMTP_PASSWORD = "smtp-password-plain-6060"
+PROXY_PASSWORD = "proxy-password-plain-7373"
 
 
 def raw_items(api: Api) -> list[dict[str, Any]]:
@@ -136,6 +138,9 @@ def test_no_secret_is_stored_in_plain_text_and_each_still_works(
     assert api.get(f"/v1/settings/integrations/{integrations[2]['id']}").json()["data"]["secrets"] == {
         "password": "••••" + SMTP_PASSWORD[-4:]
     }
+    proxy = {"host": "proxy.example.com", "port": 3128, "username": "u", "password": PROXY_PASSWORD}
+    assert api.put(f"/v1/channels/{web['id']}/proxy", json=proxy).json()["data"]["password"] == "••••" + "7373"
+    assert api.get(f"/v1/channels/{web['id']}/proxy").json()["data"]["password"] == "••••" + "7373"
     endpoint = api.post(f"{BASE}/endpoints", json={"url": receiver.url("/signed")}).json()["data"]
     first_secret = endpoint["secret"]
     rotated = api.post(f"{BASE}/endpoints/{endpoint['id']}/rotate-secret").json()["data"]["secret"]
@@ -150,6 +155,7 @@ def test_no_secret_is_stored_in_plain_text_and_each_still_works(
         "plainslackpath31337",
         HUBSPOT_TOKEN,
         SMTP_PASSWORD,
+        PROXY_PASSWORD,
         first_secret,
         first_secret.removeprefix("whsec_"),
         rotated,

@@ -43,16 +43,23 @@ def _mask(value: Any) -> Any:
 
 
 def sealed_item(item: Item) -> Item:
-    """The channel item as it is stored: every credential of its config sealed (`switchboard.sealed`, the
-    organization as context) with its display hint in `secret_hints`, and `verify_token_hash` (a keyed hash, for
-    finding a channel by the verify token Meta presents) kept in step with `config.verify_token`. An item whose
-    secrets are all sealed comes back unchanged (no cryptography on that path)."""
+    """The channel item as it is stored: every credential of its config and of its settings documents (a proxy's
+    password) sealed (`switchboard.sealed`, the organization as context) with its display hint in `secret_hints`
+    (settings paths prefixed `settings.`), and `verify_token_hash` (a keyed hash, for finding a channel by the verify
+    token Meta presents) kept in step with `config.verify_token`. An item whose secrets are all sealed comes back
+    unchanged (no cryptography on that path)."""
     config = item.get("config") or {}
+    documents = item.get("settings") or {}
     token = config.get("verify_token")
     out = item
-    if sealed.has_plain(config, is_secret):
+    if sealed.has_plain(config, is_secret) or sealed.has_plain(documents, is_secret):
         hints = dict(item.get("secret_hints") or {})
-        out = {**item, "config": sealed.seal_fields(config, item["organization_id"], is_secret, hints)}
+        org = item["organization_id"]
+        out = {
+            **item,
+            "config": sealed.seal_fields(config, org, is_secret, hints),
+            "settings": sealed.seal_fields(documents, org, is_secret, hints, "settings."),
+        }
         out["secret_hints"] = hints
         if isinstance(token, str) and token and not sealed.is_sealed(token):
             out["verify_token_hash"] = sealed.lookup_hash(token)
@@ -298,7 +305,8 @@ DOCUMENTS = ("advanced", "phone", "two_step", "proxy", "network_proxy")
 
 def get_document(store: Store, auth: AuthContext, channel_id: str, name: str) -> dict[str, Any]:
     item = get_item(store, auth.org_id, channel_id)
-    return _mask((item.get("settings") or {}).get(name) or {})  # type: ignore[no-any-return]
+    doc = (item.get("settings") or {}).get(name) or {}
+    return sealed.mask_fields(doc, is_secret, item.get("secret_hints") or {}, f"settings.{name}.")
 
 
 def put_document(store: Store, auth: AuthContext, channel_id: str, name: str, doc: dict[str, Any]) -> dict[str, Any]:
