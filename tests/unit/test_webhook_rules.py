@@ -36,6 +36,10 @@ from switchboard.webhooks import catalogue, schedule
         ("::ffff:10.1.2.3", "private"),
         ("::ffff:169.254.169.254", "metadata"),
         ("64:ff9b::a00:1", "private"),  # NAT64 of 10.0.0.1
+        ("64:ff9b::a9fe:a9fe", "metadata"),  # NAT64 of 169.254.169.254
+        ("64:ff9b:1::a9fe:a9fe", "NAT64"),  # local-use NAT64 prefix: refused whatever it carries
+        ("64:ff9b:1::5db8:d822", "NAT64"),
+        ("2001:0:4136:e378:8000:63bf:3fff:fdd2", "Teredo"),
         ("2002:a00:1::", "private"),  # 6to4 of 10.0.0.1
         ("ff02::1", "multicast"),
     ],
