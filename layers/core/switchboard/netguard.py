@@ -15,12 +15,14 @@ from __future__ import annotations
 import functools
 import ipaddress
 import socket
-import ssl
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
+
+if TYPE_CHECKING:
+    import ssl
 
 LOCAL_LOOPBACK = "127.0.0.1"
 MAX_URL_LENGTH = 2048
@@ -201,6 +203,8 @@ def sni(target: Target) -> dict[str, Any]:
 @functools.lru_cache(maxsize=1)
 def tls_context() -> ssl.SSLContext:
     """The CA bundle, loaded once per container: building it costs more than a whole request to a fast server."""
+    import ssl
+
     import certifi  # httpx's own CA bundle, imported with httpx on the first request
 
     return ssl.create_default_context(cafile=certifi.where())
