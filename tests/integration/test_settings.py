@@ -8,6 +8,7 @@ import logging
 
 import pytest
 
+from switchboard import sealed
 from switchboard.store import get_store
 from tests.integration.support import Api, invitation_token
 
@@ -82,7 +83,8 @@ def test_integration_crud_with_masked_secrets(api: Api, caplog):
     for secret in (SHOPIFY_TOKEN, new_token, SLACK_URL, "XXXXXXXXXXXXXXXXwxyz"):
         assert secret not in everything
     stored = get_store().get({"PK": f"ORG#{api.org_id}", "SK": f"INTEG#{created['id']}"})
-    assert stored and stored["secrets"] == {"access_token": new_token}  # kept for the integration's own use
+    # Kept for the integration's own use, sealed (tests/integration/test_security_secrets.py).
+    assert stored and sealed.unseal(stored["secrets"]["access_token"], api.org_id) == new_token
 
     assert api.delete(path).status_code == 204
     api.assert_error(api.get(path), 404, "not_found")

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from starlette.testclient import TestClient
 
-from switchboard import clock
+from switchboard import clock, sealed
 from switchboard.store import get_store
 from switchboard.webhooks import repository, service
 from tests.integration.support import Api
@@ -166,7 +166,8 @@ def test_endpoints_create_edit_disable_rotate_and_delete_through_the_service_rul
     (endpoint,) = api.get(BASE).json()["data"]["endpoints"]
     assert endpoint["url"] == "http://127.0.0.1:9/orders" and endpoint["description"] == "orders"
     assert endpoint["filter_types"] == ["message.new", "message.sent"]
-    assert get_store().get(repository.endpoint_key(api.org_id, endpoint["id"]))["secret"] == secret  # type: ignore[index]
+    stored = get_store().get(repository.endpoint_key(api.org_id, endpoint["id"]))
+    assert stored is not None and sealed.unseal(stored["secret"], api.org_id) == secret
     listing = page(visitor, f"{PORTAL}/endpoints")
     assert secret not in listing and "http://127.0.0.1:9/orders" in listing
     detail_path = f"{PORTAL}/endpoints/{endpoint['id']}"
@@ -214,7 +215,8 @@ def test_endpoints_create_edit_disable_rotate_and_delete_through_the_service_rul
     rotated = submit(visitor, f"{detail_path}/rotate-secret", {}, csrf_from=detail_path)
     new_secret = unescape(re.search(r'id="secret">([^<]+)<', rotated.text).group(1))  # type: ignore[union-attr]
     stored = get_store().get(repository.endpoint_key(api.org_id, endpoint["id"]))
-    assert stored is not None and stored["secret"] == new_secret and stored["previous_secret"] == secret
+    assert stored is not None and sealed.unseal(stored["secret"], api.org_id) == new_secret
+    assert sealed.unseal(stored["previous_secret"], api.org_id) == secret
 
     assert submit(visitor, f"{detail_path}/delete", {}, csrf_from=detail_path).headers["location"] == (
         f"{PORTAL}/endpoints"

@@ -20,13 +20,13 @@ from functions.event_publisher.app import handler as publisher_handler
 from functions.webhook_fanout.app import handler as fanout_handler
 from functions.webhook_sender.app import handler as sender_handler
 from local.pollers import lambda_sqs_record
-from switchboard import aws, clock
+from switchboard import aws, clock, netguard
 from switchboard.config import reset_settings
 from switchboard.errors import Unauthenticated
 from switchboard.events.outbox import outbox_put
 from switchboard.store import get_store
 from switchboard.store.table import serialize
-from switchboard.webhooks import repository, service, ssrf
+from switchboard.webhooks import repository, service
 from switchboard.webhooks.catalogue import EVENT_TYPES
 from tests.helpers import FakeContext
 from tests.integration.support import Api
@@ -273,7 +273,7 @@ def test_unsafe_urls_are_refused_at_creation(api: Api, monkeypatch):
             raise OSError(f"unknown host {host}")
         return [(2, 1, 6, "", (address, port)) for address in answers[host]]
 
-    monkeypatch.setattr(ssrf, "getaddrinfo", fake_getaddrinfo)
+    monkeypatch.setattr(netguard, "getaddrinfo", fake_getaddrinfo)
     for url in UNSAFE_URLS:
         error = Api.assert_error(api.post(f"{BASE}/endpoints", json={"url": url}), 400, "validation_failed")
         assert error["details"][0]["field"] == "body.url", url
@@ -287,7 +287,7 @@ def test_unsafe_urls_are_refused_at_creation(api: Api, monkeypatch):
 
 
 def test_outside_the_local_stack_http_and_127_0_0_1_are_refused(api: Api, monkeypatch):
-    monkeypatch.setattr(ssrf, "getaddrinfo", resolver_for({"public.example.test": "93.184.216.34"}))
+    monkeypatch.setattr(netguard, "getaddrinfo", resolver_for({"public.example.test": "93.184.216.34"}))
     monkeypatch.setenv("STAGE", "dev")
     reset_settings()
     try:
@@ -512,7 +512,7 @@ def test_recover_retries_every_failed_delivery_since_a_time(api, pipeline, recei
 
 def test_a_host_resolving_to_a_private_address_at_delivery_is_refused(api, pipeline, monkeypatch):
     answers = {"hooks.example.test": "93.184.216.34"}
-    monkeypatch.setattr(ssrf, "getaddrinfo", resolver_for(answers))
+    monkeypatch.setattr(netguard, "getaddrinfo", resolver_for(answers))
     endpoint = create_endpoint(api, "https://hooks.example.test/hook")  # public when created
     answers["hooks.example.test"] = "10.0.0.7"  # DNS now answers a private address
     connections: list[Any] = []
@@ -688,19 +688,19 @@ def test_https_goes_to_the_checked_address_and_tls_is_verified_against_the_host_
     port = server.server_address[1]
 
     # The sender's own client settings, trusting this test's CA instead of the public ones.
-    monkeypatch.setattr(delivery, "tls_context", lambda: ssl.create_default_context(cafile=str(tmp_path / "cert.pem")))
-    delivery.reset_clients()
+    monkeypatch.setattr(netguard, "tls_context", lambda: ssl.create_default_context(cafile=str(tmp_path / "cert.pem")))
+    netguard.reset_clients()
     try:
-        good = ssrf.parse(f"https://hooks.example.test:{port}/in?x=1", allow_local=False)
+        good = netguard.parse(f"https://hooks.example.test:{port}/in?x=1", allow_local=False)
         result = delivery.post(good, "127.0.0.1", {"content-type": "application/json"}, b'{"a":1}')
         assert result.ok and result.status_code == 204, result
         assert seen == [(f"hooks.example.test:{port}", b'{"a":1}')]
-        wrong = ssrf.parse(f"https://other.example.test:{port}/in", allow_local=False)
+        wrong = netguard.parse(f"https://other.example.test:{port}/in", allow_local=False)
         refused = delivery.post(wrong, "127.0.0.1", {}, b"{}")
         assert refused.status_code is None and "certificate" in (refused.error or "").lower()
         assert len(seen) == 1
     finally:
-        delivery.reset_clients()
+        netguard.reset_clients()
         server.shutdown()
         server.server_close()
         thread.join(5)

@@ -8,7 +8,8 @@ from email.utils import format_datetime
 
 import pytest
 
-from switchboard.webhooks import catalogue, schedule, ssrf
+from switchboard import netguard
+from switchboard.webhooks import catalogue, schedule
 
 
 @pytest.mark.parametrize(
@@ -35,22 +36,26 @@ from switchboard.webhooks import catalogue, schedule, ssrf
         ("::ffff:10.1.2.3", "private"),
         ("::ffff:169.254.169.254", "metadata"),
         ("64:ff9b::a00:1", "private"),  # NAT64 of 10.0.0.1
+        ("64:ff9b::a9fe:a9fe", "metadata"),  # NAT64 of 169.254.169.254
+        ("64:ff9b:1::a9fe:a9fe", "NAT64"),  # local-use NAT64 prefix: refused whatever it carries
+        ("64:ff9b:1::5db8:d822", "NAT64"),
+        ("2001:0:4136:e378:8000:63bf:3fff:fdd2", "Teredo"),
         ("2002:a00:1::", "private"),  # 6to4 of 10.0.0.1
         ("ff02::1", "multicast"),
     ],
 )
 def test_non_public_addresses_are_refused(address, reason):
-    refusal = ssrf.refusal(ipaddress.ip_address(address))
+    refusal = netguard.refusal(ipaddress.ip_address(address))
     assert refusal is not None and reason in refusal
 
 
 @pytest.mark.parametrize("address", ["93.184.216.34", "8.8.8.8", "2606:2800:220:1:248:1893:25c8:1946"])
 def test_public_addresses_are_allowed(address):
-    assert ssrf.refusal(ipaddress.ip_address(address)) is None
+    assert netguard.refusal(ipaddress.ip_address(address)) is None
 
 
 def test_parse_keeps_path_and_query_and_knows_the_host_header():
-    target = ssrf.parse("https://Hooks.Example.com:8443/in/bound?x=1&y=2#frag", allow_local=False)
+    target = netguard.parse("https://Hooks.Example.com:8443/in/bound?x=1&y=2#frag", allow_local=False)
     assert (target.scheme, target.host, target.port, target.path) == (
         "https",
         "hooks.example.com",
@@ -59,7 +64,7 @@ def test_parse_keeps_path_and_query_and_knows_the_host_header():
     )
     assert target.host_header == "hooks.example.com:8443"
     assert target.url_for("93.184.216.34") == "https://93.184.216.34:8443/in/bound?x=1&y=2"
-    v6 = ssrf.parse("https://[2606:2800:220:1::1]/", allow_local=False)
+    v6 = netguard.parse("https://[2606:2800:220:1::1]/", allow_local=False)
     assert v6.is_ip_literal and v6.host_header == "[2606:2800:220:1::1]"
     assert v6.url_for("2606:2800:220:1::1") == "https://[2606:2800:220:1::1]/"
 
@@ -78,15 +83,15 @@ def test_parse_keeps_path_and_query_and_knows_the_host_header():
     ],
 )
 def test_bad_urls_are_refused(url, allow_local, message):
-    with pytest.raises(ssrf.UnsafeUrl, match=message):
-        ssrf.parse(url, allow_local=allow_local)
+    with pytest.raises(netguard.UnsafeUrl, match=message):
+        netguard.parse(url, allow_local=allow_local)
 
 
 def test_local_stack_may_use_127_0_0_1_over_http():
-    target = ssrf.parse("http://127.0.0.1:8080/hook", allow_local=True)
-    assert ssrf.checked_address(target, allow_local=True) == "127.0.0.1"
-    with pytest.raises(ssrf.UnsafeUrl, match="loopback"):
-        ssrf.check_url("https://127.0.0.1/hook", allow_local=False)
+    target = netguard.parse("http://127.0.0.1:8080/hook", allow_local=True)
+    assert netguard.checked_address(target, allow_local=True) == "127.0.0.1"
+    with pytest.raises(netguard.UnsafeUrl, match="loopback"):
+        netguard.check_url("https://127.0.0.1/hook", allow_local=False)
 
 
 def test_every_resolved_address_must_be_public(monkeypatch):
@@ -97,14 +102,17 @@ def test_every_resolved_address_must_be_public(monkeypatch):
             raise OSError("no such host")
         return [(2, 1, 6, "", (a, port)) for a in answers[host]]
 
-    monkeypatch.setattr(ssrf, "getaddrinfo", fake)
-    assert ssrf.checked_address(ssrf.parse("https://ok.test/", allow_local=False), allow_local=False) == "93.184.216.34"
-    with pytest.raises(ssrf.UnsafeUrl, match=r"private address: mixed.test \(10.0.0.5\)"):
-        ssrf.check_url("https://mixed.test/", allow_local=False)
-    with pytest.raises(ssrf.UnsafeUrl, match="loopback"):
-        ssrf.check_url("https://v6.test/", allow_local=True)
-    with pytest.raises(ssrf.UnsafeUrl, match="does not resolve"):
-        ssrf.check_url("https://missing.test/", allow_local=False)
+    monkeypatch.setattr(netguard, "getaddrinfo", fake)
+    assert (
+        netguard.checked_address(netguard.parse("https://ok.test/", allow_local=False), allow_local=False)
+        == "93.184.216.34"
+    )
+    with pytest.raises(netguard.UnsafeUrl, match=r"private address: mixed.test \(10.0.0.5\)"):
+        netguard.check_url("https://mixed.test/", allow_local=False)
+    with pytest.raises(netguard.UnsafeUrl, match="loopback"):
+        netguard.check_url("https://v6.test/", allow_local=True)
+    with pytest.raises(netguard.UnsafeUrl, match="does not resolve"):
+        netguard.check_url("https://missing.test/", allow_local=False)
 
 
 # Schedule ---------------------------------------------------------------------------------------------------------

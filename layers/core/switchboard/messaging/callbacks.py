@@ -51,7 +51,7 @@ def subscription(store: Store, channel_id: str, params: dict[str, str]) -> str:
     verify = getattr(adapter, "verify_subscription", None)
     if verify is None:
         raise UnsupportedByProvider("This channel's provider has no subscription handshake.")
-    return str(verify(params, (channel.get("config") or {}).get("verify_token", "")))
+    return str(verify(params, (adapter.channel.get("config") or {}).get("verify_token", "")))
 
 
 def provider_callback(store: Store, channel_id: str, headers: dict[str, str], body: bytes) -> dict[str, Any]:

@@ -7,7 +7,7 @@ import contextlib
 import re
 from typing import Any
 
-from switchboard import clock
+from switchboard import clock, sealed
 from switchboard.api.auth import AuthContext
 from switchboard.api.pagination import decode_cursor, encode_cursor, query_fingerprint
 from switchboard.audit import audit_put
@@ -47,20 +47,46 @@ def pointer_key(channel_id: str) -> dict[str, str]:
     return keys.key(f"CHANNEL#{channel_id}", "CHANNEL")
 
 
+def is_secret(key: str) -> bool:
+    """A config key whose value is a credential: sealed at rest, masked in every answer."""
+    return bool(_SECRET.search(key))
+
+
 def _mask(value: Any) -> Any:
-    if isinstance(value, dict):
-        return {k: (_hide(str(v)) if _SECRET.search(k) and v else _mask(v)) for k, v in value.items()}
-    return value
+    """A settings document's secrets masked (only long ones show their last four characters)."""
+    return sealed.mask_fields(value, is_secret, {}) if isinstance(value, dict) else value
 
 
-def _hide(secret: str) -> str:
-    """Only long secrets show their last four characters; short ones show nothing."""
-    return "••••" + secret[-4:] if len(secret) >= 16 else "••••"
+def sealed_item(item: Item) -> Item:
+    """The channel item as it is stored: every credential of its config and of its settings documents (a proxy's
+    password) sealed (`switchboard.sealed`, the organization as context) with its display hint in `secret_hints`
+    (settings paths prefixed `settings.`), and `verify_token_hash` (a keyed hash, for finding a channel by the verify
+    token Meta presents) kept in step with `config.verify_token`. An item whose secrets are all sealed comes back
+    unchanged (no cryptography on that path)."""
+    config = item.get("config") or {}
+    documents = item.get("settings") or {}
+    token = config.get("verify_token")
+    out = item
+    if sealed.has_plain(config, is_secret) or sealed.has_plain(documents, is_secret):
+        hints = dict(item.get("secret_hints") or {})
+        org = item["organization_id"]
+        out = {
+            **item,
+            "config": sealed.seal_fields(config, org, is_secret, hints),
+            "settings": sealed.seal_fields(documents, org, is_secret, hints, "settings."),
+        }
+        out["secret_hints"] = hints
+        if isinstance(token, str) and token and not sealed.is_sealed(token):
+            out["verify_token_hash"] = sealed.lookup_hash(token)
+    if not token and "verify_token_hash" in out:
+        out = {k: v for k, v in out.items() if k != "verify_token_hash"}
+    return out
 
 
 def view(item: Item) -> models.Channel:
-    """Secrets in config are never returned (only their last four characters)."""
-    return models.Channel.model_validate({**item, "config": _mask(item.get("config") or {})})
+    """Secrets in config are never returned (only the hint of each: the last four characters of long ones)."""
+    config = sealed.mask_fields(item.get("config") or {}, is_secret, item.get("secret_hints") or {})
+    return models.Channel.model_validate({**item, "config": config})
 
 
 def get_item(store: Store, org: str, channel_id: str, *, consistent: bool = False) -> Item:
@@ -81,6 +107,17 @@ def log_entry(org: str, channel_id: str, event: str, detail: dict[str, Any] | No
             "ttl": clock.epoch(clock.now()) + 90 * 86400,
         }
     )
+
+
+def check_config(item: Item) -> None:
+    """The channel's adapter accepts its config (400 `validation_failed` otherwise; unknown platform too)."""
+    from switchboard.config import get_settings
+    from switchboard.providers.registry import PLATFORMS
+
+    platform = str(item.get("platform"))
+    if platform not in PLATFORMS:
+        raise ValidationFailed.field("platform", f"unknown platform {item.get('platform')!r}")
+    PLATFORMS[platform].check_config(item.get("config") or {}, local=get_settings().is_local)
 
 
 def create(store: Store, auth: AuthContext, body: models.ChannelCreate) -> models.Channel:
@@ -107,7 +144,8 @@ def create(store: Store, auth: AuthContext, body: models.ChannelCreate) -> model
         "updated_at": now,
         "version": 1,
     }
-    provider_for(item)  # the platform has an adapter
+    check_config(item)  # the platform has an adapter, which accepts this config
+    item = sealed_item(item)
     store.transact(
         [
             Put(item=item, condition="attribute_not_exists(PK)"),
@@ -136,7 +174,7 @@ def _save(
     detail: dict[str, Any] | None = None,
     extra: list[TxOp] | None = None,
 ) -> Item:
-    new = {**old, **changes, "updated_at": clock.now_iso(), "version": int(old.get("version", 1)) + 1}
+    new = sealed_item({**old, **changes, "updated_at": clock.now_iso(), "version": int(old.get("version", 1)) + 1})
     store.transact(
         [
             Put(
@@ -160,6 +198,7 @@ def update(store: Store, auth: AuthContext, channel_id: str, body: models.Channe
         changes["phone_number"] = normalize_phone(changes["phone_number"], "body.phone_number")
     if "config" in changes:
         changes["config"] = {**(item.get("config") or {}), **(changes["config"] or {})}
+        check_config({**item, "config": changes["config"]})
     changes = {k: v for k, v in changes.items() if item.get(k) != v}
     if not changes:
         return view(item)
@@ -281,7 +320,8 @@ DOCUMENTS = ("advanced", "phone", "two_step", "proxy", "network_proxy")
 
 def get_document(store: Store, auth: AuthContext, channel_id: str, name: str) -> dict[str, Any]:
     item = get_item(store, auth.org_id, channel_id)
-    return _mask((item.get("settings") or {}).get(name) or {})  # type: ignore[no-any-return]
+    doc = (item.get("settings") or {}).get(name) or {}
+    return sealed.mask_fields(doc, is_secret, item.get("secret_hints") or {}, f"settings.{name}.")
 
 
 def put_document(store: Store, auth: AuthContext, channel_id: str, name: str, doc: dict[str, Any]) -> dict[str, Any]:

@@ -107,6 +107,11 @@ class Provider:
     def __init__(self, channel: Channel) -> None:
         self.channel = channel
 
+    @classmethod
+    def check_config(cls, config: dict[str, Any], *, local: bool) -> None:
+        """Raise `ValidationFailed` (field `body.config.<key>`) when a channel may not store this config; `local` is
+        the local stack's leniency (its fakes). Called at channel create and update."""
+
     # Inbound callbacks (provider → us) -------------------------------------------------------------------------------
     def verify_callback(self, headers: dict[str, str], body: bytes) -> None:
         """Raise `Unauthenticated` unless the callback is really from the provider (signature check)."""

@@ -1,15 +1,20 @@
 """The small HTTP client the remote adapters share (whatsapp_cloud, whatsapp_web).
 
 - httpx is imported on first use, never at import time (the registry imports every adapter on cold start).
-- One process-wide client, so warm Lambda invocations reuse TCP and TLS connections to the provider.
+- Destinations come from the channel's (user-supplied) config, so every request goes through `switchboard.netguard`,
+  the guard of the webhook sender: outside the local stack the URL must be `https`, every address its host resolves
+  to now must be public (no loopback, private, link-local, metadata, NAT64/6to4/mapped forms of those; no verdict
+  is remembered per host name), and the connection is pinned to the checked address (TLS still verifies the host
+  name, through SNI). Clients are kept per (address, host name, port), so warm invocations reuse connections.
 - No redirects followed; every request has a timeout (10 s per connect/read/write, and the same as a total deadline
   for the whole exchange, bodies included); response bodies are capped.
 - Failures map onto the provider protocol: timeouts, connection errors, 429 and 5xx → `ProviderUnavailable` (retry
-  later); other 4xx → `ProviderRejected` carrying the provider's own message (the adapter's `read_error` extracts it,
-  and may declare a 4xx transient, as Graph does for its rate limits); 3xx → `ProviderRejected` (a misconfigured
-  `base_url`, retrying will not help).
-- Destinations come from the channel's (user-supplied) config, so outside the local and test stages a URL must be
-  `https` and resolve only to public addresses: no loopback, private, link-local or cloud-metadata targets.
+  later); other 4xx → `ProviderRejected` (the adapter's `read_error` reads the provider's error object, and may
+  declare a 4xx transient, as Graph does for its rate limits); 3xx → `ProviderRejected` (a misconfigured `base_url`,
+  retrying will not help).
+- A provider's error body is never echoed to the tenant: what reaches `last_error` and an error's `details` is the
+  HTTP status and what `read_error` takes from a JSON error object (the provider's code, its short message, capped);
+  a body that is not JSON (an HTML error page of whatever answered) contributes nothing but its status.
 """
 
 from __future__ import annotations
@@ -18,22 +23,18 @@ import json
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
-from urllib.parse import quote, urlsplit
+from typing import Any
+from urllib.parse import quote
 
+from switchboard import netguard
 from switchboard.providers.base import ProviderRejected, ProviderUnavailable
-
-if TYPE_CHECKING:
-    import httpx
 
 DEFAULT_TIMEOUT = 10.0
 MAX_BODY = 4 * 1024 * 1024  # API answers
 MAX_MEDIA = 100 * 1024 * 1024  # WhatsApp's largest media (documents)
 MEDIA_DEADLINE = 60.0  # a whole media download; every single read still has DEFAULT_TIMEOUT
-_HOST_OK_FOR = 300.0  # seconds a destination host that resolved to public addresses is trusted
-
-_client: httpx.Client | None = None
-_public_hosts: dict[tuple[str, int], float] = {}
+MAX_ERROR_MESSAGE = 200  # characters of a provider's own error message kept
+HEADERS = {"User-Agent": "Switchboard/1.0", "Accept": "application/json"}
 
 
 def segment(value: str) -> str:
@@ -71,50 +72,33 @@ ErrorReader = Callable[[Reply], ProviderError]
 
 
 def default_error(reply: Reply) -> ProviderError:
-    return ProviderError(reply.text() or f"HTTP {reply.status}")
+    return ProviderError(f"HTTP {reply.status}")
 
 
-def client() -> httpx.Client:
-    global _client
-    if _client is None:
-        import httpx
-
-        _client = httpx.Client(
-            follow_redirects=False,
-            timeout=DEFAULT_TIMEOUT,
-            headers={"User-Agent": "Switchboard/1.0", "Accept": "application/json"},
-        )
-    return _client
+def _shown(reply: Reply, error: ProviderError) -> ProviderError:
+    """What of `read_error`'s answer may reach the tenant: nothing from a body that is not a JSON object (whatever
+    answered may be an internal page) nor the raw body itself, and at most `MAX_ERROR_MESSAGE` printable characters
+    of a provider's message."""
+    if not isinstance(reply.json(), dict) or error.message.strip() == reply.text():
+        return ProviderError(f"HTTP {reply.status}", transient=error.transient)
+    message = "".join(ch if ch.isprintable() else " " for ch in error.message)[:MAX_ERROR_MESSAGE].strip()
+    details = {k: v for k, v in error.details.items() if isinstance(v, str | int | float | bool)}
+    return ProviderError(message or f"HTTP {reply.status}", transient=error.transient, details=details)
 
 
-def check_destination(url: str, provider: str) -> None:
-    """Refuse URLs that could reach our own network (SSRF), except on the local and test stages."""
-    parts = urlsplit(url)
-    if parts.scheme not in ("http", "https") or not parts.hostname or parts.username or parts.password:
-        raise ProviderRejected(f"{provider}: {url!r} is not a valid http(s) URL; check config.base_url.")
+def check_destination(url: str, provider: str) -> tuple[netguard.Target, str]:
+    """The URL and the checked address to connect to (`switchboard.netguard`, the rules of webhook endpoints; the
+    local and test stages may also use `127.0.0.1`)."""
     from switchboard.config import get_settings
 
-    if get_settings().is_local:
-        return
-    if parts.scheme != "https":
-        raise ProviderRejected(f"{provider}: only https URLs are allowed; check config.base_url.")
-    host, port = parts.hostname, parts.port or 443
-    now = time.monotonic()
-    if _public_hosts.get((host, port), 0.0) > now:
-        return
-    import ipaddress
-    import socket
-
+    allow_local = get_settings().is_local
     try:
-        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
-    except (OSError, UnicodeError) as err:
-        raise ProviderUnavailable(f"{provider}: cannot resolve {host}: {err}") from None
-    for info in infos:
-        address = ipaddress.ip_address(str(info[4][0]).split("%", 1)[0])
-        mapped = getattr(address, "ipv4_mapped", None)
-        if not address.is_global or (mapped is not None and not mapped.is_global):
-            raise ProviderRejected(f"{provider}: {host} resolves to a non-public address; check config.base_url.")
-    _public_hosts[(host, port)] = now + _HOST_OK_FOR
+        target = netguard.parse(url, allow_local=allow_local)
+        return target, netguard.checked_address(target, allow_local=allow_local)
+    except netguard.Unresolvable as err:
+        raise ProviderUnavailable(f"{provider}: the {err.message}.") from None
+    except netguard.UnsafeUrl as err:
+        raise ProviderRejected(f"{provider}: the URL {err.message}; check config.base_url.") from None
 
 
 class HttpApi:
@@ -149,18 +133,21 @@ class HttpApi:
         import httpx
 
         url = path if path.startswith(("https://", "http://")) else f"{self.base_url}{path}"
-        check_destination(url, self.provider)
+        target, address = check_destination(url, self.provider)
         total = max(deadline or self.timeout, self.timeout)
         started = time.monotonic()
         try:
-            with client().stream(
+            http, transport = netguard.pinned_client(target, address, self.timeout)
+            outgoing = http.build_request(
                 method,
-                url,
+                target.url_for(address),
                 json=json_body,
                 params=dict(params) if params else None,
-                headers=self.headers,
-                timeout=self.timeout,
-            ) as response:
+                headers={**HEADERS, **self.headers, "host": target.host_header},
+                extensions=netguard.sni(target),
+            )
+            response = transport.handle_request(outgoing)
+            try:
                 chunks: list[bytes] = []
                 size = 0
                 for chunk in response.iter_bytes():
@@ -170,11 +157,13 @@ class HttpApi:
                     if time.monotonic() - started > total:
                         raise ProviderUnavailable(f"{self.provider} did not finish answering within {total:g} s.")
                     chunks.append(chunk)
-                reply = Reply(
-                    status=response.status_code,
-                    headers={k.lower(): v for k, v in response.headers.items()},
-                    content=b"".join(chunks),
-                )
+            finally:
+                response.close()
+            reply = Reply(
+                status=response.status_code,
+                headers={k.lower(): v for k, v in response.headers.items()},
+                content=b"".join(chunks),
+            )
         except httpx.TimeoutException:
             raise ProviderUnavailable(f"{self.provider} did not answer within {self.timeout:g} s.") from None
         except httpx.HTTPError as err:
@@ -203,7 +192,7 @@ class HttpApi:
         if status < 300:
             return reply
         if status == 429 or status >= 500:
-            detail = self.read_error(reply).message if reply.content else ""
+            detail = _shown(reply, self.read_error(reply)).message if reply.content else ""
             retry = f" (Retry-After {reply.headers['retry-after']})" if "retry-after" in reply.headers else ""
             raise ProviderUnavailable(
                 f"{self.provider} answered HTTP {status}{retry}" + (f": {detail}" if detail else ".")
@@ -213,7 +202,7 @@ class HttpApi:
                 f"{self.provider} answered with a redirect (HTTP {status}); check config.base_url.",
                 details=[{"provider": self.provider, "http_status": status}],
             )
-        error = self.read_error(reply)
+        error = _shown(reply, self.read_error(reply))
         if error.transient:
             raise ProviderUnavailable(f"{self.provider} answered HTTP {status}: {error.message}")
         raise ProviderRejected(

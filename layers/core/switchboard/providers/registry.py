@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from importlib import import_module
 
+from switchboard import sealed
 from switchboard.errors import ValidationFailed
 from switchboard.providers.base import Channel, Provider
 
@@ -38,7 +39,12 @@ PLATFORMS: Mapping[str, type[Provider]] = _Platforms()
 
 
 def provider_for(channel: Channel) -> Provider:
+    """The channel's adapter, given the channel with its config's sealed credentials opened (`switchboard.sealed`):
+    the stored item keeps them sealed, the adapter uses them to call, sign and verify."""
     platform = str(channel.get("platform"))
     if platform not in _ADAPTERS:
         raise ValidationFailed.field("platform", f"unknown platform {channel.get('platform')!r}")
+    config = channel.get("config")
+    if isinstance(config, dict) and sealed.has_sealed(config):
+        channel = {**channel, "config": sealed.open_fields(config, str(channel.get("organization_id") or ""))}
     return PLATFORMS[platform](channel)

@@ -30,8 +30,10 @@ import contextlib
 import hashlib
 import hmac
 import json
+import re
 from datetime import UTC, datetime
 from typing import Any
+from urllib.parse import urlsplit
 
 from switchboard import clock
 from switchboard.errors import Forbidden, Unauthenticated, ValidationFailed
@@ -59,6 +61,8 @@ from switchboard.providers.http import (
 
 PROVIDER = "WhatsApp Cloud API"
 DEFAULT_BASE_URL = "https://graph.facebook.com/v21.0"
+GRAPH_HOST = "graph.facebook.com"
+_GRAPH_PATH = re.compile(r"(/v\d+\.\d+)?/?")
 SIGNATURE_HEADER = "x-hub-signature-256"
 
 # Graph error codes that mean "slow down / try again", even when the HTTP status is 400.
@@ -75,11 +79,35 @@ TEMPLATE_CREATE_KEYS = ("name", "language", "category", "components", "allow_cat
 STATUSES = frozenset({"sent", "delivered", "read", "failed"})
 
 
+def base_url_refusal(value: Any, *, local: bool) -> str | None:
+    """Why `config.base_url` may not be used, or None. Outside the local stack it can only be Meta's Graph root
+    (optionally with a version): any other host would receive the channel's access token."""
+    if value is None or local:
+        return None
+    parts = urlsplit(str(value))
+    try:
+        port = parts.port
+    except ValueError:
+        port = -1
+    if (
+        parts.scheme != "https"
+        or parts.hostname != GRAPH_HOST
+        or port not in (None, 443)
+        or parts.username is not None
+        or parts.password is not None
+        or parts.query
+        or parts.fragment
+        or not _GRAPH_PATH.fullmatch(parts.path)
+    ):
+        return f"must be Meta's Graph API root, {DEFAULT_BASE_URL} (other hosts only on the local stack)"
+    return None
+
+
 def graph_error(reply: Reply) -> ProviderError:
     body = reply.json()
     error = body.get("error") if isinstance(body, dict) else None
     if not isinstance(error, dict):
-        return ProviderError(reply.text() or f"HTTP {reply.status}")
+        return ProviderError(f"HTTP {reply.status}")
     message = str(error.get("message") or f"HTTP {reply.status}")
     data = error.get("error_data")
     extra = data.get("details") if isinstance(data, dict) else None
@@ -164,8 +192,19 @@ class WhatsAppCloudProvider(Provider):
             raise ProviderRejected(f"config.{key} is required for a whatsapp_cloud channel.")
         return value.strip()
 
+    @classmethod
+    def check_config(cls, config: dict[str, Any], *, local: bool) -> None:
+        reason = base_url_refusal(config.get("base_url"), local=local)
+        if reason is not None:
+            raise ValidationFailed.field("body.config.base_url", reason)
+
     def _api(self) -> HttpApi:
         base = self.config.get("base_url") or DEFAULT_BASE_URL
+        from switchboard.config import get_settings
+
+        reason = base_url_refusal(base, local=get_settings().is_local)
+        if reason is not None:
+            raise ProviderRejected(f"{PROVIDER}: config.base_url {reason}.")
         return HttpApi(
             PROVIDER,
             str(base),

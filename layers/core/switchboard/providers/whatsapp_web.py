@@ -109,7 +109,7 @@ def gateway_error(reply: Reply) -> ProviderError:
         return ProviderError(str(error["message"]), details={"provider_code": code} if code else {})
     if isinstance(error, str) and error:
         return ProviderError(error)
-    return ProviderError(reply.text() or f"HTTP {reply.status}")
+    return ProviderError(f"HTTP {reply.status}")
 
 
 def chat_id(phone: str) -> str:

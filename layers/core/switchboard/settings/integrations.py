@@ -1,7 +1,8 @@
 """Integrations: the third-party services an organization connected (a type from `CATALOG`), with the type's
 configuration validated field by field and its secrets write-only.
 
-Secrets are never returned (only `••••` and, for long ones, their last four characters), never written to audit
+Secrets are sealed at rest (`switchboard.sealed`, the organization as context; `secret_hints` keeps what the view
+shows), never returned (only `••••` and, for long ones, their last four characters), never written to audit
 entries (which record only *which* secrets changed) and never logged. `ORG#<org>` / `INTEG#<int_id>` holds one
 integration with `version`; an organization has at most `MAX_PER_ORG`.
 """
@@ -13,7 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from switchboard import clock
+from switchboard import clock, sealed
 from switchboard.api.auth import AuthContext
 from switchboard.audit import audit_put
 from switchboard.errors import Conflict, NotFound, ValidationFailed
@@ -177,9 +178,19 @@ def catalog() -> list[models.IntegrationType]:
     ]
 
 
-def mask(secret: str) -> str:
-    """Only long secrets show their last four characters; short ones show nothing (as channel secrets do)."""
-    return "••••" + secret[-4:] if len(secret) >= 16 else "••••"
+def _every_key(_: str) -> bool:
+    return True  # every value of an integration's `secrets` map is a secret
+
+
+def sealed_item(item: Item) -> Item:
+    """The integration as it is stored: every secret sealed, its display hint in `secret_hints` (an item whose
+    secrets are all sealed comes back unchanged)."""
+    secrets = item.get("secrets") or {}
+    if not sealed.has_plain(secrets, _every_key):
+        return item
+    hints = dict(item.get("secret_hints") or {})
+    out = {**item, "secrets": sealed.seal_fields(secrets, item["organization_id"], _every_key, hints)}
+    return {**out, "secret_hints": {k: v for k, v in hints.items() if k in out["secrets"]}}
 
 
 def integration_key(org: str, integration_id: str) -> dict[str, str]:
@@ -187,8 +198,15 @@ def integration_key(org: str, integration_id: str) -> dict[str, str]:
 
 
 def view(item: Item) -> models.Integration:
+    hints = item.get("secret_hints") or {}
+    secrets = item.get("secrets") or {}
     return models.Integration.model_validate(
-        {**item, "secrets": {k: mask(str(v)) for k, v in (item.get("secrets") or {}).items()}}
+        {
+            **item,
+            "secrets": {
+                k: hints.get(k, sealed.MASK) if sealed.is_sealed(v) else sealed.hint(str(v)) for k, v in secrets.items()
+            },
+        }
     )
 
 
@@ -207,6 +225,9 @@ def _validate(spec: TypeSpec, config: Item, secrets: Item) -> tuple[Item, Item]:
     for part, values in (("config", config), ("secrets", secrets)):
         for name, value in values.items():
             field = by_name.get(name)
+            if part == "secrets" and field is not None and field.secret and sealed.is_sealed(value):
+                out[part][name] = value  # stored sealed, checked when it was written
+                continue
             if field is None or field.secret != (part == "secrets"):
                 where = "secrets" if field and field.secret else "config" if field else None
                 hint = f"belongs in {where}" if where else f"is not a field of {spec.type}"
@@ -275,6 +296,7 @@ def create(store: Store, auth: AuthContext, body: models.IntegrationCreate) -> m
         "updated_at": now,
         "version": 1,
     }
+    item = sealed_item(item)
     store.transact(
         [
             Put(item=item, condition="attribute_not_exists(PK)"),
@@ -306,7 +328,10 @@ def update(store: Store, auth: AuthContext, integration_id: str, body: models.In
         CATALOG[item["type"]], _merge(item["config"], body.config), _merge(item.get("secrets") or {}, body.secrets)
     )
     old_secrets = item.get("secrets") or {}
-    secrets_changed = sorted(k for k in set(secrets) | set(old_secrets) if secrets.get(k) != old_secrets.get(k))
+    given = {k for k, v in (body.secrets or {}).items() if v is not None}
+    secrets_changed = sorted(
+        k for k in set(secrets) | set(old_secrets) if k in given or secrets.get(k) != old_secrets.get(k)
+    )
     new = {
         **item,
         "name": body.name if body.name is not None else item["name"],
@@ -316,7 +341,7 @@ def update(store: Store, auth: AuthContext, integration_id: str, body: models.In
     }
     if all(new[k] == item[k] for k in ("name", "enabled", "config")) and not secrets_changed:
         return view(item)
-    new |= {"updated_at": clock.now_iso(), "version": int(item["version"]) + 1}
+    new = sealed_item(new | {"updated_at": clock.now_iso(), "version": int(item["version"]) + 1})
     store.transact(
         [
             Put(

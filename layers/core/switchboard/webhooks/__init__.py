@@ -9,5 +9,5 @@ one delivery per subscribed endpoint, signed delivery with retries, attempts, al
     delivery.py    one delivery attempt: sign, POST, record, reschedule (webhook_sender)
     schedule.py    the retry schedule (pure)
     signing.py     secrets and signatures (pure)
-    ssrf.py        which URLs and addresses may be called
+    (switchboard/netguard.py decides which URLs and addresses may be called, for providers too)
 """

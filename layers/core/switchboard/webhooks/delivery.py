@@ -24,10 +24,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import json
-import ssl
-import threading
 import time
-from collections import OrderedDict
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -35,7 +32,7 @@ from typing import Any
 
 from aws_lambda_powertools import Logger
 
-from switchboard import aws, clock, metrics
+from switchboard import aws, clock, metrics, netguard
 from switchboard.api.auth import AuthContext
 from switchboard.audit import audit_put
 from switchboard.config import get_settings
@@ -44,7 +41,7 @@ from switchboard.ids import new_ulid
 from switchboard.mail import Mail, get_mail_sender
 from switchboard.store import Put, Store, Update, get_store
 from switchboard.webhooks import repository as repo
-from switchboard.webhooks import schedule, service, signing, ssrf
+from switchboard.webhooks import schedule, service, signing
 
 Item = dict[str, Any]
 logger = Logger(child=True)
@@ -89,52 +86,7 @@ def system_auth(org: str) -> AuthContext:
 
 
 # HTTP -------------------------------------------------------------------------------------------------------------
-@functools.lru_cache(maxsize=1)
-def tls_context() -> ssl.SSLContext:
-    """The CA bundle, loaded once per container: building it costs more than a whole delivery to a fast receiver."""
-    import certifi  # httpx's own CA bundle, imported with httpx on the first delivery
-
-    return ssl.create_default_context(cafile=certifi.where())
-
-
-MAX_CLIENTS = 64
-_clients: OrderedDict[tuple[str, str, int, str, float], tuple[Any, Any]] = OrderedDict()
-_clients_lock = threading.Lock()
-
-
-def client_for(target: ssrf.Target, address: str, timeout: float) -> tuple[Any, Any]:
-    """A keep-alive httpx client and its transport per (scheme, checked address, port, TLS host name, timeout), kept
-    for the container's life (the 64 most recently used): the next attempt or delivery to the same receiver reuses
-    its connection. A connection only ever serves the address it was opened to and the host name its certificate was
-    verified for, since both are in the key. The client builds requests (its headers and timeouts); they are sent
-    through the transport, see `post`."""
-    import httpx
-
-    key = (target.scheme, address, target.effective_port, target.host if target.scheme == "https" else "", timeout)
-    with _clients_lock:
-        kept = _clients.get(key)
-        if kept is not None:
-            _clients.move_to_end(key)
-            return kept
-        transport = httpx.HTTPTransport(
-            verify=tls_context(),
-            trust_env=False,
-            limits=httpx.Limits(max_connections=20, max_keepalive_connections=BATCH_WORKERS, keepalive_expiry=30.0),
-        )
-        kept = (httpx.Client(timeout=timeout, follow_redirects=False, trust_env=False, transport=transport), transport)
-        _clients[key] = kept
-        if len(_clients) > MAX_CLIENTS:
-            _clients.popitem(last=False)  # not closed: a request may still be using it; its sockets close with it
-        return kept
-
-
-def reset_clients() -> None:
-    """Forget the kept clients (tests that change the trusted CAs)."""
-    with _clients_lock:
-        _clients.clear()
-
-
-def post(target: ssrf.Target, address: str, headers: dict[str, str], body: bytes) -> HttpResult:
+def post(target: netguard.Target, address: str, headers: dict[str, str], body: bytes) -> HttpResult:
     """POST to the checked address (the URL's host only names the TLS server and the Host header); no redirects,
     no proxies from the environment, 15 s timeouts (`WEBHOOK_TIMEOUT_SECONDS`), at most 1 KiB of the answer is read,
     on a kept-alive connection to the same address and host name when there is one.
@@ -146,16 +98,14 @@ def post(target: ssrf.Target, address: str, headers: dict[str, str], body: bytes
 
     timeout = get_settings().webhook_timeout_seconds
 
-    extensions: dict[str, Any] = {}
-    if target.scheme == "https" and not target.is_ip_literal:
-        extensions["sni_hostname"] = target.host  # the certificate is checked against the host name
+    extensions = netguard.sni(target)  # the certificate is checked against the host name
     started = time.perf_counter()
 
     def elapsed() -> int:
         return int((time.perf_counter() - started) * 1000)
 
     try:
-        client, transport = client_for(target, address, timeout)
+        client, transport = netguard.pinned_client(target, address, timeout)
         request = client.build_request(
             "POST",
             target.url_for(address),
@@ -188,10 +138,10 @@ def post(target: ssrf.Target, address: str, headers: dict[str, str], body: bytes
 
 
 @functools.lru_cache(maxsize=256)
-def _parsed(url: str, allow_local: bool) -> ssrf.Target:
-    """`ssrf.parse` of an endpoint URL, kept per URL (a pure function of the text; a refused URL is not kept). The
+def _parsed(url: str, allow_local: bool) -> netguard.Target:
+    """`netguard.parse` of an endpoint URL, kept per URL (a pure function of the text; a refused URL is not kept). The
     addresses are still resolved and checked before every attempt."""
-    return ssrf.parse(url, allow_local=allow_local)
+    return netguard.parse(url, allow_local=allow_local)
 
 
 def attempt_http(endpoint: Item, delivery: Item) -> HttpResult:
@@ -200,8 +150,8 @@ def attempt_http(endpoint: Item, delivery: Item) -> HttpResult:
     started = time.perf_counter()
     try:
         target = _parsed(endpoint["url"], allow_local)
-        address = ssrf.checked_address(target, allow_local=allow_local)
-    except ssrf.UnsafeUrl as err:
+        address = netguard.checked_address(target, allow_local=allow_local)
+    except netguard.UnsafeUrl as err:
         return HttpResult(None, int((time.perf_counter() - started) * 1000), error=f"refused: the URL {err.message}")
     body = str(delivery.get("body") or "{}").encode()
     timestamp = int(time.time())  # real time, never scaled

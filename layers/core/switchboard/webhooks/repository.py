@@ -1,6 +1,6 @@
 """Webhook items and keys (all tenant items under `ORG#<org_id>`).
 
-WHEP#<whe_id>                     endpoint: url, filter, enabled, secret (+ previous secret for 24 h), failure stats
+WHEP#<whe_id>                     endpoint: url, filter, enabled, sealed secret (+ previous one for 24 h), failures
 DLV#<msg_id>                      delivery: one event for one endpoint; the id is deterministic (event, endpoint)
                                   GSI1 `ORG#<org>#WHDLV` / `<created_at>#<msg_id>`           deliveries, newest first
                                   GSI2 `ORG#<org>#WHEP#<whe_id>#DLV` / `<created_at>#<msg_id>`  one endpoint's

@@ -7,7 +7,7 @@ import hashlib
 from datetime import timedelta
 from typing import Any
 
-from switchboard import clock, ratelimit
+from switchboard import clock, netguard, ratelimit, sealed
 from switchboard.api.auth import AuthContext
 from switchboard.api.pagination import cursor_page, decode_cursor, encode_cursor, query_fingerprint
 from switchboard.audit import audit_put
@@ -16,7 +16,7 @@ from switchboard.errors import Conflict, NotFound, Unauthenticated, ValidationFa
 from switchboard.events.outbox import outbox_put
 from switchboard.ids import new_id, token_urlsafe
 from switchboard.store import ConditionCheck, Delete, Put, Store, Update, keys
-from switchboard.webhooks import dispatch, models, signing, ssrf
+from switchboard.webhooks import dispatch, models, signing
 from switchboard.webhooks import repository as repo
 from switchboard.webhooks.catalogue import EVENT_TYPES, TEST_EVENT
 
@@ -53,8 +53,8 @@ def event_catalogue() -> list[models.EventType]:
 
 def _checked_url(url: str, field: str = "body.url") -> str:
     try:
-        ssrf.check_url(url, allow_local=get_settings().is_local)
-    except ssrf.UnsafeUrl as err:
+        netguard.check_url(url, allow_local=get_settings().is_local)
+    except netguard.UnsafeUrl as err:
         raise ValidationFailed.field(field, err.message) from None
     return url.strip()
 
@@ -106,7 +106,7 @@ def create_endpoint(store: Store, auth: AuthContext, body: models.EndpointCreate
         "enabled": body.enabled,
         "disabled_reason": None if body.enabled else "manual",
         "disabled_at": None if body.enabled else now,
-        "secret": secret,
+        "secret": sealed.seal(secret, org),
         "consecutive_failures": 0,
         "created_at": now,
         "updated_at": now,
@@ -118,7 +118,21 @@ def create_endpoint(store: Store, auth: AuthContext, body: models.EndpointCreate
             audit_put(auth, "webhook_endpoint.created", "webhook_endpoint", endpoint_id, after=_audit_view(item)),
         ]
     )
-    return models.EndpointWithSecret.model_validate(item)
+    return models.EndpointWithSecret.model_validate({**item, "secret": secret})
+
+
+SECRET_ATTRIBUTES = ("secret", "previous_secret")
+
+
+def plain_secrets(item: Item) -> dict[str, str]:
+    """The endpoint's signing secrets still stored in plain text (written before sealing), sealed: the attributes an
+    update of the item also sets, so that any write of the endpoint seals them."""
+    org = item["organization_id"]
+    return {
+        k: sealed.seal(item[k], org)
+        for k in SECRET_ATTRIBUTES
+        if isinstance(item.get(k), str) and item[k] and not sealed.is_sealed(item[k])
+    }
 
 
 def update_endpoint(store: Store, auth: AuthContext, endpoint_id: str, body: models.EndpointUpdate) -> models.Endpoint:
@@ -146,6 +160,7 @@ def update_endpoint(store: Store, auth: AuthContext, endpoint_id: str, body: mod
             sets.update(disabled_reason="manual", disabled_at=now)
     if not sets and not removes:
         return endpoint_view(item)
+    sets.update(plain_secrets(item))
     sets.update(updated_at=now, version=item.get("version", 1) + 1)
     names = {f"#{k}": k for k in [*sets, *removes]}
     expression = "SET " + ", ".join(f"#{k} = :{k}" for k in sets)
@@ -205,9 +220,10 @@ def rotate_secret(store: Store, auth: AuthContext, endpoint_id: str) -> models.E
     org = auth.org_id
     item = _get_endpoint(store, org, endpoint_id, consistent=True)
     now = clock.now()
+    secret = signing.generate_secret()
     sets = {
-        "secret": signing.generate_secret(),
-        "previous_secret": item["secret"],
+        "secret": sealed.seal(secret, org),
+        "previous_secret": plain_secrets(item).get("secret", item["secret"]),
         "previous_secret_expires_at": clock.iso(now + ROTATION_OVERLAP),
         "secret_rotated_at": clock.iso(now),
         "updated_at": clock.iso(now),
@@ -225,15 +241,17 @@ def rotate_secret(store: Store, auth: AuthContext, endpoint_id: str) -> models.E
             audit_put(auth, "webhook_endpoint.secret_rotated", "webhook_endpoint", endpoint_id),
         ]
     )
-    return models.EndpointWithSecret.model_validate({**item, **sets})
+    return models.EndpointWithSecret.model_validate({**item, **sets, "secret": secret})
 
 
 def signing_secrets(endpoint: Item, now_iso: str) -> list[str]:
-    """The current secret, and the previous one while its 24 h overlap lasts."""
-    out = [endpoint["secret"]]
+    """The current secret, and the previous one while its 24 h overlap lasts, opened (a plain one, stored before
+    sealing, is used as it is)."""
+    org = endpoint["organization_id"]
+    out = [sealed.opened(endpoint["secret"], org)]
     previous, until = endpoint.get("previous_secret"), endpoint.get("previous_secret_expires_at")
     if previous and until and until > now_iso:
-        out.append(previous)
+        out.append(sealed.opened(previous, org))
     return out
 
 

@@ -1,19 +1,28 @@
-"""Which URLs may receive webhooks, and the address a delivery connects to.
+"""The one guard of every outbound HTTP request to a URL a tenant chose: webhook deliveries and provider APIs.
 
-An endpoint URL must use `https` and its host must resolve only to public addresses: never loopback, private
-(RFC 1918, unique-local IPv6), link-local, shared (CGNAT), multicast, reserved, unspecified or a cloud metadata
-address — IPv4 and IPv6 alike, IPv4 embedded in IPv6 (mapped, NAT64, 6to4) judged as the IPv4 it carries. The check
-runs at creation and again before every attempt against the addresses DNS gives then (a name may later resolve to a
-private address), and the attempt connects to the checked address (pinned), never to a second lookup's answer.
+A URL must use `https` and its host must resolve only to public addresses: never loopback, private (RFC 1918,
+unique-local IPv6), link-local, shared (CGNAT), multicast, reserved, unspecified or a cloud metadata address — IPv4
+and IPv6 alike, IPv4 embedded in IPv6 (mapped, well-known NAT64 `64:ff9b::/96`, 6to4) judged as the IPv4 it carries,
+and the local-use NAT64 prefix `64:ff9b:1::/48` and Teredo `2001::/32` refused whole. The check runs against the
+addresses DNS gives at the moment of each request (no verdict is remembered per host name: a name may later resolve
+to a private address), and the request connects to the checked address (`pinned_client`: the URL's host only names
+the TLS server through SNI and the `Host` header), never to a second lookup's answer, and never follows a redirect.
 Only the local stack (stage `local` or `test`) may use the literal `127.0.0.1`, over http or https.
 """
 
 from __future__ import annotations
 
+import functools
 import ipaddress
 import socket
+import threading
+from collections import OrderedDict
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
+
+if TYPE_CHECKING:
+    import ssl
 
 LOCAL_LOOPBACK = "127.0.0.1"
 MAX_URL_LENGTH = 2048
@@ -24,16 +33,26 @@ METADATA_ADDRESSES = frozenset(
     ipaddress.ip_address(a) for a in ("169.254.169.254", "fd00:ec2::254", "100.100.100.200", "192.0.0.192")
 )
 _NAT64 = ipaddress.ip_network("64:ff9b::/96")
+# Prefixes whose embedded IPv4 sits where the operator chose (local-use NAT64, RFC 8215) or is obfuscated (Teredo):
+# nothing public is reached through them from a Lambda, so they are refused whatever they carry.
+_REFUSED_V6 = (ipaddress.ip_network("64:ff9b:1::/48"), ipaddress.ip_network("2001::/32"))
 
-getaddrinfo = socket.getaddrinfo  # module attribute so tests can substitute the resolver
+
+def getaddrinfo(*args: Any, **kwargs: Any) -> list[Any]:
+    """The system resolver, looked up at each call (tests substitute this function or `socket.getaddrinfo`)."""
+    return socket.getaddrinfo(*args, **kwargs)
 
 
 class UnsafeUrl(Exception):
-    """The URL (or the address it resolves to) may not receive webhooks; the message says why."""
+    """The URL (or the address it resolves to) may not be called; the message says why."""
 
     def __init__(self, message: str) -> None:
         super().__init__(message)
         self.message = message
+
+
+class Unresolvable(UnsafeUrl):
+    """The host has no address now (DNS failure): may be temporary, unlike the other refusals."""
 
 
 @dataclass(frozen=True)
@@ -85,6 +104,8 @@ def _embedded_ipv4(ip: ipaddress.IPv6Address) -> ipaddress.IPv4Address | None:
 def refusal(ip: IPAddress) -> str | None:
     """Why this address may not be called, or None when it is a public address."""
     if isinstance(ip, ipaddress.IPv6Address):
+        if any(ip in net for net in _REFUSED_V6):
+            return "a NAT64 local-use or Teredo address"
         embedded = _embedded_ipv4(ip)
         if embedded is not None:
             return refusal(embedded)
@@ -141,14 +162,14 @@ def resolve(host: str, port: int) -> list[str]:
     try:
         infos = getaddrinfo(host, port, type=socket.SOCK_STREAM)
     except (OSError, UnicodeError):
-        raise UnsafeUrl(f"host {host} does not resolve") from None
+        raise Unresolvable(f"host {host} does not resolve") from None
     addresses: list[str] = []
     for info in infos:
         address = str(info[4][0]).split("%", 1)[0]  # drop an IPv6 zone id
         if address not in addresses:
             addresses.append(address)
     if not addresses:
-        raise UnsafeUrl(f"host {host} does not resolve")
+        raise Unresolvable(f"host {host} does not resolve")
     return addresses
 
 
@@ -171,3 +192,60 @@ def check_url(url: str, *, allow_local: bool) -> Target:
     target = parse(url, allow_local=allow_local)
     checked_address(target, allow_local=allow_local)
     return target
+
+
+def sni(target: Target) -> dict[str, Any]:
+    """The request extensions that make TLS verify the URL's host name while connecting to the checked address."""
+    return {"sni_hostname": target.host} if target.scheme == "https" and not target.is_ip_literal else {}
+
+
+# Pinned clients -----------------------------------------------------------------------------------------------------
+@functools.lru_cache(maxsize=1)
+def tls_context() -> ssl.SSLContext:
+    """The CA bundle, loaded once per container: building it costs more than a whole request to a fast server."""
+    import ssl
+
+    import certifi  # httpx's own CA bundle, imported with httpx on the first request
+
+    return ssl.create_default_context(cafile=certifi.where())
+
+
+MAX_CLIENTS = 64
+KEEPALIVE_CONNECTIONS = 10
+_clients: OrderedDict[tuple[str, str, int, str, float], tuple[Any, Any]] = OrderedDict()
+_clients_lock = threading.Lock()
+
+
+def pinned_client(target: Target, address: str, timeout: float) -> tuple[Any, Any]:
+    """A keep-alive httpx client and its transport per (scheme, checked address, port, TLS host name, timeout), kept
+    for the container's life (the 64 most recently used): the next request to the same server reuses its connection.
+    A connection only ever serves the address it was opened to and the host name its certificate was verified for,
+    since both are in the key. No proxies from the environment, no redirects. The client builds requests (headers,
+    timeouts); callers send them through the transport (`transport.handle_request`) to the URL `target.url_for(
+    address)` with the `Host` header `target.host_header` and the extensions `sni(target)`."""
+    import httpx
+
+    key = (target.scheme, address, target.effective_port, target.host if target.scheme == "https" else "", timeout)
+    with _clients_lock:
+        kept = _clients.get(key)
+        if kept is not None:
+            _clients.move_to_end(key)
+            return kept
+        transport = httpx.HTTPTransport(
+            verify=tls_context(),
+            trust_env=False,
+            limits=httpx.Limits(
+                max_connections=20, max_keepalive_connections=KEEPALIVE_CONNECTIONS, keepalive_expiry=30.0
+            ),
+        )
+        kept = (httpx.Client(timeout=timeout, follow_redirects=False, trust_env=False, transport=transport), transport)
+        _clients[key] = kept
+        if len(_clients) > MAX_CLIENTS:
+            _clients.popitem(last=False)  # not closed: a request may still be using it; its sockets close with it
+        return kept
+
+
+def reset_clients() -> None:
+    """Forget the kept clients (tests that change the trusted CAs)."""
+    with _clients_lock:
+        _clients.clear()
