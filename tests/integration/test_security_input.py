@@ -1,0 +1,86 @@
+"""Input hardening (issue 19, findings 10, 13, 14): numbers DynamoDB cannot store, duplicate JSON keys, control and
+bidirectional formatting characters in names, the media id's shape and who may trigger a media download."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from tests.integration.support import Api
+
+FIFTY_DIGITS = "1" * 50
+UNSTORABLE = ["1e300", "1e-300", FIFTY_DIGITS, "-1e300", f"0.{FIFTY_DIGITS}"]
+
+
+def _with_number(body: dict, number: str) -> str:
+    """`body` as JSON text with the number written as given (json.dumps would rewrite it)."""
+    return json.dumps(body).replace('"NUMBER"', number)
+
+
+def _raw(api: Api, method: str, path: str, text: str, headers: dict[str, str] | None = None):
+    sent = {**(headers or api.owner_headers), "Content-Type": "application/json"}
+    return api.request(method, path, content=text.encode(), headers=sent)
+
+
+@pytest.fixture
+def channel(api: Api) -> dict:
+    ch = api.post("/v1/channels", json={"name": "sbx", "platform": "sandbox"})
+    assert ch.status_code == 201, ch.text
+    return api.post(f"/v1/channels/{ch.json()['data']['id']}/connect").json()["data"]
+
+
+# Finding 10: numbers ------------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("number", UNSTORABLE)
+def test_unstorable_numbers_in_preferences_are_refused(api: Api, number: str):
+    _, session = api.new_org("prefs@example.com")
+    text = _with_number({"preferences": {"zoom": "NUMBER"}}, number)
+    error = api.assert_error(_raw(api, "PUT", "/v1/auth/me/preferences", text, session), 400, "validation_failed")
+    assert error["details"][0]["field"] == "body.preferences.zoom", error
+
+
+@pytest.mark.parametrize("number", UNSTORABLE)
+def test_unstorable_numbers_in_segment_rules_are_refused(api: Api, number: str):
+    text = _with_number({"name": "Big", "rules": {"field": "attributes.score", "op": "gt", "value": "NUMBER"}}, number)
+    api.assert_error(_raw(api, "POST", "/v1/cdp/segments", text), 400, "validation_failed")
+
+
+@pytest.mark.parametrize("number", UNSTORABLE)
+def test_unstorable_numbers_in_message_locations_are_refused(api: Api, channel: dict, number: str):
+    body = {"channel_id": channel["id"], "to": "+15550101234", "type": "location"}
+    text = _with_number({**body, "location": {"latitude": "NUMBER", "longitude": 1}}, number)
+    error = api.assert_error(_raw(api, "POST", "/v1/messages", text), 400, "validation_failed")
+    assert error["details"][0]["field"].startswith("body"), error
+
+
+def test_storable_numbers_still_pass(api: Api, channel: dict):
+    body = {"channel_id": channel["id"], "to": "+15550101234", "type": "location"}
+    text = _with_number({**body, "location": {"latitude": "NUMBER", "longitude": 12.345678901234567}}, "1e-100")
+    sent = _raw(api, "POST", "/v1/messages", text)
+    assert sent.status_code == 202, sent.text
+    for number in ("9.99e125", "9" * 38, "-1e-130", "0"):
+        rules = {"name": "Big", "rules": {"field": "attributes.score", "op": "gt", "value": "NUMBER"}}
+        assert _raw(api, "POST", "/v1/cdp/segments", _with_number(rules, number)).status_code == 201, number
+
+
+# Finding 13: duplicate keys -------------------------------------------------------------------------------------------
+def test_a_duplicate_key_is_refused_not_last_wins(api: Api):
+    text = '{"name": "escalate", "role": "viewer", "role": "owner"}'
+    error = api.assert_error(_raw(api, "POST", "/v1/api-keys", text), 400, "validation_failed")
+    assert "role" in error["message"], error
+    keys = api.get("/v1/api-keys").json()["data"]
+    assert all(k["name"] != "escalate" for k in keys)
+
+
+def test_a_duplicate_key_deep_inside_a_body_is_refused(api: Api):
+    text = '{"name": "Ada", "attributes": {"plan": "free", "plan": "pro"}}'
+    error = api.assert_error(_raw(api, "POST", "/v1/contacts", text), 400, "validation_failed")
+    assert error["details"][0]["field"] == "body.attributes", error
+    nested = '{"identifiers": [{"type": "phone", "value": "+15550100001", "type": "email"}]}'
+    api.assert_error(_raw(api, "POST", "/v1/contacts/resolve", nested), 400, "validation_failed")
+
+
+def test_the_same_key_in_sibling_objects_is_fine(api: Api):
+    identities = [{"type": "email", "value": "a@x.io"}, {"type": "email", "value": "b@x.io"}]
+    text = json.dumps({"name": "Ada", "identities": identities})
+    assert _raw(api, "POST", "/v1/contacts", text).status_code == 201
