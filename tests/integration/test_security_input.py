@@ -84,3 +84,68 @@ def test_the_same_key_in_sibling_objects_is_fine(api: Api):
     identities = [{"type": "email", "value": "a@x.io"}, {"type": "email", "value": "b@x.io"}]
     text = json.dumps({"name": "Ada", "identities": identities})
     assert _raw(api, "POST", "/v1/contacts", text).status_code == 201
+
+
+# Finding 14: names, media ids, media download ------------------------------------------------------------------------
+BAD_NAMES = ["Ada\x00Lovelace", "Ada\u202eecalevol", "Ada\u2066x\u2069", "Ada\x7f", "A\x85da", "Ada\nLovelace", "A\tB"]
+
+
+@pytest.mark.parametrize("name", BAD_NAMES)
+def test_every_control_character_kind_is_refused_in_a_contact_name(api: Api, name: str):
+    error = api.assert_error(api.post("/v1/contacts", json={"name": name}), 400, "validation_failed")
+    assert error["details"][0]["field"] == "body.name", error
+
+
+@pytest.mark.parametrize("name", ["Ada\x00Lovelace", "Ada\u202eecalevol"])
+@pytest.mark.parametrize(
+    ("method", "path", "body"),
+    [
+        ("POST", "/v1/contacts", {"name": "NAME"}),
+        ("POST", "/v1/contacts", {"first_name": "NAME"}),
+        ("POST", "/v1/channels", {"name": "NAME", "platform": "sandbox"}),
+        ("POST", "/v1/organizations", {"name": "NAME"}),
+        ("PATCH", "/v1/organization", {"name": "NAME"}),
+        ("POST", "/v1/teams", {"name": "NAME"}),
+        ("POST", "/v1/labels", {"name": "NAME"}),
+        ("POST", "/v1/contact-tags", {"name": "NAME"}),
+        ("POST", "/v1/cdp/segments", {"name": "NAME", "rules": {"field": "name", "op": "exists"}}),
+        ("POST", "/v1/cdp/templates", {"name": "NAME"}),
+        ("POST", "/v1/api-keys", {"name": "NAME", "role": "viewer"}),
+        ("PATCH", "/v1/auth/me", {"name": "NAME"}),
+    ],
+)
+def test_control_and_bidi_characters_in_names_are_refused(api: Api, method: str, path: str, body: dict, name: str):
+    sent = {k: name if v == "NAME" else v for k, v in body.items()}
+    response = api.request(method, path, json=sent)
+    error = api.assert_error(response, 400, "validation_failed")
+    assert any(d["field"].startswith("body.") for d in error["details"]), error
+
+
+def test_ordinary_names_still_pass(api: Api):
+    for name in ("Ada Lovelace", "José Núñez-O'Brien", "محمد", "李小龍", "Zoë 🚀"):
+        created = api.post("/v1/contacts", json={"name": name})
+        assert created.status_code == 201, created.text
+        assert created.json()["data"]["name"] == name
+
+
+@pytest.mark.parametrize("media_id", ["m" * 257, "../../org_other/x", "a/b", "a b", "a?x=1", "%2e%2e"])
+def test_media_ids_are_bounded_and_plain(api: Api, channel: dict, media_id: str):
+    body = {"channel_id": channel["id"], "media_id": media_id, "message_id": "wamid.1", "message_payload": "{}"}
+    error = api.assert_error(api.post("/v1/messages/media/download", json=body), 400, "validation_failed")
+    assert error["details"][0]["field"] == "body.media_id", error
+
+
+def test_a_long_media_id_in_the_path_is_refused(api: Api, channel: dict):
+    response = api.get(f"/v1/channels/{channel['id']}/media/{'m' * 257}")
+    api.assert_error(response, 400, "validation_failed")
+
+
+def test_a_viewer_cannot_trigger_a_media_download(api: Api, channel: dict):
+    created = api.post("/v1/api-keys", json={"name": "reader", "role": "viewer"})
+    assert created.status_code == 201, created.text
+    viewer = {"X-Api-Key": created.json()["data"]["key"]}
+    body = {"channel_id": channel["id"], "media_id": "m1", "message_id": "wamid.1", "message_payload": "{}"}
+    api.assert_error(api.post("/v1/messages/media/download", json=body, headers=viewer), 403, "forbidden")
+    api.assert_error(api.get(f"/v1/channels/{channel['id']}/media/m1", headers=viewer), 403, "forbidden")
+    assert api.get(f"/v1/channels/{channel['id']}", headers=viewer).status_code == 200  # reads stay open
+    assert api.post("/v1/messages/media/download", json=body).status_code == 200  # a member+ key may

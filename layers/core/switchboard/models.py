@@ -99,6 +99,20 @@ def _kind_of(model: type[Any], field: str | None) -> str:
     return _OTHER
 
 
+# Names (contacts, channels, organizations, teams, members, labels, tags, segments, templates, …) are shown to other
+# people and in lists: no C0 control characters (tab and newline included: a name is one line), no DEL or C1
+# controls, and no bidirectional embedding, override or isolate characters (U+202A-U+202E, U+2066-U+2069), which
+# can make a name display as something else. A pattern, so the document states the rule (clients, the fuzzer).
+NAME_PATTERN = r"^[^\x00-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]*$"
+Name = Annotated[str, Field(pattern=NAME_PATTERN)]
+
+
+# A provider's media id (WhatsApp's digits, a linked-device engine's message-derived id): it becomes part of a
+# provider URL and of the S3 key of the kept copy, so it is bounded and has no `/`, `?`, `#`, `%` or spaces.
+MEDIA_ID_PATTERN = r"^[A-Za-z0-9_][A-Za-z0-9._@:=+-]*$"
+MEDIA_ID_MAX = 256
+
+
 def _valid_email(value: str) -> str:
     from email_validator import EmailNotValidError, validate_email  # imported on first use (~25 ms)
 

@@ -6,7 +6,7 @@ from typing import Annotated, ClassVar, Literal
 
 from pydantic import Field, model_validator
 
-from switchboard.models import BaseModel, Choices, Strict
+from switchboard.models import BaseModel, Choices, Name, Strict
 
 ParticipantRole = Literal["member", "admin", "superadmin"]
 Phone = Annotated[str, Field(min_length=1, max_length=64)]
@@ -199,7 +199,7 @@ class GroupHub(BaseModel):
 
 
 class GroupHubCreate(Strict):
-    name: str = Field(min_length=1, max_length=100, description="unique per organization (case-insensitive)")
+    name: Name = Field(min_length=1, max_length=100, description="unique per organization (case-insensitive)")
     description: str | None = Field(default=None, max_length=500)
     group_ids: list[GroupRefText] = Field(default_factory=list, max_length=100, description="group ids or JIDs")
 
@@ -251,7 +251,7 @@ class Newsletter(BaseModel):
 
 class NewsletterCreate(Strict):
     channel_id: str = ID
-    name: str = Field(min_length=1, max_length=100)
+    name: Name = Field(min_length=1, max_length=100)
     description: str | None = Field(default=None, max_length=2048)
 
 
