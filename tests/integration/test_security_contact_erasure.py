@@ -174,3 +174,14 @@ def test_a_contact_with_150_identities_deletes(api: Api, monkeypatch):
     assert not left, left
     tombstone = get_store().get(erasure.tombstone_key(api.org_id, person["id"]), consistent=True)
     assert tombstone["status"] == "erased" and "pending_identities" not in tombstone and "needles" not in tombstone
+
+
+def test_identities_sharing_one_sentinel_delete_in_one_transaction(api: Api):
+    """phone, whatsapp and wa_id of one number share the sentinel `IDENT#phone#<digits>`: the delete releases it
+    once and the number is free for a new contact."""
+    shared = [{"type": "whatsapp", "value": f"{PHONE}@s.whatsapp.net"}, {"type": "wa_id", "value": PHONE}]
+    person = contact(api, name=NAME, phone=f"+{PHONE}", identities=shared)
+    assert len(person["identities"]) >= 1
+    assert api.delete(f"/v1/contacts/{person['id']}").status_code == 204
+    assert erasure.drive(get_store(), api.org_id, person["id"])
+    assert api.post("/v1/contacts", json={"phone": f"+{PHONE}"}).status_code == 201

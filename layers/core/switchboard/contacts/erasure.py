@@ -49,6 +49,7 @@ CHUNK = 25  # writes (or items read) per chunk
 CHILDREN_PER_CHUNK = 8  # a child and up to two mirrors each
 IDENTITIES_IN_REQUEST = 60  # sentinels the delete request releases in its own transaction
 CHUNKS_PER_RUN = 50  # chunks one `drive` runs before it hands over to a new event
+MIN_NEEDLE = 6  # shorter identity values (an external id "42") would match unrelated event bodies
 STAGES = ("identities", "children", "objects", "segments", "channels", "messages", "outbox", "deliveries")
 
 
@@ -59,7 +60,8 @@ def tombstone_key(org: str, contact_id: str) -> dict[str, str]:
 def tombstone_ops(org: str, contact: Item, pending_sentinels: list[str], principal: str | None) -> list[TxOp]:
     """The delete request's part: the tombstone (with the identities still to release and the values the cascade
     looks for in event bodies) and the event that starts the cascade."""
-    needles = sorted({contact["id"], *(str(i["value"]) for i in contact.get("identities", []) if i.get("value"))})
+    values = {str(i["value"]) for i in contact.get("identities", []) if len(str(i.get("value") or "")) >= MIN_NEEDLE}
+    needles = [contact["id"], *sorted(values)]
     now = clock.now_iso()
     item = {
         **tombstone_key(org, contact["id"]),
@@ -295,7 +297,14 @@ class _Superseded(DomainError):
     """Another runner advanced the checkpoint first."""
 
 
-def drive(store: Store, org: str, contact_id: str, *, max_chunks: int | None = None, has_time: Any = None) -> bool:
+def drive(
+    store: Store,
+    org: str,
+    contact_id: str,
+    *,
+    max_chunks: int | None = None,
+    has_time: Callable[[], bool] | None = None,
+) -> bool:
     """Run chunks from the tombstone's checkpoint until the erasure is done (→ True), another runner took over
     (→ True: that one continues), or the budget (`max_chunks`, `has_time()`) is spent: then the checkpoint is saved
     with a new `contact.erasure` event that continues it (→ False)."""
@@ -359,7 +368,7 @@ def is_erasure_record(record: Item) -> bool:
         return False
 
 
-def handle_records(store: Store, records: list[Item], has_time: Any = None) -> list[str]:
+def handle_records(store: Store, records: list[Item], has_time: Callable[[], bool] | None = None) -> list[str]:
     """SQS records carrying `contact.erasure` events (EventBridge envelopes) → the message ids that failed."""
     failed: list[str] = []
     for record in records:

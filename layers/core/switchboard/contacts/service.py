@@ -539,10 +539,12 @@ def delete(store: Store, auth: AuthContext, contact_id: str) -> None:
 
     org = auth.org_id
     item = get_item(store, org, contact_id, consistent=True)
-    sentinels = [
-        Identifier(ident["type"], ident["value"], ident.get("source")).sentinel_sk
-        for ident in item.get("identities", [])
-    ]
+    sentinels = list(  # phone, whatsapp and wa_id of one number share a sentinel: each key once
+        dict.fromkeys(
+            Identifier(ident["type"], ident["value"], ident.get("source")).sentinel_sk
+            for ident in item.get("identities", [])
+        )
+    )
     now, later = sentinels[: erasure.IDENTITIES_IN_REQUEST], sentinels[erasure.IDENTITIES_IN_REQUEST :]
     ops: list[TxOp] = [
         Delete(
@@ -553,12 +555,12 @@ def delete(store: Store, auth: AuthContext, contact_id: str) -> None:
             error=Conflict("The contact changed; retry."),
         )
     ]
-    ops += [Delete(key=repo.sentinel_key(org, sk)) for sk in dict.fromkeys(now)]
+    ops += [Delete(key=repo.sentinel_key(org, sk)) for sk in now]
     if item.get("name"):
         ops.append(Delete(key=repo.name_index_key(org, item["name"], contact_id)))
     ops.append(count_op(org, -1))
     ops.append(audit_put(auth, "contact.deleted", "contact", contact_id))
-    ops += erasure.tombstone_ops(org, item, list(dict.fromkeys(later)), auth.principal_id)
+    ops += erasure.tombstone_ops(org, item, later, auth.principal_id)
     store.transact(ops)
 
 
