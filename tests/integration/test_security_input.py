@@ -149,3 +149,33 @@ def test_a_viewer_cannot_trigger_a_media_download(api: Api, channel: dict):
     api.assert_error(api.get(f"/v1/channels/{channel['id']}/media/m1", headers=viewer), 403, "forbidden")
     assert api.get(f"/v1/channels/{channel['id']}", headers=viewer).status_code == 200  # reads stay open
     assert api.post("/v1/messages/media/download", json=body).status_code == 200  # a member+ key may
+
+
+@pytest.mark.parametrize(
+    ("number", "storable"),
+    [
+        ("9.9999999999999999999999999999999999999e125", True),
+        ("1e126", False),
+        ("-9.99e125", True),
+        ("1e-130", True),
+        ("9.9e-131", False),
+        ("0", True),
+        ("0.0e-500", True),
+        ("9" * 38, True),
+        ("9" * 39, False),
+        ("1" + "0" * 49, True),  # 1e49: one significant digit
+        ("1." + "0" * 60, True),
+        ("1e400", False),
+    ],
+)
+def test_the_number_rule_at_its_bounds(number: str, storable: bool):
+    from switchboard.api.jsonbody import BodyRefused, loads
+    from switchboard.models import unstorable_number
+
+    assert (unstorable_number(number) is None) is storable, unstorable_number(number)
+    if storable:
+        loads(f'{{"n": {number}}}')
+    else:
+        with pytest.raises(BodyRefused) as refused:
+            loads(f'{{"a": [1, {{"n": {number}}}]}}')
+        assert refused.value.field == "body.a.1.n"
