@@ -80,13 +80,13 @@ class GroupRef(Strict):
 
 class GroupCreate(Strict):
     channel_id: str = ID
-    name: str = GROUP_NAME
+    name: Name = GROUP_NAME
     description: str | None = Field(default=None, max_length=2048)
     participants: list[Phone] = PHONES
 
 
 class NameChange(Strict):
-    name: str = GROUP_NAME
+    name: Name = GROUP_NAME
 
 
 class DescriptionChange(Strict):
@@ -224,7 +224,7 @@ class Community(BaseModel):
 
 class CommunityCreate(Strict):
     channel_id: str = ID
-    name: str = GROUP_NAME
+    name: Name = GROUP_NAME
     description: str | None = Field(default=None, max_length=2048)
     group_ids: list[GroupRefText] = Field(default_factory=list, max_length=100, description="groups to link at once")
 
