@@ -92,6 +92,10 @@ def test_deleting_a_contact_erases_every_item_that_mentions_the_person(api: Api)
     deal = {"object_type_id": "deal", "contact_id": ct, "properties": {"title": f"Deal with {NAME}"}}
     record = ok(api.post("/v1/cdp/contact-objects", json=deal), 201)
     ok(api.post(f"/v1/cdp/contact-objects/{record['id']}/comments", json={"body": f"{NAME} called"}), 201)
+    theirs = {"object_type_id": "deal", "contact_id": other["id"], "properties": {"title": "Their deal"}}
+    their_record = ok(api.post("/v1/cdp/contact-objects", json=theirs), 201)
+    link = f"/v1/cdp/contact-objects/{their_record['id']}/relationships/{ct}"
+    assert api.put(link, json={"label": "referred_by"}).status_code in (200, 201)
     sent = api.post("/v1/messages", json={"channel_id": channel["id"], "contact_id": ct, "text": {"body": TEXTS[0]}})
     assert sent.status_code == 202, sent.text
     for text in TEXTS[1:]:
@@ -132,6 +136,9 @@ def test_deleting_a_contact_erases_every_item_that_mentions_the_person(api: Api)
     assert [m["contact_id"] for m in members] == [other["id"]]
     counter = get_store().get({"PK": f"ORG#{api.org_id}", "SK": "COUNTER#CONTACTS"}, consistent=True)
     assert counter is not None and int(counter["contacts"]) == 1
+    # Another contact's record stays, without its link to the erased person.
+    assert ok(api.get(f"/v1/cdp/contact-objects/{their_record['id']}"))["id"] == their_record["id"]
+    assert ok(api.get(f"/v1/cdp/contact-objects/{their_record['id']}/relationships")) == []
     # The conversation stays, anonymised; its messages stay without text, media or the person's number.
     kept = ok(api.get(f"/v1/conversations/{conversation['id']}"))
     assert not kept.get("last_message_preview")

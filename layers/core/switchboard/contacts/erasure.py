@@ -10,6 +10,7 @@ and ~25 writes), in this order:
   children       `CONTACT#<ct>#…` notes, tags (+ `CTAG#` rows), consents and their history, suppressions, stage
                  history (+ `CDPSTAGELOG#`), activity (+ `CDPACT#`, `CDPEVTID#`): a page of 8 per chunk
   objects        the contact's CDP objects (GSI2 `ORG#<org>#CONTACTOBJ#<ct>`): comments, then links, then the object
+  links          other records' links to the contact (GSI1 `ORG#<org>#CONTACTLINKS#<ct>`), 8 per chunk
   segments       memberships: a page of 25 segments per chunk, each left with its `member_count` (`refresh_contact`)
   channels       the conversations of the contact: a page of channels per chunk, their `CONVKEY#<ch>#<ct>` pairs
   messages       per conversation, a page of 25 messages (GSI2) per chunk: text, media, contact id and the person's
@@ -50,7 +51,17 @@ CHILDREN_PER_CHUNK = 8  # a child and up to two mirrors each
 IDENTITIES_IN_REQUEST = 60  # sentinels the delete request releases in its own transaction
 CHUNKS_PER_RUN = 50  # chunks one `drive` runs before it hands over to a new event
 MIN_NEEDLE = 6  # shorter identity values (an external id "42") would match unrelated event bodies
-STAGES = ("identities", "children", "objects", "segments", "channels", "messages", "outbox", "deliveries")
+STAGES = (
+    "identities",
+    "children",
+    "objects",
+    "links",
+    "segments",
+    "channels",
+    "messages",
+    "outbox",
+    "deliveries",
+)
 
 
 def tombstone_key(org: str, contact_id: str) -> dict[str, str]:
@@ -174,6 +185,18 @@ def _objects(store: Store, org: str, contact_id: str, checkpoint: Checkpoint) ->
     return {"stage": "objects"}
 
 
+def _links(store: Store, org: str, contact_id: str, checkpoint: Checkpoint) -> Checkpoint | None:
+    from switchboard.cdp import crm
+
+    page = store.query(crm.contact_links_pk(org, contact_id), index="GSI1", limit=CHUNK // 3)
+    for link in page.items:
+        try:
+            store.transact(crm._unlink_ops(org, link))
+        except DomainError:
+            continue  # unlinked meanwhile
+    return {"stage": "links"} if page.items else _next("links")
+
+
 def _segments(store: Store, org: str, contact_id: str, checkpoint: Checkpoint) -> Checkpoint | None:
     from switchboard.cdp import segments
 
@@ -284,6 +307,7 @@ _STEPS: dict[str, Callable[[Store, str, str, Checkpoint], Checkpoint | None]] = 
     "identities": _identities,
     "children": _children,
     "objects": _objects,
+    "links": _links,
     "segments": _segments,
     "channels": _channels,
     "messages": _messages,
