@@ -14,6 +14,7 @@ from switchboard.api.context import current_auth
 from switchboard.api.envelope import Data, ListData, Meta
 from switchboard.api.lazy import lazy_module
 from switchboard.errors import ValidationFailed
+from switchboard.models import MEDIA_ID_MAX, MEDIA_ID_PATTERN
 from switchboard.store import get_store
 
 if TYPE_CHECKING:
@@ -286,10 +287,10 @@ def channel_groups(channelID: str) -> ListData[group_models.Group]:
     return _list(groups.channel_groups(get_store(), current_auth(app), channelID))
 
 
-@app.get("/v1/channels/<channelID>/media/<mediaID>", middlewares=requires("viewer"), tags=CH)
+@app.get("/v1/channels/<channelID>/media/<mediaID>", middlewares=requires("member"), tags=CH)
 def channel_media(
     channelID: str,
-    mediaID: str,
+    mediaID: Annotated[str, Path(min_length=1, max_length=MEDIA_ID_MAX, pattern=MEDIA_ID_PATTERN)],
     message_id: Annotated[str, Query(min_length=1, max_length=256)] = "-",
 ) -> Data[media.DownloadedMediaView]:
     return Data(data=media.download(get_store(), current_auth(app), channelID, mediaID, message_id, "{}"))
@@ -318,9 +319,10 @@ def get_message_status(messageID: MessageId) -> Data[models.MessageStatus]:
     return Data(data=messages.status_of(get_store(), current_auth(app), messageID))
 
 
-@app.post("/v1/messages/media/download", middlewares=requires("viewer"), tags=MSG)
+@app.post("/v1/messages/media/download", middlewares=requires("member"), tags=MSG)
 def download_media(body: Annotated[media.MediaDownloadRequest, Body()]) -> Data[media.DownloadedMediaView]:
-    """Fetches the media through the channel's provider, keeps a copy in S3, returns it base64-encoded."""
+    """Fetches the media through the channel's provider, keeps a copy in S3, returns it base64-encoded. Member and
+    above: the download makes the provider work (a viewer reads what is stored)."""
     return Data(
         data=media.download(
             get_store(), current_auth(app), body.channel_id, body.media_id, body.message_id, body.message_payload

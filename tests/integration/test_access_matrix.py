@@ -91,11 +91,16 @@ OWNER_AREAS = ("/v1/settings/billing",)
 # templates (message templates and the customer-data templates), business-account onboarding (a channel's setup).
 ADMIN_WRITE_AREAS = ("/v1/channels", "/v1/teams", "/v1/members", "/v1/organization", "/v1/templates", "/v1/waba")
 ADMIN_WRITE_SEGMENTS = {"templates", "webhooks"}
-# POST routes that only read: identity resolution (and its alias) and downloading a message's media.
+# POST routes that only read: identity resolution (and its alias).
 READ_QUERIES = {
     ("POST", "/v1/contacts/resolve"),
     ("POST", "/v1/contacts/lookup"),
+}
+# Reads that make the channel's provider work (fetch a message's media from it and keep a copy): member, like
+# /v1/users/lookup; a viewer reads what is stored.
+PROVIDER_WORK_READS = {
     ("POST", "/v1/messages/media/download"),
+    ("GET", "/v1/channels/{channelID}/media/{mediaID}"),
 }
 # Inside a channel, operating messaging (member), not managing the channel: a simulated customer message, blocking a
 # number at the provider, and the provider's profile lookup of a number (like /v1/users/lookup/*).
@@ -123,7 +128,7 @@ def expected_access(method: str, path: str) -> Access:
         return AUTHENTICATED  # the invited user, who is not a member yet
     if any(_under(path, area) for area in OWNER_AREAS) or (method == "DELETE" and path == "/v1/organization"):
         return OWNER
-    if _under(path, "/v1/users/lookup"):
+    if _under(path, "/v1/users/lookup") or (method, path) in PROVIDER_WORK_READS:
         return MEMBER
     if any(_under(path, area) for area in ADMIN_AREAS):
         return ADMIN

@@ -8,7 +8,7 @@ from urllib.parse import quote
 import pytest
 
 from switchboard.api.auth import AuthContext
-from switchboard.contacts import models, search, service
+from switchboard.contacts import erasure, models, search, service
 from switchboard.store import Store, get_store
 from tests.integration.support import Api
 
@@ -203,6 +203,8 @@ def test_delete_frees_identities_and_removes_children(api: Api):
     api.post(f"/v1/contacts/{ada['id']}/tags", json={"name": "vip"})
     assert api.delete(f"/v1/contacts/{ada['id']}").status_code == 204
     api.assert_error(api.get(f"/v1/contacts/{ada['id']}"), 404, "not_found")
+    api.assert_error(api.get(f"/v1/contacts/{ada['id']}/notes"), 404, "not_found")
+    assert erasure.drive(get_store(), api.org_id, ada["id"])  # the cascade (a contact.erasure event's consumer)
     assert get_store().query_all(f"ORG#{api.org_id}", sk_prefix=f"CONTACT#{ada['id']}") == []
     assert get_store().query_all(f"ORG#{api.org_id}", sk_prefix="CTAG#") == []
     again = api.post("/v1/contacts", json={"phone": "+14155552671"})

@@ -99,6 +99,20 @@ def _kind_of(model: type[Any], field: str | None) -> str:
     return _OTHER
 
 
+# Names (contacts, channels, organizations, teams, members, labels, tags, segments, templates, …) are shown to other
+# people and in lists: no C0 control characters (tab and newline included: a name is one line), no DEL or C1
+# controls, and no bidirectional embedding, override or isolate characters (U+202A-U+202E, U+2066-U+2069), which
+# can make a name display as something else. A pattern, so the document states the rule (clients, the fuzzer).
+NAME_PATTERN = r"^[^\x00-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]*$"
+Name = Annotated[str, Field(pattern=NAME_PATTERN)]
+
+
+# A provider's media id (WhatsApp's digits, a linked-device engine's message-derived id): it becomes part of a
+# provider URL and of the S3 key of the kept copy, so it is bounded and has no `/`, `?`, `#`, `%` or spaces.
+MEDIA_ID_PATTERN = r"^[A-Za-z0-9_][A-Za-z0-9._@:=+-]*$"
+MEDIA_ID_MAX = 256
+
+
 def _valid_email(value: str) -> str:
     from email_validator import EmailNotValidError, validate_email  # imported on first use (~25 ms)
 
@@ -115,8 +129,31 @@ EmailStr = Annotated[str, Field(max_length=320, json_schema_extra={"format": "em
 
 DOCUMENT_MAX_DEPTH = 16
 # DynamoDB numbers: magnitude 1E-130 to 9.9999999999999999999999999999999999999E+125, 38 significant digits.
-_DYNAMO_MAX = 9.9999999999999999999999999999999999999e125
-_DYNAMO_MIN = 1e-130
+NUMBER_MAX_DIGITS = 38
+NUMBER_MAX_EXPONENT = 125  # adjusted exponent (the power of ten of the first digit)
+NUMBER_MIN_EXPONENT = -130
+
+
+def unstorable_number(value: int | float | str) -> str | None:
+    """Why DynamoDB cannot store this number (a JSON number's text, or a parsed one), or None when it can: more than
+    38 significant digits, a magnitude of 1e126 or more, or a non-zero magnitude below 1e-130. The one rule for every
+    number a request brings (`switchboard.api.jsonbody` applies it while parsing each body)."""
+    from decimal import Decimal, InvalidOperation
+
+    try:
+        number = Decimal(str(value) if not isinstance(value, str) else value)
+    except InvalidOperation:
+        return "not a number"
+    if not number.is_finite():
+        return "numbers must be finite"
+    if not number:
+        return None
+    digits = "".join(map(str, number.as_tuple().digits)).strip("0")  # exact: `normalize` rounds to 28 digits
+    if len(digits) > NUMBER_MAX_DIGITS:
+        return f"numbers may have at most {NUMBER_MAX_DIGITS} significant digits"
+    if not NUMBER_MIN_EXPONENT <= number.adjusted() <= NUMBER_MAX_EXPONENT:
+        return "numbers must be between 1e-130 and 9.99e125 in magnitude"
+    return None
 
 
 def check_storable(value: object, depth: int = 0) -> None:
@@ -134,10 +171,8 @@ def check_storable(value: object, depth: int = 0) -> None:
     elif isinstance(value, list):
         for item in value:
             check_storable(item, depth + 1)
-    elif isinstance(value, float) and value and not _DYNAMO_MIN <= abs(value) <= _DYNAMO_MAX:
-        raise ValueError("numbers must be between 1e-130 and 9.99e125 in magnitude")
-    elif isinstance(value, int) and not isinstance(value, bool) and len(str(abs(value)).rstrip("0")) > 38:
-        raise ValueError("integers may have at most 38 significant digits")
+    elif isinstance(value, int | float) and not isinstance(value, bool) and (problem := unstorable_number(value)):
+        raise ValueError(problem)
 
 
 def _storable[T](value: T) -> T:

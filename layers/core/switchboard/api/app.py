@@ -22,6 +22,7 @@ from switchboard.api.auth import take_access
 from switchboard.api.context import current_auth_optional, header, request_id
 from switchboard.api.envelope import error_body
 from switchboard.api.idempotency import idempotency_middleware
+from switchboard.api.jsonbody import parse_body
 from switchboard.api.powertools import (
     POWERTOOLS_ROUTING_LOG,
     ROUTE_PARAMETER,
@@ -221,6 +222,7 @@ def create_resolver() -> Resolver:
         enable_validation=True,
         response_validation_error_http_code=500,
         serializer=_json,
+        json_body_deserializer=parse_body,
     )
     app.use(middlewares=[_core_middleware])
 

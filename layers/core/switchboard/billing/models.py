@@ -7,7 +7,7 @@ from typing import Annotated, Literal
 
 from pydantic import Field, PlainSerializer, field_validator
 
-from switchboard.models import BaseModel, EmailStr, Strict
+from switchboard.models import BaseModel, EmailStr, Name, Strict
 
 
 def _number(value: Decimal) -> int | float:
@@ -40,7 +40,7 @@ class BillingProfile(BaseModel):
 class BillingProfileUpdate(Strict):
     """Fields sent replace the stored ones; `null` clears one; fields left out are kept."""
 
-    legal_name: str | None = Field(default=None, min_length=1, max_length=200)
+    legal_name: Name | None = Field(default=None, min_length=1, max_length=200)
     billing_email: EmailStr | None = None
     billing_phone: str | None = Field(default=None, min_length=4, max_length=32, description="any international form")
     address_line_1: str | None = Field(default=None, min_length=1, max_length=200)

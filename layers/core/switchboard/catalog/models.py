@@ -6,7 +6,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field
 
-from switchboard.models import BaseModel, Storable, Strict
+from switchboard.models import BaseModel, Name, Storable, Strict
 
 ID = Field(min_length=1, max_length=64)
 COLOR = r"^#[0-9a-fA-F]{6}$"
@@ -24,13 +24,13 @@ class Label(BaseModel):
 
 
 class LabelCreate(Strict):
-    name: str = Field(min_length=1, max_length=100, description="unique per organization (case-insensitive)")
+    name: Name = Field(min_length=1, max_length=100, description="unique per organization (case-insensitive)")
     color: str = Field(default="#9e9e9e", pattern=COLOR, description="`#rrggbb`")
     description: str | None = Field(default=None, max_length=500)
 
 
 class LabelUpdate(Strict):
-    name: str | None = Field(default=None, min_length=1, max_length=100)
+    name: Name | None = Field(default=None, min_length=1, max_length=100)
     color: str | None = Field(default=None, pattern=COLOR)
     description: str | None = Field(default=None, max_length=500)
 
@@ -55,7 +55,7 @@ class ConversationLabelAdd(Strict):
     """`{label_id}`, or `{name}` (a new name joins the `/v1/labels` catalogue)."""
 
     label_id: str | None = Field(default=None, min_length=1, max_length=64)
-    name: str | None = Field(default=None, min_length=1, max_length=100)
+    name: Name | None = Field(default=None, min_length=1, max_length=100)
     color: str | None = Field(default=None, pattern=COLOR)
     exactly_one_of = (("label_id", "name"),)  # checked in labels.add_to_conversation
 

@@ -2,7 +2,8 @@
 
 Keys (under `ORG#<org>`): `CDPCMT#<obj_id>#<cmt_id>` a comment (ids are ULIDs: a record's comments read oldest first
 with one Query); `CDPREL#<obj_id>#<related_id>` a link, written in both directions when the related record is an
-object too (each side lists its links with one Query). Every real change emits one event in its own transaction:
+object too (each side lists its links with one Query); a link to a contact carries GSI1 `ORG#<org>#CONTACTLINKS#<ct>`
+/ `<obj_id>`, so the contact's erasure finds it. Every real change emits one event in its own transaction:
 `crm.comment.created|deleted`, `crm.relationship.linked|unlinked` (relinking with another label is an update, not
 a link; unlinking what is not linked is a 404).
 """
@@ -31,6 +32,11 @@ def comment_key(org: str, object_id: str, comment_id: str) -> dict[str, str]:
 
 def link_key(org: str, object_id: str, related_id: str) -> dict[str, str]:
     return keys.key(keys.org_pk(org), f"CDPREL#{object_id}#{related_id}")
+
+
+def contact_links_pk(org: str, contact_id: str) -> str:
+    """GSI1 partition of the links whose related record is this contact."""
+    return f"ORG#{org}#CONTACTLINKS#{contact_id}"
 
 
 def _record_exists(org: str, object_id: str) -> ConditionCheck:
@@ -166,6 +172,8 @@ def set_link(
         "updated_at": now,
     }
     mirror: Item | None = None
+    if space == "contact":  # findable from the contact (its erasure unlinks it): GSI1
+        link |= {"GSI1PK": contact_links_pk(org, related_id), "GSI1SK": object_id}
     if space == "object":
         mirror = {
             **link,

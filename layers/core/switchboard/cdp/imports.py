@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import csv
 import io
-import json
 import re
 from dataclasses import dataclass, field
 from typing import Any
@@ -23,6 +22,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from switchboard import clock
+from switchboard.api import jsonbody
 from switchboard.api.auth import AuthContext
 from switchboard.api.pagination import decode_cursor, encode_cursor, query_fingerprint
 from switchboard.cdp import fields, models
@@ -95,7 +95,9 @@ def _jsonl_rows(content: str) -> list[Any]:
         if not line.strip():
             continue
         try:
-            rows.append(json.loads(line))
+            rows.append(jsonbody.loads(line))
+        except jsonbody.BodyRefused as err:  # a key twice, a number DynamoDB cannot store
+            rows.append({"__error__": str(err)})
         except ValueError:
             rows.append({"__error__": "is not a JSON object"})
         if len(rows) > MAX_ROWS:

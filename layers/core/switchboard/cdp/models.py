@@ -7,7 +7,7 @@ from typing import Annotated, Any, Literal
 from pydantic import Field, ValidationInfo, field_validator, model_validator
 from pydantic_core import PydanticCustomError
 
-from switchboard.models import BaseModel, Storable, Strict
+from switchboard.models import BaseModel, Name, Storable, Strict
 
 FieldType = Literal["text", "number", "boolean", "date", "single_select", "multi_select", "email", "phone", "url"]
 SELECT_TYPES = ("single_select", "multi_select")
@@ -19,7 +19,7 @@ Properties = Annotated[dict[str, Any], Storable]  # free-form, checked storable 
 # Field definitions (custom fields of contacts and fields of object types) -------------------------------------------
 class FieldOption(Strict):
     value: str = Field(min_length=1, max_length=100)
-    label: str | None = Field(default=None, max_length=200)
+    label: Name | None = Field(default=None, max_length=200)
 
 
 class _FieldBody(Strict):
@@ -39,7 +39,7 @@ class _FieldBody(Strict):
 
 class FieldCreate(_FieldBody):
     key: str = Key
-    label: str = Field(min_length=1, max_length=200)
+    label: Name = Field(min_length=1, max_length=200)
     type: FieldType
     options: list[FieldOption] | None = Field(default=None, max_length=200, validate_default=True)
     required: bool = False
@@ -49,7 +49,7 @@ class FieldCreate(_FieldBody):
 class FieldUpdate(_FieldBody):
     """The key and the type are stable: a rename changes the label, the data stays under the key."""
 
-    label: str | None = Field(default=None, min_length=1, max_length=200)
+    label: Name | None = Field(default=None, min_length=1, max_length=200)
     options: list[FieldOption] | None = Field(default=None, max_length=200)
     required: bool | None = None
     description: str | None = Field(default=None, max_length=1000)
@@ -81,14 +81,14 @@ class ObjectField(BaseModel):
 # Lifecycle stages -------------------------------------------------------------------------------------------------
 class StageCreate(Strict):
     key: str = Key
-    name: str = Field(min_length=1, max_length=100)
+    name: Name = Field(min_length=1, max_length=100)
     description: str | None = Field(default=None, max_length=1000)
     color: str | None = Field(default=None, pattern=r"^#[0-9a-fA-F]{6}$")
     position: int | None = Field(default=None, ge=0, le=1000)
 
 
 class StageUpdate(Strict):
-    name: str | None = Field(default=None, min_length=1, max_length=100)
+    name: Name | None = Field(default=None, min_length=1, max_length=100)
     description: str | None = Field(default=None, max_length=1000)
     color: str | None = Field(default=None, pattern=r"^#[0-9a-fA-F]{6}$")
     position: int | None = Field(default=None, ge=0, le=1000)
@@ -205,7 +205,7 @@ ObjectKind = Literal["custom", "deal", "task"]
 
 class ObjectTypeCreate(Strict):
     key: str = Key
-    name: str = Field(min_length=1, max_length=100)
+    name: Name = Field(min_length=1, max_length=100)
     kind: ObjectKind = Field(
         default="custom",
         description="`deal`: its records move through stages (`crm.deal.stage_changed`); `task`: its records get "
@@ -219,7 +219,7 @@ class ObjectTypeCreate(Strict):
     completed_value: str | None = Field(
         default=None, max_length=100, description="task types: the status option that means done"
     )
-    plural_name: str | None = Field(default=None, max_length=100)
+    plural_name: Name | None = Field(default=None, max_length=100)
     description: str | None = Field(default=None, max_length=1000)
     display_field: str | None = Field(
         default=None, max_length=64, description="the field key whose value names a record"
@@ -228,8 +228,8 @@ class ObjectTypeCreate(Strict):
 
 
 class ObjectTypeUpdate(Strict):
-    name: str | None = Field(default=None, min_length=1, max_length=100)
-    plural_name: str | None = Field(default=None, max_length=100)
+    name: Name | None = Field(default=None, min_length=1, max_length=100)
+    plural_name: Name | None = Field(default=None, max_length=100)
     description: str | None = Field(default=None, max_length=1000)
     display_field: str | None = Field(default=None, max_length=64)
 
@@ -257,12 +257,12 @@ class FieldReorder(Strict):
 class ObjectCreate(Strict):
     object_type_id: str = Field(min_length=1, max_length=64, description="object type id or key")
     contact_id: str = Field(min_length=1, max_length=64)
-    display_name: str | None = Field(default=None, max_length=200)
+    display_name: Name | None = Field(default=None, max_length=200)
     properties: Properties = Field(default_factory=dict, max_length=100)
 
 
 class ObjectUpdate(Strict):
-    display_name: str | None = Field(default=None, max_length=200)
+    display_name: Name | None = Field(default=None, max_length=200)
     properties: Properties | None = Field(default=None, max_length=100, description="merged key by key; null removes")
 
 
@@ -293,7 +293,7 @@ class Comment(BaseModel):
 
 
 class RelationshipSet(Strict):
-    label: str | None = Field(default=None, max_length=100, description="what the link means, e.g. `billed_to`")
+    label: Name | None = Field(default=None, max_length=100, description="what the link means, e.g. `billed_to`")
 
 
 class Relationship(BaseModel):
@@ -345,13 +345,13 @@ class ImportReport(BaseModel):
 
 # Segments -----------------------------------------------------------------------------------------------------------
 class SegmentCreate(Strict):
-    name: str = Field(min_length=1, max_length=100)
+    name: Name = Field(min_length=1, max_length=100)
     description: str | None = Field(default=None, max_length=1000)
     rules: dict[str, Any] = Field(description="rule tree: {and|or: [...]}, {not: rule}, a field or an event condition")
 
 
 class SegmentUpdate(Strict):
-    name: str | None = Field(default=None, min_length=1, max_length=100)
+    name: Name | None = Field(default=None, min_length=1, max_length=100)
     description: str | None = Field(default=None, max_length=1000)
     rules: dict[str, Any] | None = None
 
@@ -379,13 +379,13 @@ class SegmentMember(BaseModel):
 
 # Templates ----------------------------------------------------------------------------------------------------------
 class TemplateSegment(Strict):
-    name: str = Field(min_length=1, max_length=100)
+    name: Name = Field(min_length=1, max_length=100)
     description: str | None = Field(default=None, max_length=1000)
     rules: dict[str, Any]
 
 
 class TemplateCreate(Strict):
-    name: str = Field(min_length=1, max_length=100)
+    name: Name = Field(min_length=1, max_length=100)
     description: str | None = Field(default=None, max_length=1000)
     custom_fields: list[FieldCreate] = Field(default_factory=list, max_length=100)
     lifecycle_stages: list[StageCreate] = Field(default_factory=list, max_length=50)
@@ -393,7 +393,7 @@ class TemplateCreate(Strict):
 
 
 class TemplateUpdate(Strict):
-    name: str | None = Field(default=None, min_length=1, max_length=100)
+    name: Name | None = Field(default=None, min_length=1, max_length=100)
     description: str | None = Field(default=None, max_length=1000)
     custom_fields: list[FieldCreate] | None = Field(default=None, max_length=100)
     lifecycle_stages: list[StageCreate] | None = Field(default=None, max_length=50)

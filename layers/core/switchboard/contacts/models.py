@@ -6,7 +6,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import ConfigDict, Field
 
-from switchboard.models import BaseModel, Storable, Strict
+from switchboard.models import BaseModel, Name, Storable, Strict
 
 ResolveType = Literal["contact_id", "phone", "whatsapp", "wa_id", "email", "external_id", "instagram"]
 IdentityTypeIn = Literal["phone", "whatsapp", "wa_id", "email", "external_id", "instagram"]
@@ -53,12 +53,12 @@ Attributes = Annotated[dict[str, str | int | float | bool | list[str] | None], S
 
 
 class ContactFields(Strict):
-    name: str | None = Field(default=None, max_length=200)
-    first_name: str | None = Field(default=None, max_length=100)
-    last_name: str | None = Field(default=None, max_length=100)
+    name: Name | None = Field(default=None, max_length=200)
+    first_name: Name | None = Field(default=None, max_length=100)
+    last_name: Name | None = Field(default=None, max_length=100)
     phone: str | None = Field(default=None, min_length=3, max_length=40)
     email: str | None = Field(default=None, min_length=3, max_length=320)
-    company: str | None = Field(default=None, max_length=200)
+    company: Name | None = Field(default=None, max_length=200)
     avatar_url: str | None = Field(default=None, max_length=2048, pattern=r"^https?://")
     lifecycle_stage: str | None = Field(default=None, max_length=64)
     attributes: Attributes | None = Field(default=None, max_length=100)
@@ -96,12 +96,12 @@ class Note(BaseModel):
 
 
 class TagCreate(Strict):
-    name: str = Field(min_length=1, max_length=64)
+    name: Name = Field(min_length=1, max_length=64)
     color: str | None = Field(default=None, pattern=r"^#[0-9a-fA-F]{6}$")
 
 
 class TagUpdate(Strict):
-    name: str | None = Field(default=None, min_length=1, max_length=64)
+    name: Name | None = Field(default=None, min_length=1, max_length=64)
     color: str | None = Field(default=None, pattern=r"^#[0-9a-fA-F]{6}$")
 
 
@@ -114,7 +114,7 @@ class Tag(BaseModel):
 
 
 class TagAssign(Strict):
-    name: str | None = Field(default=None, min_length=1, max_length=64)
+    name: Name | None = Field(default=None, min_length=1, max_length=64)
     tag_id: str | None = Field(default=None, min_length=1, max_length=64)
     exactly_one_of = (("name", "tag_id"),)  # checked in children.assign_tag
 

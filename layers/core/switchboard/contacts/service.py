@@ -267,7 +267,11 @@ def _upsert(store: Store, auth: AuthContext, fields: Item, idents: list) -> tupl
         try:
             if owners:
                 (owner,) = owners
-                item = get_item(store, org, owner, consistent=True)
+                found = store.get(repo.contact_key(org, owner), consistent=True)
+                if found is None:
+                    _release_stale(store, org, owner, idents)
+                    continue
+                item = found
                 new, extra, changes = _applied(auth, item, fields, idents)
                 return write_contact(store, auth, item, new, extra, changes, "upserted"), False
             return _create(store, auth, fields, idents), True
@@ -304,7 +308,12 @@ def plan_upsert(store: Store, auth: AuthContext, body: models.ContactCreate, fie
         item, ops = creation_ops(auth, _fields_of(body), idents)
         return UpsertPlan(item, ops, True, identity_keys)
     (owner,) = owners
-    old = get_item(store, org, owner, consistent=True)
+    found = store.get(repo.contact_key(org, owner), consistent=True)
+    if found is None:  # a deleted contact's identities: released, then planned as a new contact
+        _release_stale(store, org, owner, idents)
+        item, ops = creation_ops(auth, _fields_of(body), idents)
+        return UpsertPlan(item, ops, True, identity_keys)
+    old = found
     new, extra, changes = _applied(auth, old, _fields_of(body), idents)
     if not changes and not extra:
         return UpsertPlan(old, [], False, identity_keys)
@@ -482,10 +491,23 @@ def update(
 
 
 def delete(store: Store, auth: AuthContext, contact_id: str) -> None:
-    """The contact, its identities (free for reuse at once), notes, tags, consents and suppressions."""
+    """Erases the person (`switchboard.contacts.erasure`). One transaction of at most ~70 operations, whatever the
+    contact holds: the contact item goes (every read by id or by identity answers 404 from now on), with its search
+    rows, its first identity sentinels (free for reuse at once; the rest are released by the cascade, and a create
+    may claim them before: `_release_stale`), the contact counter, the audit entry (the id only) and the tombstone
+    with the event that starts the cascade."""
+    from switchboard.contacts import erasure
+
     org = auth.org_id
     item = get_item(store, org, contact_id, consistent=True)
-    first: list[TxOp] = [
+    sentinels = list(  # phone, whatsapp and wa_id of one number share a sentinel: each key once
+        dict.fromkeys(
+            Identifier(ident["type"], ident["value"], ident.get("source")).sentinel_sk
+            for ident in item.get("identities", [])
+        )
+    )
+    now, later = sentinels[: erasure.IDENTITIES_IN_REQUEST], sentinels[erasure.IDENTITIES_IN_REQUEST :]
+    ops: list[TxOp] = [
         Delete(
             key=repo.contact_key(org, contact_id),
             condition="#v = :v",
@@ -494,22 +516,24 @@ def delete(store: Store, auth: AuthContext, contact_id: str) -> None:
             error=Conflict("The contact changed; retry."),
         )
     ]
-    for ident in item.get("identities", []):
-        sk = Identifier(ident["type"], ident["value"], ident.get("source")).sentinel_sk
-        first.append(Delete(key=repo.sentinel_key(org, sk)))
-    first += search.index_ops(org, item, None)
-    first.append(count_op(org, -1))
-    first.append(audit_put(auth, "contact.deleted", "contact", contact_id, before={"name": item.get("name")}))
-    store.transact(first)
-    children = store.query_all(f"ORG#{org}", sk_prefix=repo.child_prefix(contact_id))
-    rest: list[TxOp] = [Delete(key={"PK": c["PK"], "SK": c["SK"]}) for c in children]
-    rest += [
-        Delete(key=repo.tag_reverse_key(org, c["tag_id"], contact_id))
-        for c in children
-        if c.get("entity") == "ContactTag"
-    ]
-    for start in range(0, len(rest), 100):
-        store.transact(rest[start : start + 100])
+    ops += [Delete(key=repo.sentinel_key(org, sk)) for sk in now]
+    ops += search.index_ops(org, item, None)  # at most search.MAX_TOKENS
+    ops.append(count_op(org, -1))
+    ops.append(audit_put(auth, "contact.deleted", "contact", contact_id))
+    ops += erasure.tombstone_ops(org, item, later, auth.principal_id)
+    store.transact(ops)
+
+
+def _release_stale(store: Store, org: str, owner: str, idents: list) -> None:
+    """Sentinels that still name `owner`, a contact that no longer exists (deleted: its erasure releases the rest of
+    its identities shortly): released now, so a new contact may take them (each conditional on still naming it)."""
+    for ident, _ in idents:
+        try:
+            store.delete(
+                repo.sentinel_key(org, ident.sentinel_sk), condition="contact_id = :gone", values={":gone": owner}
+            )
+        except Conflict:
+            continue
 
 
 def identities(store: Store, auth: AuthContext, contact_id: str) -> list[models.Identity]:

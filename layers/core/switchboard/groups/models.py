@@ -6,7 +6,7 @@ from typing import Annotated, ClassVar, Literal
 
 from pydantic import Field, model_validator
 
-from switchboard.models import BaseModel, Choices, Strict
+from switchboard.models import BaseModel, Choices, Name, Strict
 
 ParticipantRole = Literal["member", "admin", "superadmin"]
 Phone = Annotated[str, Field(min_length=1, max_length=64)]
@@ -80,13 +80,13 @@ class GroupRef(Strict):
 
 class GroupCreate(Strict):
     channel_id: str = ID
-    name: str = GROUP_NAME
+    name: Name = GROUP_NAME
     description: str | None = Field(default=None, max_length=2048)
     participants: list[Phone] = PHONES
 
 
 class NameChange(Strict):
-    name: str = GROUP_NAME
+    name: Name = GROUP_NAME
 
 
 class DescriptionChange(Strict):
@@ -199,7 +199,7 @@ class GroupHub(BaseModel):
 
 
 class GroupHubCreate(Strict):
-    name: str = Field(min_length=1, max_length=100, description="unique per organization (case-insensitive)")
+    name: Name = Field(min_length=1, max_length=100, description="unique per organization (case-insensitive)")
     description: str | None = Field(default=None, max_length=500)
     group_ids: list[GroupRefText] = Field(default_factory=list, max_length=100, description="group ids or JIDs")
 
@@ -224,7 +224,7 @@ class Community(BaseModel):
 
 class CommunityCreate(Strict):
     channel_id: str = ID
-    name: str = GROUP_NAME
+    name: Name = GROUP_NAME
     description: str | None = Field(default=None, max_length=2048)
     group_ids: list[GroupRefText] = Field(default_factory=list, max_length=100, description="groups to link at once")
 
@@ -251,7 +251,7 @@ class Newsletter(BaseModel):
 
 class NewsletterCreate(Strict):
     channel_id: str = ID
-    name: str = Field(min_length=1, max_length=100)
+    name: Name = Field(min_length=1, max_length=100)
     description: str | None = Field(default=None, max_length=2048)
 
 

@@ -8,7 +8,7 @@ from typing import Annotated, Any, Literal
 from pydantic import ConfigDict, Field, ValidationInfo, field_validator
 from pydantic_core import PydanticCustomError
 
-from switchboard.models import BaseModel, EmailStr, Storable, Strict
+from switchboard.models import BaseModel, EmailStr, Name, Storable, Strict
 
 RoleName = Literal["owner", "admin", "member", "viewer"]
 Otp = Field(min_length=6, max_length=6, pattern=r"^[0-9]{6}$", description="6-digit one-time code")
@@ -58,7 +58,7 @@ def _strong_password(password: str, info: ValidationInfo) -> str:
 class Register(Strict):
     email: EmailStr = Field(min_length=1)
     password: str = Field(min_length=8, max_length=256, description=NEW_PASSWORD_RULES)
-    name: str | None = Field(default=None, max_length=200, description="full name")
+    name: Name | None = Field(default=None, max_length=200, description="full name")
     telemetry_id: str | None = Field(default=None, max_length=200, description="device fingerprint id")
 
     _password = field_validator("password")(_strong_password)
@@ -92,7 +92,7 @@ class Accepted(BaseModel):
 
 
 class ProfileUpdate(Strict):
-    name: str | None = Field(default=None, min_length=1, max_length=200)
+    name: Name | None = Field(default=None, min_length=1, max_length=200)
     timezone: str | None = Field(default=None, min_length=1, max_length=64)
     week_start: Literal["monday", "sunday", "saturday"] | None = None
 
@@ -168,11 +168,11 @@ class OrganizationWithRole(Organization):
 
 
 class OrganizationCreate(Strict):
-    name: str = Field(min_length=1, max_length=200)
+    name: Name = Field(min_length=1, max_length=200)
 
 
 class OrganizationUpdate(Strict):
-    name: str = Field(min_length=1, max_length=200)
+    name: Name = Field(min_length=1, max_length=200)
 
 
 class Member(BaseModel):
@@ -215,12 +215,12 @@ class InvitationAccept(Strict):
 
 
 class TeamCreate(Strict):
-    name: str = Field(min_length=1, max_length=100)
+    name: Name = Field(min_length=1, max_length=100)
     description: str | None = Field(default=None, max_length=500)
 
 
 class TeamUpdate(Strict):
-    name: str | None = Field(default=None, min_length=1, max_length=100)
+    name: Name | None = Field(default=None, min_length=1, max_length=100)
     description: str | None = Field(default=None, max_length=500)
 
 
@@ -260,7 +260,7 @@ class ApiKeyCreated(ApiKey):
 
 
 class ApiKeyCreate(Strict):
-    name: str = Field(min_length=1, max_length=100)
+    name: Name = Field(min_length=1, max_length=100)
     role: RoleName = "member"
 
 

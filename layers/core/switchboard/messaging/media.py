@@ -15,7 +15,7 @@ from switchboard.contacts.identifiers import normalize_phone
 from switchboard.errors import Conflict, NotFound, ValidationFailed
 from switchboard.ids import new_id
 from switchboard.messaging import channels, messages
-from switchboard.models import BaseModel, Strict
+from switchboard.models import MEDIA_ID_MAX, MEDIA_ID_PATTERN, BaseModel, Strict
 from switchboard.store import Put, Store, keys
 
 Item = dict[str, Any]
@@ -34,7 +34,7 @@ MAX_UPLOAD = 16 * 1024 * 1024
 
 class MediaDownloadRequest(Strict):
     channel_id: str = Field(min_length=1, description="channel id")
-    media_id: str = Field(min_length=1, description="media id")
+    media_id: str = Field(min_length=1, max_length=MEDIA_ID_MAX, pattern=MEDIA_ID_PATTERN, description="media id")
     message_id: str = Field(min_length=1, description="provider message id")
     message_payload: str = Field(min_length=2, description="raw message payload that the provider download needs")
 

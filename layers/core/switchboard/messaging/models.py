@@ -6,7 +6,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field, model_validator
 
-from switchboard.models import BaseModel, Storable, Strict, check_storable
+from switchboard.models import BaseModel, Name, Storable, Strict, check_storable
 
 Platform = Literal["sandbox", "whatsapp_cloud", "whatsapp_web"]
 ChannelStatus = Literal["disconnected", "pairing", "connected", "error"]
@@ -33,7 +33,7 @@ class Channel(BaseModel):
 
 
 class ChannelCreate(Strict):
-    name: str = Field(min_length=1, max_length=100)
+    name: Name = Field(min_length=1, max_length=100)
     platform: Platform
     phone_number: str | None = Field(default=None, min_length=3, max_length=40)
     config: Annotated[dict[str, Any], Storable] = Field(default_factory=dict, max_length=50)
@@ -42,7 +42,7 @@ class ChannelCreate(Strict):
 
 class ChannelUpdate(Strict):
     # Absent means unchanged; an explicit null is refused (it used to be stored and made the channel unreadable).
-    name: str = Field(default=None, min_length=1, max_length=100)  # type: ignore[assignment]  # absent: unchanged
+    name: Name = Field(default=None, min_length=1, max_length=100)  # type: ignore[assignment]  # absent: unchanged
     phone_number: str | None = Field(default=None, min_length=3, max_length=40)
     config: Annotated[dict[str, Any], Storable] | None = Field(default=None, max_length=50)
     is_active: bool = Field(default=None)  # type: ignore[assignment]  # absent: unchanged
@@ -127,7 +127,7 @@ class BlockedOnChannel(BaseModel):
 class SandboxInbound(Strict):
     from_phone: str = Field(min_length=3, max_length=40)
     text: str = Field(min_length=1, max_length=4096)
-    name: str | None = Field(default=None, max_length=200)
+    name: Name | None = Field(default=None, max_length=200)
 
 
 class InboundAccepted(BaseModel):
@@ -164,7 +164,7 @@ class TemplateContent(Strict):
 class LocationContent(Strict):
     latitude: float = Field(ge=-90, le=90)
     longitude: float = Field(ge=-180, le=180)
-    name: str | None = Field(default=None, max_length=200)
+    name: Name | None = Field(default=None, max_length=200)
     address: str | None = Field(default=None, max_length=500)
 
 

@@ -6,7 +6,7 @@ from typing import Annotated, Any
 
 from pydantic import Field
 
-from switchboard.models import BaseModel, Storable, Strict
+from switchboard.models import BaseModel, Name, Storable, Strict
 
 TOPICS = ("invitations", "webhook_failures", "billing", "weekly_digest")
 
@@ -41,7 +41,7 @@ class Integration(BaseModel):
 
 class IntegrationCreate(Strict):
     type: str = Field(min_length=1, max_length=32, description="a type of `GET /v1/settings/integrations/catalog`")
-    name: str = Field(min_length=1, max_length=100)
+    name: Name = Field(min_length=1, max_length=100)
     enabled: bool = True
     config: Annotated[dict[str, Any], Storable] = Field(default_factory=dict)
     secrets: Annotated[dict[str, Any], Storable] = Field(
@@ -52,7 +52,7 @@ class IntegrationCreate(Strict):
 class IntegrationUpdate(Strict):
     """`config` keys sent replace the stored ones (`null` removes an optional one); `secrets` likewise."""
 
-    name: str | None = Field(default=None, min_length=1, max_length=100)
+    name: Name | None = Field(default=None, min_length=1, max_length=100)
     enabled: bool | None = None
     config: Annotated[dict[str, Any], Storable] | None = None
     secrets: Annotated[dict[str, Any], Storable] | None = None

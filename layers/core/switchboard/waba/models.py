@@ -6,7 +6,7 @@ from typing import Any, Literal
 
 from pydantic import Field, SecretStr, field_validator
 
-from switchboard.models import BaseModel, Strict
+from switchboard.models import BaseModel, Name, Strict
 
 
 def _graph_id() -> Any:
@@ -42,7 +42,7 @@ class OAuthStart(Strict):
     graph_base_url: str | None = Field(
         default=None, min_length=8, max_length=300, description="local and test stages only (a fake Graph API)"
     )
-    channel_name: str | None = Field(default=None, min_length=1, max_length=100)
+    channel_name: Name | None = Field(default=None, min_length=1, max_length=100)
 
 
 class SignupEventData(Strict):

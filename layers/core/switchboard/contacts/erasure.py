@@ -1,0 +1,406 @@
+"""Erasing a deleted contact: the tombstone the delete request writes, and the cascade that erases the rest.
+
+`DELETE /v1/contacts/{id}` (`service.delete`) removes the contact item, its name index and its first identity
+sentinels in one transaction (the contact reads as 404 at once, by id and by identity), counts the contact out, and
+writes the tombstone `ERASURE#CONTACT#<ct_id>` with the cascade's checkpoint and the internal event
+`contact.erasure`. The cascade then erases, one bounded chunk at a time (`erase_contact_chunk`: at most one page read
+and ~25 writes), in this order:
+
+  identities     the sentinels the request could not release (a contact may own hundreds), 25 per chunk
+  children       `CONTACT#<ct>#…` notes, tags (+ `CTAG#` rows), consents and their history, suppressions, stage
+                 history (+ `CDPSTAGELOG#`), activity (+ `CDPACT#`, `CDPEVTID#`): a page of 8 per chunk
+  objects        the contact's CDP objects (GSI2 `ORG#<org>#CONTACTOBJ#<ct>`): comments, then links, then the object
+  links          other records' links to the contact (GSI1 `ORG#<org>#CONTACTLINKS#<ct>`), 8 per chunk
+  segments       memberships: a page of 25 segments per chunk, each left with its `member_count` (`refresh_contact`)
+  channels       the conversations of the contact: a page of channels per chunk, their `CONVKEY#<ch>#<ct>` pairs
+  messages       per conversation, a page of 25 messages (GSI2) per chunk: text, media, contact id and the person's
+                 number removed (S3 copies of received media deleted); then the conversation's preview cleared and its
+                 lock (a draft) deleted: the conversation row stays, anonymised
+  outbox         outbox events from before the deletion that mention the person: deleted (25 per page)
+  deliveries     webhook deliveries of events from before the deletion whose body mentions the person: the body is
+                 cut to its ids and `redacted: true` (25 per page)
+
+The checkpoint (`{"stage", "cursor"?, "conversations"?}`) says where the next chunk starts; every chunk may run again
+after a crash (deletes and redactions are idempotent). `drive` runs chunks from the tombstone's checkpoint, saves it
+after each one (conditional on the tombstone's `step`, so two runners never both advance it), and when its budget
+is spent saves the checkpoint together with a new `contact.erasure` event that continues the work. At the end the
+tombstone keeps only the contact id and times (`status: "erased"`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+from typing import TYPE_CHECKING, Any
+
+from switchboard import aws, clock
+from switchboard.config import get_settings
+from switchboard.errors import DomainError
+from switchboard.events.outbox import outbox_put
+from switchboard.ids import ulid_bound
+from switchboard.store import Delete, Put, Store, TxOp, Update, keys
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+Item = dict[str, Any]
+Checkpoint = dict[str, Any]
+EVENT_TYPE = "contact.erasure"  # internal: not in the webhook catalogue, routed to CdpSegmentEventsQueue
+CHUNK = 25  # writes (or items read) per chunk
+CHILDREN_PER_CHUNK = 8  # a child and up to two mirrors each
+IDENTITIES_IN_REQUEST = 60  # sentinels the delete request releases in its own transaction
+CHUNKS_PER_RUN = 50  # chunks one `drive` runs before it hands over to a new event
+MIN_NEEDLE = 6  # shorter identity values (an external id "42") would match unrelated event bodies
+STAGES = (
+    "identities",
+    "children",
+    "objects",
+    "links",
+    "segments",
+    "channels",
+    "messages",
+    "outbox",
+    "deliveries",
+)
+
+
+def tombstone_key(org: str, contact_id: str) -> dict[str, str]:
+    return keys.key(keys.org_pk(org), f"ERASURE#CONTACT#{contact_id}")
+
+
+def tombstone_ops(org: str, contact: Item, pending_sentinels: list[str], principal: str | None) -> list[TxOp]:
+    """The delete request's part: the tombstone (with the identities still to release and the values the cascade
+    looks for in event bodies) and the event that starts the cascade."""
+    values = {str(i["value"]) for i in contact.get("identities", []) if len(str(i.get("value") or "")) >= MIN_NEEDLE}
+    needles = [contact["id"], *sorted(values)]
+    now = clock.now_iso()
+    item = {
+        **tombstone_key(org, contact["id"]),
+        "entity": "ContactErasure",
+        "contact_id": contact["id"],
+        "organization_id": org,
+        "status": "erasing",
+        "deleted_at": now,
+        "deleted_by": principal,
+        "step": 0,
+        "checkpoint": {"stage": STAGES[0]},
+        "pending_identities": pending_sentinels,
+        "needles": needles,
+    }
+    return [Put(item=item, condition="attribute_not_exists(PK)"), _event(org, contact["id"])]
+
+
+def _event(org: str, contact_id: str) -> Put:
+    return outbox_put(org, EVENT_TYPE, {"contact_id": contact_id, "organization_id": org})
+
+
+# The cascade ----------------------------------------------------------------------------------------------------
+def erase_contact_chunk(store: Store, org: str, contact_id: str, checkpoint: Checkpoint) -> Checkpoint | None:
+    """One bounded step of the erasure from `checkpoint`; → the next checkpoint, or None when everything is erased."""
+    stage = checkpoint.get("stage", STAGES[0])
+    step = _STEPS[stage]
+    return step(store, org, contact_id, checkpoint)
+
+
+def _next(stage: str) -> Checkpoint | None:
+    later = STAGES.index(stage) + 1
+    return {"stage": STAGES[later]} if later < len(STAGES) else None
+
+
+def _tombstone(store: Store, org: str, contact_id: str) -> Item:
+    return store.get(tombstone_key(org, contact_id), consistent=True) or {}
+
+
+def _identities(store: Store, org: str, contact_id: str, checkpoint: Checkpoint) -> Checkpoint | None:
+    pending = list(_tombstone(store, org, contact_id).get("pending_identities") or [])
+    if not pending:
+        return _next("identities")
+    for sk in pending[:CHUNK]:
+        try:  # a sentinel a new contact claimed meanwhile (`service._release_stale`) is not ours any more
+            store.delete(
+                keys.key(keys.org_pk(org), sk),
+                condition="attribute_not_exists(PK) OR contact_id = :me",
+                values={":me": contact_id},
+            )
+        except DomainError:
+            continue
+    store.update(
+        tombstone_key(org, contact_id),
+        "SET pending_identities = :rest",
+        values={":rest": pending[CHUNK:]},
+    )
+    return {"stage": "identities"}
+
+
+def _children(store: Store, org: str, contact_id: str, checkpoint: Checkpoint) -> Checkpoint | None:
+    from switchboard.cdp.events import event_sentinel
+
+    page = store.query(keys.org_pk(org), sk_prefix=f"CONTACT#{contact_id}#", limit=CHILDREN_PER_CHUNK, consistent=True)
+    if not page.items:
+        return _next("children")
+    ops: list[TxOp] = []
+    for child in page.items:
+        ops.append(Delete(key={"PK": child["PK"], "SK": child["SK"]}))
+        kind, _, rest = child["SK"].removeprefix(f"CONTACT#{contact_id}#").partition("#")
+        if kind == "TAG":
+            ops.append(Delete(key=keys.key(keys.org_pk(org), f"CTAG#{rest}#{contact_id}")))
+        elif kind == "STAGELOG":
+            ops.append(Delete(key=keys.key(keys.org_pk(org), f"CDPSTAGELOG#{rest}")))
+        elif kind == "ACT":
+            ops.append(Delete(key=keys.key(keys.org_pk(org), f"CDPACT#{rest}")))
+            if child.get("event_id"):
+                ops.append(Delete(key=event_sentinel(org, child["event_id"])))
+    store.transact(ops)
+    return {"stage": "children"}
+
+
+def _objects(store: Store, org: str, contact_id: str, checkpoint: Checkpoint) -> Checkpoint | None:
+    from switchboard.cdp import crm, objects
+
+    page = store.query(objects.contact_pk(org, contact_id), index="GSI2", limit=1)
+    record = store.get(objects.object_key(org, page.items[0]["id"]), consistent=True) if page.items else None
+    if record is None:
+        return _next("objects") if not page.items else {"stage": "objects"}
+    pk = keys.org_pk(org)
+    comments = store.query(pk, sk_prefix=f"CDPCMT#{record['id']}#", limit=CHUNK, consistent=True)
+    if comments.items:
+        store.transact([Delete(key={"PK": c["PK"], "SK": c["SK"]}) for c in comments.items])
+        return {"stage": "objects"}
+    links = store.query(pk, sk_prefix=f"CDPREL#{record['id']}#", limit=CHUNK // 3, consistent=True)
+    for link in links.items:
+        try:
+            store.transact(crm._unlink_ops(org, link))
+        except DomainError:
+            continue
+    if links.items:
+        return {"stage": "objects"}
+    # The record's own event carries its ids only: its display name and properties are the person's data.
+    anonymous = {**record, "display_name": None}
+    store.transact(
+        [
+            Delete(key=objects.object_key(org, record["id"])),
+            objects._record_event(org, "crm.record.deleted", anonymous),
+        ]
+    )
+    return {"stage": "objects"}
+
+
+def _links(store: Store, org: str, contact_id: str, checkpoint: Checkpoint) -> Checkpoint | None:
+    from switchboard.cdp import crm
+
+    page = store.query(crm.contact_links_pk(org, contact_id), index="GSI1", limit=CHUNK // 3)
+    for link in page.items:
+        try:
+            store.transact(crm._unlink_ops(org, link))
+        except DomainError:
+            continue  # unlinked meanwhile
+    return {"stage": "links"} if page.items else _next("links")
+
+
+def _segments(store: Store, org: str, contact_id: str, checkpoint: Checkpoint) -> Checkpoint | None:
+    from switchboard.cdp import segments
+
+    page = store.query(keys.org_pk(org), sk_prefix="CDPSEG#", limit=CHUNK, start_key=checkpoint.get("cursor"))
+    if page.items:  # the contact is gone: it leaves each of these segments, counted out
+        segments.refresh_contact(store, org, contact_id, segments=page.items)
+    return {"stage": "segments", "cursor": page.last_key} if page.last_key else _next("segments")
+
+
+def _channels(store: Store, org: str, contact_id: str, checkpoint: Checkpoint) -> Checkpoint | None:
+    from switchboard.messaging import conversations
+
+    page = store.query(keys.org_pk(org), sk_prefix="CHANNEL#", limit=100, start_key=checkpoint.get("cursor"))
+    channel_ids = [i["id"] for i in page.items if i.get("entity") == "Channel"]
+    pairs = store.batch_get([conversations.pair_key(org, ch, contact_id) for ch in channel_ids], consistent=True)
+    found = [*checkpoint.get("conversations", []), *(p["conversation_id"] for p in pairs)]
+    if page.last_key:
+        return {"stage": "channels", "cursor": page.last_key, "conversations": found}
+    return {"stage": "messages", "conversations": found}
+
+
+def _messages(store: Store, org: str, contact_id: str, checkpoint: Checkpoint) -> Checkpoint | None:
+    from switchboard.messaging import conversations
+
+    queue = list(checkpoint.get("conversations", []))
+    if not queue:
+        return _next("messages")
+    conv_id = queue[0]
+    page = store.query(
+        conversations.messages_pk(org, conv_id), index="GSI2", limit=CHUNK, start_key=checkpoint.get("cursor")
+    )
+    for message in page.items:
+        _redact_message(store, org, message)
+    if page.last_key:
+        return {"stage": "messages", "conversations": queue, "cursor": page.last_key}
+    with contextlib.suppress(DomainError):  # the conversation itself was deleted meanwhile
+        store.update(
+            conversations.conv_key(org, conv_id),
+            "SET last_message_preview = :none",
+            condition="attribute_exists(PK)",
+            values={":none": None},
+        )
+    store.delete(conversations.lock_key(org, conv_id))
+    return {"stage": "messages", "conversations": queue[1:]}
+
+
+def _redact_message(store: Store, org: str, message: Item) -> None:
+    """A message without its text, media, contact and the person's number (inbound: the sender; outbound: the
+    recipient); it stays in its conversation's history, so the counts and the thread keep their shape."""
+    person = "from_phone" if message.get("direction") == "inbound" else "to_phone"
+    media = message.get("media") or {}
+    if message.get("direction") == "inbound" and isinstance(media, dict) and media.get("id"):
+        key = f"media/{org}/{message['channel_id']}/{media['id']}"
+        aws.client("s3").delete_object(Bucket=get_settings().media_bucket, Key=key)
+    store.update(
+        {"PK": message["PK"], "SK": message["SK"]},
+        "SET #text = :none, media = :none, #person = :none, contact_id = :none, last_error = :none, erased = :yes",
+        condition="attribute_exists(PK)",
+        names={"#text": "text", "#person": person},
+        values={":none": None, ":yes": True},
+    )
+
+
+def _outbox(store: Store, org: str, contact_id: str, checkpoint: Checkpoint) -> Checkpoint | None:
+    tombstone = _tombstone(store, org, contact_id)
+    needles = tombstone.get("needles") or [contact_id]
+    before = "EVENT#" + ulid_bound(clock.parse_iso(tombstone.get("deleted_at") or clock.now_iso()), high=False)
+    page = store.query(keys.org_pk(org), sk_between=("EVENT#", before), limit=CHUNK, start_key=checkpoint.get("cursor"))
+    ops: list[TxOp] = [
+        Delete(key={"PK": e["PK"], "SK": e["SK"]})
+        for e in page.items
+        if e.get("event_type") != EVENT_TYPE and _mentions(e.get("payload"), needles)
+    ]
+    if ops:
+        store.transact(ops)
+    return {"stage": "outbox", "cursor": page.last_key} if page.last_key else _next("outbox")
+
+
+def _deliveries(store: Store, org: str, contact_id: str, checkpoint: Checkpoint) -> Checkpoint | None:
+    from switchboard.webhooks import repository as webhooks
+
+    tombstone = _tombstone(store, org, contact_id)
+    needles = tombstone.get("needles") or [contact_id]
+    deleted_at = tombstone.get("deleted_at") or clock.now_iso()
+    page = store.query(f"{keys.org_pk(org)}#WHDLV", index="GSI1", limit=CHUNK, start_key=checkpoint.get("cursor"))
+    for delivery in page.items:
+        if (delivery.get("occurred_at") or "") >= deleted_at or delivery.get("redacted"):
+            continue
+        body = webhooks.payload_of(delivery)
+        if not _mentions(body, needles):
+            continue
+        kept = {k: v for k, v in body.items() if k.endswith("_id") and not _mentions(v, needles[1:])}
+        store.update(
+            {"PK": delivery["PK"], "SK": delivery["SK"]},
+            "SET body = :body, redacted = :yes",
+            condition="attribute_exists(PK)",
+            values={":body": json.dumps({**kept, "redacted": True}, separators=(",", ":")), ":yes": True},
+        )
+    return {"stage": "deliveries", "cursor": page.last_key} if page.last_key else _next("deliveries")
+
+
+def _mentions(value: Any, needles: list[str]) -> bool:
+    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
+    return any(n and n in text for n in needles)
+
+
+_STEPS: dict[str, Callable[[Store, str, str, Checkpoint], Checkpoint | None]] = {
+    "identities": _identities,
+    "children": _children,
+    "objects": _objects,
+    "links": _links,
+    "segments": _segments,
+    "channels": _channels,
+    "messages": _messages,
+    "outbox": _outbox,
+    "deliveries": _deliveries,
+}
+
+
+# The driver (an event of CdpSegmentEventsQueue today; a job of the job mechanism later) ------------------------------
+class _Superseded(DomainError):
+    """Another runner advanced the checkpoint first."""
+
+
+def drive(
+    store: Store,
+    org: str,
+    contact_id: str,
+    *,
+    max_chunks: int | None = None,
+    has_time: Callable[[], bool] | None = None,
+) -> bool:
+    """Run chunks from the tombstone's checkpoint until the erasure is done (→ True), another runner took over
+    (→ True: that one continues), or the budget (`max_chunks`, `has_time()`) is spent: then the checkpoint is saved
+    with a new `contact.erasure` event that continues it (→ False)."""
+    budget = CHUNKS_PER_RUN if max_chunks is None else max_chunks
+    tombstone = store.get(tombstone_key(org, contact_id), consistent=True)
+    if tombstone is None or tombstone.get("status") == "erased":
+        return True
+    step, checkpoint = int(tombstone.get("step", 0)), tombstone.get("checkpoint") or {"stage": STAGES[0]}
+    for done in range(budget):
+        if done and has_time is not None and not has_time():
+            break
+        following = erase_contact_chunk(store, org, contact_id, checkpoint)
+        try:
+            if following is None:
+                _save(store, org, contact_id, step, None)
+                return True
+            _save(store, org, contact_id, step, following)
+        except _Superseded:
+            return True
+        step, checkpoint = step + 1, following
+    try:
+        _save(store, org, contact_id, step, checkpoint, extra=[_event(org, contact_id)], same=True)
+    except _Superseded:
+        return True
+    return False
+
+
+def _save(
+    store: Store,
+    org: str,
+    contact_id: str,
+    step: int,
+    checkpoint: Checkpoint | None,
+    *,
+    extra: list[TxOp] | None = None,
+    same: bool = False,
+) -> None:
+    if checkpoint is None:
+        expression = "SET #s = :s, erased_at = :now, step = :next REMOVE checkpoint, needles, pending_identities"
+        values: Item = {":s": "erased", ":now": clock.now_iso()}
+    else:
+        expression, values = "SET checkpoint = :c, step = :next", {":c": checkpoint}
+    ops: list[TxOp] = [
+        Update(
+            key=tombstone_key(org, contact_id),
+            expression=expression,
+            condition="step = :step",
+            names={"#s": "status"} if checkpoint is None else None,
+            values={**values, ":step": step, ":next": step if same else step + 1},
+            error=_Superseded(),
+        ),
+        *(extra or []),
+    ]
+    store.transact(ops)
+
+
+def is_erasure_record(record: Item) -> bool:
+    try:
+        return json.loads(record["body"]).get("detail-type") == EVENT_TYPE
+    except (KeyError, TypeError, ValueError):
+        return False
+
+
+def handle_records(store: Store, records: list[Item], has_time: Callable[[], bool] | None = None) -> list[str]:
+    """SQS records carrying `contact.erasure` events (EventBridge envelopes) → the message ids that failed."""
+    failed: list[str] = []
+    for record in records:
+        try:
+            detail = json.loads(record["body"])["detail"]
+            contact_id = (detail.get("data") or {}).get("contact_id")
+            if contact_id:
+                drive(store, detail["organization_id"], contact_id, has_time=has_time)
+        except Exception:  # noqa: BLE001 - one failing erasure must not fail the batch; SQS retries it, then the DLQ
+            failed.append(record["messageId"])
+    return failed

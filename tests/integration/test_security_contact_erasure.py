@@ -1,0 +1,194 @@
+"""`DELETE /v1/contacts/{id}` erases the person (issue 19 finding 8, issue 20; CONVENTIONS "Tenant safety and data
+lifecycle"): the request answers 204 and leaves a tombstone (reads 404 at once, identities free), then the erasure
+cascade (`switchboard.contacts.erasure`, driven by the internal `contact.erasure` event through
+CdpSegmentEventsQueue → functions/cdp_segments) erases every item that mentions the person in bounded chunks.
+After it, a scan of the whole table finds none of the person's phone, e-mail, name or message text anywhere, and
+the contact id only on items that carry nothing else about the person; the counts are true again."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import boto3
+
+from functions.cdp_segments.app import handler as segments_handler
+from switchboard.contacts import erasure
+from switchboard.store import get_store
+from tests.integration.support import Api
+from tests.integration.test_cdp import contact, ok
+from tests.integration.test_webhooks import Pipeline, create_endpoint
+
+QUEUE = "CdpSegmentEventsQueue"
+PHONE = "15550104321"
+EMAIL = "grace.hopper@example.com"
+NAME = "Grace Hopper"
+TEXTS = ["Outbound secret about COBOL", "Inbound reply about compilers", "another inbound line nanoseconds"]
+# Items that may keep the contact id after the erasure, each with nothing else about the person: the tombstone, the
+# conversation row and its channel/contact pair (anonymised: no preview), the audit entry of the deletion, the
+# events the erasure itself emits (segment exits, its own continuation) and their webhook deliveries.
+MAY_KEEP_ID = {"ContactErasure", "Conversation", "ConversationKey", "AuditLog", "Event", "WebhookDelivery"}
+
+
+def scan_all() -> list[dict[str, Any]]:
+    table = get_store().table_name
+    client = boto3.client("dynamodb")
+    items: list[dict[str, Any]] = []
+    for page in client.get_paginator("scan").paginate(TableName=table):
+        items += page["Items"]
+    return items
+
+
+def run_cascade(pipeline: Pipeline, rounds: int = 50) -> int:
+    """Publish outbox items and feed the segment queue to its consumer until nothing is left; → consumer rounds."""
+    for n in range(rounds):
+        pipeline.publish()
+        records = pipeline.receive(QUEUE)
+        if not records:
+            return n
+        assert pipeline.invoke(segments_handler, QUEUE, records) == {"batchItemFailures": []}
+    raise AssertionError("the erasure did not finish")
+
+
+def test_deleting_a_contact_erases_every_item_that_mentions_the_person(api: Api):
+    pipeline = Pipeline(api)
+    create_endpoint(api, "http://127.0.0.1:9/hook")  # deliveries are stored with the event body
+    channel = ok(api.post("/v1/channels", json={"name": "sbx", "platform": "sandbox"}), 201)
+    ok(api.post(f"/v1/channels/{channel['id']}/connect"))
+    ok(api.post("/v1/cdp/lifecycle-stages", json={"key": "lead", "name": "Lead"}), 201)
+    ok(
+        api.post(
+            "/v1/cdp/object-types",
+            json={
+                "key": "deal",
+                "name": "Deal",
+                "display_field": "title",
+                "fields": [{"key": "title", "label": "Title", "type": "text", "required": True}],
+            },
+        ),
+        201,
+    )
+    rules = {"field": "attributes.plan", "op": "eq", "value": "pro"}
+    segment = ok(api.post("/v1/cdp/segments", json={"name": "Pro", "rules": rules}), 201)
+    other = contact(api, name="Someone Else", email="else@example.com", attributes={"plan": "pro"})
+
+    person = contact(
+        api,
+        name=NAME,
+        phone=f"+{PHONE}",
+        email=EMAIL,
+        company="Navy",
+        attributes={"plan": "pro"},
+        identities=[{"type": "external_id", "source": "crm", "value": "grace-42"}],
+    )
+    ct = person["id"]
+    ok(api.post(f"/v1/contacts/{ct}/notes", json={"body": "Grace prefers calls"}), 201)
+    ok(api.post(f"/v1/contacts/{ct}/tags", json={"name": "vip"}), 201)
+    api.put(f"/v1/contacts/{ct}/consent/whatsapp", json={"status": "opted_in", "source": "web"})
+    ok(api.post(f"/v1/contacts/{ct}/suppressions", json={"channel": "sms", "reason": "bounced"}), 201)
+    ok(api.put(f"/v1/cdp/contacts/{ct}/lifecycle-stage", json={"stage": "lead", "reason": "signup"}))
+    ingest = {"events": [{"event_id": "e-1", "name": "viewed_pricing", "contact_id": ct, "properties": {"who": NAME}}]}
+    assert ok(api.post("/v1/cdp/events", json=ingest))["accepted"] == 1
+    deal = {"object_type_id": "deal", "contact_id": ct, "properties": {"title": f"Deal with {NAME}"}}
+    record = ok(api.post("/v1/cdp/contact-objects", json=deal), 201)
+    ok(api.post(f"/v1/cdp/contact-objects/{record['id']}/comments", json={"body": f"{NAME} called"}), 201)
+    theirs = {"object_type_id": "deal", "contact_id": other["id"], "properties": {"title": "Their deal"}}
+    their_record = ok(api.post("/v1/cdp/contact-objects", json=theirs), 201)
+    link = f"/v1/cdp/contact-objects/{their_record['id']}/relationships/{ct}"
+    assert api.put(link, json={"label": "referred_by"}).status_code in (200, 201)
+    sent = api.post("/v1/messages", json={"channel_id": channel["id"], "contact_id": ct, "text": {"body": TEXTS[0]}})
+    assert sent.status_code == 202, sent.text
+    for text in TEXTS[1:]:
+        inbound = {"from_phone": f"+{PHONE}", "text": text, "name": NAME}
+        assert api.post(f"/v1/channels/{channel['id']}/sandbox/inbound", json=inbound).status_code == 202
+    pipeline.fan_out()  # webhook deliveries of message.new / contact.updated … with their bodies
+    run_cascade(pipeline)  # segment membership of both contacts
+    assert ok(api.get(f"/v1/cdp/segments/{segment['id']}"))["member_count"] == 2
+    conversation = ok(api.get("/v1/conversations"))[0]
+
+    mentions_before = [i for i in scan_all() if _mentions(i, ct)]
+    assert len(mentions_before) > 20, len(mentions_before)
+
+    assert api.delete(f"/v1/contacts/{ct}").status_code == 204
+    # At once: the contact reads as gone, by id and by identity, and its identities are free for someone new.
+    api.assert_error(api.get(f"/v1/contacts/{ct}"), 404, "not_found")
+    api.assert_error(
+        api.post("/v1/contacts/resolve", json={"identifiers": [{"type": "email", "value": EMAIL}]}), 404, "not_found"
+    )
+    api.assert_error(api.get(f"/v1/contacts/phone/{PHONE}"), 404, "not_found")
+    assert all(c["id"] != ct for c in ok(api.get("/v1/contacts")))
+
+    run_cascade(pipeline)
+    pipeline.fan_out()
+
+    leftovers = []
+    for item in scan_all():
+        text = json.dumps(item)
+        personal = [needle for needle in (PHONE, EMAIL, NAME, "Grace", "grace-42", *TEXTS) if needle in text]
+        entity = item.get("entity", {}).get("S")
+        if personal or (ct in text and entity not in MAY_KEEP_ID):
+            leftovers.append((item["PK"]["S"], item["SK"]["S"], entity, personal))
+    assert not leftovers, leftovers
+
+    # Counts are true: the segment, the organization's contacts.
+    assert ok(api.get(f"/v1/cdp/segments/{segment['id']}"))["member_count"] == 1
+    members = ok(api.get(f"/v1/cdp/segments/{segment['id']}/members", params={"limit": 100}))
+    assert [m["contact_id"] for m in members] == [other["id"]]
+    counter = get_store().get({"PK": f"ORG#{api.org_id}", "SK": "COUNTER#CONTACTS"}, consistent=True)
+    assert counter is not None and int(counter["contacts"]) == 1
+    # Another contact's record stays, without its link to the erased person.
+    assert ok(api.get(f"/v1/cdp/contact-objects/{their_record['id']}"))["id"] == their_record["id"]
+    assert ok(api.get(f"/v1/cdp/contact-objects/{their_record['id']}/relationships")) == []
+    # The conversation stays, anonymised; its messages stay without text, media or the person's number.
+    kept = ok(api.get(f"/v1/conversations/{conversation['id']}"))
+    assert not kept.get("last_message_preview")
+    tombstone = get_store().get(erasure.tombstone_key(api.org_id, ct), consistent=True)
+    assert tombstone is not None and tombstone["status"] == "erased"
+
+
+def _mentions(item: dict[str, Any], contact_id: str) -> bool:
+    text = json.dumps(item)
+    return any(needle in text for needle in (contact_id, PHONE, EMAIL, NAME, *TEXTS))
+
+
+def test_the_identities_are_free_at_once_and_a_new_contact_can_take_them(api: Api):
+    person = contact(api, name=NAME, phone=f"+{PHONE}", email=EMAIL)
+    assert api.delete(f"/v1/contacts/{person['id']}").status_code == 204
+    again = api.post("/v1/contacts", json={"name": "New Owner", "phone": f"+{PHONE}", "email": EMAIL})
+    assert again.status_code == 201, again.text
+    assert again.json()["data"]["id"] != person["id"]
+    api.assert_error(api.delete(f"/v1/contacts/{person['id']}"), 404, "not_found")
+
+
+def test_a_contact_with_150_identities_deletes(api: Api, monkeypatch):
+    """Issue 20: the delete was one transaction per ~95 identities (500 past 100 operations). The cascade here runs
+    two chunks per event, so it continues through several `contact.erasure` events."""
+    monkeypatch.setattr(erasure, "CHUNKS_PER_RUN", 2)
+    pipeline = Pipeline(api)
+    person = contact(api, name=NAME, email=EMAIL)
+    for start in range(0, 160, 20):
+        batch = [{"type": "external_id", "source": "crm", "value": f"grace-{n}"} for n in range(start, start + 20)]
+        ok(api.post("/v1/contacts", json={"email": EMAIL, "identities": batch}))
+    assert len(ok(api.get(f"/v1/contacts/{person['id']}"))["identities"]) == 161
+    assert api.delete(f"/v1/contacts/{person['id']}").status_code == 204
+    # Identities not yet released resolve as not found, and a new contact may claim them before the cascade runs.
+    late = {"identifiers": [{"type": "external_id", "source": "crm", "value": "grace-149"}]}
+    api.assert_error(api.post("/v1/contacts/resolve", json=late), 404, "not_found")
+    claim = {"name": "Claimer", "identities": [{"type": "external_id", "source": "crm", "value": "grace-148"}]}
+    assert api.post("/v1/contacts", json=claim).status_code == 201
+    assert run_cascade(pipeline) > 3  # continued by its own events
+    left = [i for i in scan_all() if "grace-" in json.dumps(i) and "grace-148" not in json.dumps(i)]
+    assert not left, left
+    tombstone = get_store().get(erasure.tombstone_key(api.org_id, person["id"]), consistent=True)
+    assert tombstone["status"] == "erased" and "pending_identities" not in tombstone and "needles" not in tombstone
+
+
+def test_identities_sharing_one_sentinel_delete_in_one_transaction(api: Api):
+    """phone, whatsapp and wa_id of one number share the sentinel `IDENT#phone#<digits>`: the delete releases it
+    once and the number is free for a new contact."""
+    shared = [{"type": "whatsapp", "value": f"{PHONE}@s.whatsapp.net"}, {"type": "wa_id", "value": PHONE}]
+    person = contact(api, name=NAME, phone=f"+{PHONE}", identities=shared)
+    assert len(person["identities"]) >= 1
+    assert api.delete(f"/v1/contacts/{person['id']}").status_code == 204
+    assert erasure.drive(get_store(), api.org_id, person["id"])
+    assert api.post("/v1/contacts", json={"phone": f"+{PHONE}"}).status_code == 201
