@@ -131,6 +131,13 @@ def api_key_ops(
     ]
 
 
+def organization_active(store: Store, org_id: str) -> bool:
+    """The organization exists and is not pending deletion: provider callbacks and the webhook portal ask this before
+    acting for it (identity.lifecycle)."""
+    item = store.get(keys.organization(org_id), consistent=True)
+    return item is not None and item.get("status", "active") == "active"
+
+
 def get_credential(store: Store, token_hash: str) -> Item | None:
     # Consistent read: a key works on the request after its creation and stops on the request after revocation.
     return store.get(keys.credential(token_hash), consistent=True)
