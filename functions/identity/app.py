@@ -207,7 +207,12 @@ def update_organization(body: Annotated[models.OrganizationUpdate, Body()]) -> D
     return Data(data=organizations.update_organization(get_store(), current_auth(app), body))
 
 
-@app.delete("/v1/organization", middlewares=requires("owner", when_pending="owner"), tags=ORGS, status_code=202)
+@app.delete(
+    "/v1/organization",
+    middlewares=requires("owner", when_pending="owner", sessions_only=True),
+    tags=ORGS,
+    status_code=202,
+)
 def delete_organization(
     body: Annotated[models.OrganizationDeletion | None, Body()] = None,
 ) -> Data[models.Organization]:
@@ -216,7 +221,12 @@ def delete_organization(
     return Data(data=lifecycle.delete_organization(get_store(), current_auth(app), body))
 
 
-@app.post("/v1/organization/restore", middlewares=requires("owner", when_pending="owner"), tags=ORGS, summary="Restore")
+@app.post(
+    "/v1/organization/restore",
+    middlewares=requires("owner", when_pending="owner", sessions_only=True),
+    tags=ORGS,
+    summary="Restore the organization",
+)
 def restore_organization() -> Data[models.Organization]:
     """An owner's session, within 30 days of the deletion request: the organization and its keys act again."""
     return Data(data=lifecycle.restore_organization(get_store(), current_auth(app)))

@@ -96,11 +96,13 @@ class Access:
     """What a route requires: `public`, any authenticated caller, or a minimum role in the organization.
 
     While the organization is pending deletion only routes with `when_pending` (the role they then need) act in it;
-    every other organization route answers 403 (CONVENTIONS "Tenant safety and data lifecycle")."""
+    every other organization route answers 403 (CONVENTIONS "Tenant safety and data lifecycle"). A `sessions_only`
+    route refuses API keys (403) whatever their role: a person must act (deleting or restoring the organization)."""
 
     kind: Literal["public", "authenticated", "role"]
     role: str | None = None
     when_pending: str | None = None
+    sessions_only: bool = False
 
     def check(self, auth: AuthContext | None) -> None:
         if self.kind == "public":
@@ -111,9 +113,12 @@ class Access:
             assert self.role is not None
             if not auth.organization_id:
                 raise Forbidden("Select an organization with X-Organization-Id, or create one first.")
-            if auth.org_status == "pending_deletion":
-                if self.when_pending is None or not auth.has_role(self.when_pending):
-                    raise Forbidden("The organization is pending deletion; only an owner can see or restore it.")
+            if self.sessions_only and auth.principal_type != "session":
+                raise Forbidden("This operation needs a signed-in user's session, not an API key.")
+            if auth.org_status == "pending_deletion" and (
+                self.when_pending is None or not auth.has_role(self.when_pending)
+            ):
+                raise Forbidden("The organization is pending deletion; only an owner can see or restore it.")
             if not auth.has_role(self.role):
                 raise Forbidden(f"This operation needs the {self.role} role or higher.")
 
@@ -132,10 +137,11 @@ class AccessMiddleware:
         return next_middleware(app)
 
 
-def requires(role: Role, *, when_pending: Role | None = None) -> list[AccessMiddleware]:
+def requires(role: Role, *, when_pending: Role | None = None, sessions_only: bool = False) -> list[AccessMiddleware]:
     """`middlewares=requires("admin")`: the caller's role in the organization must be at least `role`;
-    `when_pending`: the route also serves an organization pending deletion, to that role or higher."""
-    return [AccessMiddleware(Access("role", role, when_pending))]
+    `when_pending`: the route also serves an organization pending deletion, to that role or higher;
+    `sessions_only`: API keys are refused whatever their role."""
+    return [AccessMiddleware(Access("role", role, when_pending, sessions_only))]
 
 
 def authenticated() -> list[AccessMiddleware]:

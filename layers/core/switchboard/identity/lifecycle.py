@@ -22,7 +22,7 @@ from typing import Any
 from switchboard import clock
 from switchboard.api.auth import AuthContext
 from switchboard.audit import audit_put
-from switchboard.errors import Conflict, Forbidden, NotFound, ValidationFailed
+from switchboard.errors import Conflict, NotFound, ValidationFailed
 from switchboard.identity import models
 from switchboard.store import Store, Update, keys
 
@@ -37,11 +37,6 @@ def purge_due_sk(purge_at: str, org_id: str) -> str:
     return f"{purge_at}#{org_id}"
 
 
-def _require_owner_session(auth: AuthContext) -> None:
-    if auth.principal_type != "session" or not auth.has_role("owner"):
-        raise Forbidden("Deleting or restoring the organization needs an owner's session, not an API key.")
-
-
 def _view(item: Item) -> models.Organization:
     return models.Organization.model_validate(item)
 
@@ -49,7 +44,7 @@ def _view(item: Item) -> models.Organization:
 def delete_organization(
     store: Store, auth: AuthContext, body: models.OrganizationDeletion | None
 ) -> models.Organization:
-    _require_owner_session(auth)
+    """The route admits an owner's session only (`requires("owner", sessions_only=True)`)."""
     org_id = auth.org_id
     item = store.require(keys.organization(org_id), "The organization no longer exists.", consistent=True)
     if body is None or body.confirm != item["name"]:
@@ -91,7 +86,6 @@ def delete_organization(
 
 
 def restore_organization(store: Store, auth: AuthContext) -> models.Organization:
-    _require_owner_session(auth)
     org_id = auth.org_id
     item = store.require(keys.organization(org_id), "The organization no longer exists.", consistent=True)
     if item.get("status", "active") == "active":
