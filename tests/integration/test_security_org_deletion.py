@@ -384,3 +384,25 @@ def test_a_chunk_failing_every_try_marks_the_job_failed_and_resume_restarts_it(
     jobs.drain()
     assert service.get_job(get_store(), job_id)["status"] == "completed"
     assert [i["PK"]["S"] for i in org_items(api.org_id)] == [f"JOB#{job_id}"]
+
+
+def test_a_key_or_endpoint_added_by_a_request_authorized_before_the_deletion_is_refused(
+    api: Api, owner: dict[str, str]
+):
+    """A request that passed the authorizer just before the deletion request commits after it: its transaction
+    checks the organization item, so nothing it adds escapes the suspension."""
+    from switchboard.api.auth import AuthContext
+    from switchboard.errors import NotFound
+    from switchboard.identity import apikeys
+    from switchboard.identity import models as identity_models
+    from switchboard.webhooks import models as webhook_models
+    from switchboard.webhooks import service as webhooks
+
+    racer = AuthContext("session", "sess_racer", None, api.org_id, "owner", "sess_racer")  # read before the flag
+    assert delete_org(api, owner).status_code == 202
+    with pytest.raises(NotFound):
+        apikeys.create_api_key(get_store(), racer, identity_models.ApiKeyCreate(name="late", role="admin"))
+    with pytest.raises(NotFound):
+        webhooks.create_endpoint(get_store(), racer, webhook_models.EndpointCreate(url="http://127.0.0.1:9/late"))
+    assert get_store().query_all(f"ORG#{api.org_id}", sk_prefix="WHEP#") == []
+    assert len(get_store().query_all(f"ORG#{api.org_id}", sk_prefix="APIKEY#")) == 1  # the bootstrap key only

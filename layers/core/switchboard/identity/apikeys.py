@@ -35,7 +35,11 @@ def create_api_key(store: Store, auth: AuthContext, body: models.ApiKeyCreate) -
         allowed_cidrs=get_security(store, auth.org_id).api_key_allowed_cidrs,
     )
     store.transact(
-        [*ops, audit_put(auth, "api_key.created", "api_key", key_id, after={"name": body.name, "role": body.role})]
+        [
+            *ops,
+            repository.organization_active_check(auth.org_id),
+            audit_put(auth, "api_key.created", "api_key", key_id, after={"name": body.name, "role": body.role}),
+        ]
     )
     return models.ApiKeyCreated(**_view(record).model_dump(), key=plain)
 

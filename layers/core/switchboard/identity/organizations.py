@@ -308,12 +308,7 @@ def accept_invitation(store: Store, auth: AuthContext, invitation_id: str, token
             values={":accepted": "accepted", ":pending": "pending", ":now": now, ":uid": user_id},
             error=Conflict("The invitation is no longer pending."),
         ),
-        ConditionCheck(  # an organization pending deletion gains no members (lifecycle.delete_organization)
-            key=keys.organization(org_id),
-            condition="attribute_exists(PK) AND attribute_not_exists(#status)",
-            names={"#status": "status"},
-            error=NotFound(),
-        ),
+        repository.organization_active_check(org_id),  # an organization pending deletion gains no members
         *repository.membership_ops(
             org_id,
             user_id,

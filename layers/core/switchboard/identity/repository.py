@@ -5,8 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 from switchboard import clock
-from switchboard.errors import Conflict
-from switchboard.store import Put, Store, keys
+from switchboard.errors import Conflict, NotFound
+from switchboard.store import ConditionCheck, Put, Store, keys
 
 Item = dict[str, Any]
 
@@ -129,6 +129,17 @@ def api_key_ops(
         Put(item=record, condition="attribute_not_exists(PK)"),
         Put(item=credential, condition="attribute_not_exists(PK)", error=Conflict("This key already exists.")),
     ]
+
+
+def organization_active_check(org_id: str) -> ConditionCheck:
+    """For the transaction that adds a credential or an endpoint: refused (404) once the organization is pending
+    deletion, so nothing added while the deletion request suspends the rest escapes it (identity.lifecycle)."""
+    return ConditionCheck(
+        key=keys.organization(org_id),
+        condition="attribute_exists(PK) AND attribute_not_exists(#status)",
+        names={"#status": "status"},
+        error=NotFound("The organization no longer exists."),
+    )
 
 
 def organization_active(store: Store, org_id: str) -> bool:

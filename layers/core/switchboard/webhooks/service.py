@@ -116,6 +116,7 @@ def create_endpoint(store: Store, auth: AuthContext, body: models.EndpointCreate
     store.transact(
         [
             Put(item=item, condition="attribute_not_exists(PK)"),
+            identity_repository.organization_active_check(auth.org_id),
             audit_put(auth, "webhook_endpoint.created", "webhook_endpoint", endpoint_id, after=_audit_view(item)),
         ]
     )
