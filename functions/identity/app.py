@@ -20,10 +20,11 @@ from switchboard.store import get_store
 
 if TYPE_CHECKING:
     from switchboard import mail
-    from switchboard.identity import accounts, apikeys, models, organizations, security, sessions, users
+    from switchboard.identity import accounts, apikeys, lifecycle, models, organizations, security, sessions, users
 else:  # the models when a route's dependant is first built, the rules when a route first runs (not at init)
     accounts = lazy_module("switchboard.identity.accounts")
     apikeys = lazy_module("switchboard.identity.apikeys")
+    lifecycle = lazy_module("switchboard.identity.lifecycle")
     mail = lazy_module("switchboard.mail")
     models = lazy_module("switchboard.identity.models")
     organizations = lazy_module("switchboard.identity.organizations")
@@ -191,7 +192,12 @@ def update_security_settings(body: Annotated[models.SecuritySettingsUpdate, Body
 ORGS = ["organizations"]
 
 
-@app.get("/v1/organization", middlewares=requires("viewer"), tags=ORGS, summary="The current organization")
+@app.get(
+    "/v1/organization",
+    middlewares=requires("viewer", when_pending="owner"),
+    tags=ORGS,
+    summary="The current organization",
+)
 def get_organization() -> Data[models.Organization]:
     return Data(data=organizations.get_organization(get_store(), current_auth(app)))
 
@@ -201,10 +207,29 @@ def update_organization(body: Annotated[models.OrganizationUpdate, Body()]) -> D
     return Data(data=organizations.update_organization(get_store(), current_auth(app), body))
 
 
-@app.delete("/v1/organization", middlewares=requires("owner"), tags=ORGS, status_code=204)
-def delete_organization() -> None:
-    """Ends every membership and API key of the organization."""
-    organizations.delete_organization(get_store(), current_auth(app))
+@app.delete(
+    "/v1/organization",
+    middlewares=requires("owner", when_pending="owner", sessions_only=True),
+    tags=ORGS,
+    status_code=202,
+)
+def delete_organization(
+    body: Annotated[models.OrganizationDeletion | None, Body()] = None,
+) -> Data[models.Organization]:
+    """An owner's session, with `confirm` = the organization's name: the organization is `pending_deletion` for 30
+    days (API keys, callbacks, webhooks and portal links stop at once; an owner can restore it), then purged."""
+    return Data(data=lifecycle.delete_organization(get_store(), current_auth(app), body))
+
+
+@app.post(
+    "/v1/organization/restore",
+    middlewares=requires("owner", when_pending="owner", sessions_only=True),
+    tags=ORGS,
+    summary="Restore the organization",
+)
+def restore_organization() -> Data[models.Organization]:
+    """An owner's session, within 30 days of the deletion request: the organization and its keys act again."""
+    return Data(data=lifecycle.restore_organization(get_store(), current_auth(app)))
 
 
 @app.get("/v1/organizations", middlewares=authenticated(), tags=ORGS, summary="The caller's organizations")

@@ -108,6 +108,13 @@ CHANNEL_OPERATIONS = {"sandbox/inbound", "blocked-contacts", "contacts/lookup"}
 # Channel reads that are channel management: pairing material (the QR that links a device) and the parts of the
 # configuration that hold credentials or the account's security setup (two-step PIN settings, proxy credentials).
 CHANNEL_MANAGEMENT_READS = {"qr", "settings/phone/two-step", "proxy", "network/proxy"}
+# "Tenant safety and data lifecycle": while an organization is pending deletion, its owner (only) still reads it,
+# repeats the deletion request and restores it; no other route acts in it.
+ORGANIZATION_LIFECYCLE = {
+    ("GET", "/v1/organization"): Access("role", "viewer", when_pending="owner"),
+    ("DELETE", "/v1/organization"): Access("role", "owner", when_pending="owner", sessions_only=True),
+    ("POST", "/v1/organization/restore"): Access("role", "owner", when_pending="owner", sessions_only=True),
+}
 
 
 def _under(path: str, prefix: str) -> bool:
@@ -126,7 +133,9 @@ def expected_access(method: str, path: str) -> Access:
         return AUTHENTICATED  # /v1/organizations: the caller's own organizations (list, create)
     if method == "POST" and re.fullmatch(r"/v1/invitations/\{[^/]+\}/accept", path):
         return AUTHENTICATED  # the invited user, who is not a member yet
-    if any(_under(path, area) for area in OWNER_AREAS) or (method == "DELETE" and path == "/v1/organization"):
+    if (method, path) in ORGANIZATION_LIFECYCLE:
+        return ORGANIZATION_LIFECYCLE[(method, path)]
+    if any(_under(path, area) for area in OWNER_AREAS):
         return OWNER
     if _under(path, "/v1/users/lookup") or (method, path) in PROVIDER_WORK_READS:
         return MEMBER
@@ -213,16 +222,26 @@ def roomy_rate_limit(monkeypatch):
     reset_settings()
 
 
-def _role_checks(api: Api, route: RouteInfo, keys: dict[str, dict[str, str]], problems: list[str]) -> None:
+def _role_checks(
+    api: Api,
+    route: RouteInfo,
+    keys: dict[str, dict[str, str]],
+    problems: list[str],
+    session: dict[str, str] | None = None,
+) -> None:
     required = expected_access(route.method, route.path)
     assert required.kind == "role" and required.role
     for role in ROLES:  # lowest first: a collection-level DELETE by the owner comes last
         resp = _call(api, route, keys[role])
-        if ROLE_RANK[role] < ROLE_RANK[required.role]:
+        if ROLE_RANK[role] < ROLE_RANK[required.role] or required.sessions_only:
             if not _is_forbidden_envelope(resp):
                 problems.append(f"{route.name} as {role} (needs {required.role}): {resp.status_code} {resp.text[:200]}")
         elif not _reached_the_route(resp):
             problems.append(f"{route.name} as {role} (needs {required.role}): {resp.status_code} {resp.text[:200]}")
+    if required.sessions_only and required.role == "owner":  # refuses every key; an owner's session reaches it
+        resp = _call(api, route, session or api.login(OWNER_EMAIL))
+        if not _reached_the_route(resp):
+            problems.append(f"{route.name} with an owner's session: {resp.status_code} {resp.text[:200]}")
 
 
 def _authenticated_checks(api: Api, route: RouteInfo, keys: dict[str, dict[str, str]], problems: list[str]) -> None:

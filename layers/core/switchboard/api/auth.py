@@ -22,6 +22,7 @@ class AuthContext:
     organization_id: str | None
     role: str | None
     credential_id: str
+    org_status: str | None = None  # "pending_deletion" while the organization awaits its purge (else absent)
 
     @classmethod
     def from_authorizer(cls, ctx: dict[str, Any] | None) -> AuthContext | None:
@@ -34,11 +35,12 @@ class AuthContext:
             ctx.get("organization_id"),
             ctx.get("role"),
             ctx.get("credential_id"),
+            ctx.get("org_status"),
         )
 
     def to_authorizer_context(self) -> dict[str, str]:
         """What the authorizer returns as `context` (API Gateway only carries flat string values)."""
-        return {
+        context = {
             "principal_type": self.principal_type,
             "principal_id": self.principal_id,
             "user_id": self.user_id or "",
@@ -46,6 +48,9 @@ class AuthContext:
             "role": self.role or "",
             "credential_id": self.credential_id,
         }
+        if self.org_status:
+            context["org_status"] = self.org_status
+        return context
 
     def has_role(self, minimum: str) -> bool:
         return ROLE_RANK.get(self.role or "", 0) >= ROLE_RANK[minimum]
@@ -65,7 +70,13 @@ class AuthContext:
 
 @lru_cache(maxsize=256)
 def _auth_context(
-    principal_type: Any, principal_id: Any, user_id: Any, organization_id: Any, role: Any, credential_id: Any
+    principal_type: Any,
+    principal_id: Any,
+    user_id: Any,
+    organization_id: Any,
+    role: Any,
+    credential_id: Any,
+    org_status: Any = None,
 ) -> AuthContext:
     """An authorizer context's values → its AuthContext, kept for the container: a warm function serves the same
     few callers again and again, and the object is immutable (a frozen dataclass costs ~2 µs to build)."""
@@ -76,15 +87,22 @@ def _auth_context(
         organization_id=str(organization_id) if organization_id else None,
         role=str(role) if role else None,
         credential_id=str(credential_id or ""),
+        org_status=str(org_status) if org_status else None,
     )
 
 
 @dataclass(frozen=True)
 class Access:
-    """What a route requires: `public`, any authenticated caller, or a minimum role in the organization."""
+    """What a route requires: `public`, any authenticated caller, or a minimum role in the organization.
+
+    While the organization is pending deletion only routes with `when_pending` (the role they then need) act in it;
+    every other organization route answers 403 (CONVENTIONS "Tenant safety and data lifecycle"). A `sessions_only`
+    route refuses API keys (403) whatever their role: a person must act (deleting or restoring the organization)."""
 
     kind: Literal["public", "authenticated", "role"]
     role: str | None = None
+    when_pending: str | None = None
+    sessions_only: bool = False
 
     def check(self, auth: AuthContext | None) -> None:
         if self.kind == "public":
@@ -95,6 +113,12 @@ class Access:
             assert self.role is not None
             if not auth.organization_id:
                 raise Forbidden("Select an organization with X-Organization-Id, or create one first.")
+            if self.sessions_only and auth.principal_type != "session":
+                raise Forbidden("This operation needs a signed-in user's session, not an API key.")
+            if auth.org_status == "pending_deletion" and (
+                self.when_pending is None or not auth.has_role(self.when_pending)
+            ):
+                raise Forbidden("The organization is pending deletion; only an owner can see or restore it.")
             if not auth.has_role(self.role):
                 raise Forbidden(f"This operation needs the {self.role} role or higher.")
 
@@ -113,9 +137,11 @@ class AccessMiddleware:
         return next_middleware(app)
 
 
-def requires(role: Role) -> list[AccessMiddleware]:
-    """`middlewares=requires("admin")`: the caller's role in the organization must be at least `role`."""
-    return [AccessMiddleware(Access("role", role))]
+def requires(role: Role, *, when_pending: Role | None = None, sessions_only: bool = False) -> list[AccessMiddleware]:
+    """`middlewares=requires("admin")`: the caller's role in the organization must be at least `role`;
+    `when_pending`: the route also serves an organization pending deletion, to that role or higher;
+    `sessions_only`: API keys are refused whatever their role."""
+    return [AccessMiddleware(Access("role", role, when_pending, sessions_only))]
 
 
 def authenticated() -> list[AccessMiddleware]:

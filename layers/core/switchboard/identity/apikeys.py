@@ -71,6 +71,7 @@ def create_api_key(store: Store, auth: AuthContext, body: models.ApiKeyCreate) -
         [
             *ops,
             *member_ops,
+            repository.organization_active_check(auth.org_id),
             audit_put(auth, "api_key.created", "api_key", key_id, after={"name": body.name, "role": body.role}),
         ]
     )

@@ -24,6 +24,8 @@ def authenticate(store: Store, headers: Mapping[str, str] | None, source_ip: str
         raise Unauthenticated("The credential is unknown, revoked or expired.")
 
     if cred["kind"] == "api_key":
+        if cred.get("suspended"):  # its organization is pending deletion; a restore lifts it
+            raise Unauthenticated("The credential is unknown, revoked or expired.")
         if not ip_allowed(source_ip, cred.get("allowed_cidrs")):
             raise Unauthenticated("This API key may not be used from this IP address.")
         key_role = effective_key_role(store, cred)
@@ -41,7 +43,7 @@ def authenticate(store: Store, headers: Mapping[str, str] | None, source_ip: str
         if int(cred.get("expires_at", 0)) <= clock.epoch(clock.now()):
             raise Unauthenticated("The session has expired; log in again.")
         user_id = cred["user_id"]
-        org_id, role, idle_timeout = _session_organization(store, user_id, headers)
+        org_id, role, idle_timeout, org_status = _session_organization(store, user_id, headers)
         if session_idle(cred, idle_timeout):
             raise Unauthenticated("The session was idle too long for this organization; log in again.")
         sessions.touch(store, cred)
@@ -52,6 +54,7 @@ def authenticate(store: Store, headers: Mapping[str, str] | None, source_ip: str
             organization_id=org_id,
             role=role,
             credential_id=cred["credential_id"],
+            org_status=org_status,
         )
     raise Unauthenticated("The credential is unknown, revoked or expired.")
 
@@ -76,17 +79,28 @@ def effective_key_role(store: Store, cred: dict[str, Any]) -> str:
 
 def _session_organization(
     store: Store, user_id: str, headers: Mapping[str, str]
-) -> tuple[str | None, str | None, int | None]:
-    """The organization named by X-Organization-Id, else the user's only one; none when ambiguous or absent."""
+) -> tuple[str | None, str | None, int | None, str | None]:
+    """The organization named by X-Organization-Id, else the user's only one; none when ambiguous or absent. The
+    membership row carries the organization's `org_status` while it is pending deletion (no extra read)."""
     wanted = next((v for k, v in headers.items() if k.lower() == "x-organization-id"), None)
     if wanted:
         member = repository.get_member(store, wanted.strip(), user_id)
         if member is None:
             # Not a member: act with no organization, so org routes answer 403/404 and never another tenant's data.
-            return None, None, None
-        return member["organization_id"], member["role"], member.get("session_idle_timeout_minutes")
+            return None, None, None, None
+        return (
+            member["organization_id"],
+            member["role"],
+            member.get("session_idle_timeout_minutes"),
+            member.get("org_status"),
+        )
     memberships = repository.user_memberships(store, user_id, limit=2)
     if len(memberships) == 1:
         only = memberships[0]
-        return only["organization_id"], only["role"], only.get("session_idle_timeout_minutes")
-    return None, None, None
+        return (
+            only["organization_id"],
+            only["role"],
+            only.get("session_idle_timeout_minutes"),
+            only.get("org_status"),
+        )
+    return None, None, None, None

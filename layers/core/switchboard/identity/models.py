@@ -161,6 +161,8 @@ class Organization(BaseModel):
     name: str
     created_at: str
     updated_at: str
+    status: Literal["active", "pending_deletion", "purging"] = "active"
+    purge_at: str | None = None  # when a pending deletion becomes final (30 days after the request)
 
 
 class OrganizationWithRole(Organization):
@@ -173,6 +175,10 @@ class OrganizationCreate(Strict):
 
 class OrganizationUpdate(Strict):
     name: Name = Field(min_length=1, max_length=200)
+
+
+class OrganizationDeletion(Strict):
+    confirm: str = Field(max_length=200, description="The organization's name, exactly as shown.")
 
 
 class Member(BaseModel):

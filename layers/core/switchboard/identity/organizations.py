@@ -92,24 +92,6 @@ def create_organization(store: Store, auth: AuthContext, body: models.Organizati
     return _organization(item)
 
 
-def delete_organization(store: Store, auth: AuthContext) -> None:
-    """Owner only: every membership and API key ends at once, so no credential reaches the organization again."""
-    org_id = auth.org_id
-    ops: list[TxOp] = [Delete(key=keys.organization(org_id), condition="attribute_exists(PK)", error=NotFound())]
-    for m in store.query_all(keys.org_pk(org_id), sk_prefix="MEMBER#"):
-        ops += [
-            Delete(key=keys.member(org_id, m["user_id"])),
-            Delete(key={"PK": keys.user_pk(m["user_id"]), "SK": f"MEMBERSHIP#{org_id}"}),
-        ]
-    for k in store.query_all(keys.org_pk(org_id), sk_prefix="APIKEY#"):
-        ops += [Delete(key=keys.api_key_record(org_id, k["id"])), Delete(key=keys.credential(k["token_hash"]))]
-    ops.append(audit_put(auth, "organization.deleted", "organization", org_id))
-    # The organization item goes first: once it is gone nothing can act in the organization, even mid-way.
-    store.transact(ops[:1] + ops[-1:])
-    for start in range(1, len(ops) - 1, 100):
-        store.transact(ops[start : min(start + 100, len(ops) - 1)])
-
-
 # Members ---------------------------------------------------------------------------------------------------------
 def _member_view(item: dict[str, Any], user: dict[str, Any] | None) -> models.Member:
     user = user or {}
@@ -365,7 +347,7 @@ def accept_invitation(store: Store, auth: AuthContext, invitation_id: str, token
             values={":accepted": "accepted", ":pending": "pending", ":now": now, ":uid": user_id},
             error=Conflict("The invitation is no longer pending."),
         ),
-        ConditionCheck(key=keys.organization(org_id), condition="attribute_exists(PK)", error=NotFound()),
+        repository.organization_active_check(org_id),  # an organization pending deletion gains no members
         *repository.membership_ops(
             org_id,
             user_id,

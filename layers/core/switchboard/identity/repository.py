@@ -6,8 +6,8 @@ from datetime import timedelta
 from typing import Any
 
 from switchboard import clock
-from switchboard.errors import Conflict, DomainError
-from switchboard.store import Put, Store, keys
+from switchboard.errors import Conflict, DomainError, NotFound
+from switchboard.store import ConditionCheck, Put, Store, keys
 
 Item = dict[str, Any]
 
@@ -166,6 +166,24 @@ def member_keys_unchanged(member: Item) -> tuple[str, dict[str, Any]]:
     if version is None:
         return "attribute_not_exists(keys_version)", {}
     return "keys_version = :keys_version", {":keys_version": version}
+
+
+def organization_active_check(org_id: str) -> ConditionCheck:
+    """For the transaction that adds a credential or an endpoint: refused (404) once the organization is pending
+    deletion, so nothing added while the deletion request suspends the rest escapes it (identity.lifecycle)."""
+    return ConditionCheck(
+        key=keys.organization(org_id),
+        condition="attribute_exists(PK) AND attribute_not_exists(#status)",
+        names={"#status": "status"},
+        error=NotFound("The organization no longer exists."),
+    )
+
+
+def organization_active(store: Store, org_id: str) -> bool:
+    """The organization exists and is not pending deletion: provider callbacks and the webhook portal ask this before
+    acting for it (identity.lifecycle)."""
+    item = store.get(keys.organization(org_id), consistent=True)
+    return item is not None and item.get("status", "active") == "active"
 
 
 def get_credential(store: Store, token_hash: str) -> Item | None:

@@ -8,7 +8,8 @@ from switchboard import clock, ratelimit
 from switchboard.api.auth import AuthContext
 from switchboard.config import get_settings
 from switchboard.contacts.identifiers import normalize_phone
-from switchboard.errors import UnsupportedByProvider, ValidationFailed
+from switchboard.errors import NotFound, UnsupportedByProvider, ValidationFailed
+from switchboard.identity import repository as identity_repository
 from switchboard.ids import new_ulid
 from switchboard.messaging import channels, messages, models
 from switchboard.providers import provider_for
@@ -34,7 +35,10 @@ def sandbox_inbound(
 
 
 def _channel(store: Store, channel_id: str) -> dict[str, Any]:
+    """The channel a provider calls about; an organization pending deletion has none (its callbacks store nothing)."""
     pointer = store.require(channels.pointer_key(channel_id), "No such channel.")
+    if not identity_repository.organization_active(store, pointer["organization_id"]):
+        raise NotFound("No such channel.")
     return channels.get_item(store, pointer["organization_id"], channel_id)
 
 

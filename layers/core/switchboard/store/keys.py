@@ -56,4 +56,14 @@ def user_pk(user_id: str) -> str:
     return f"USER#{user_id}"
 
 
+def job(job_id: str) -> Key:
+    """A background job (switchboard.jobs): its own partition, so a job outlives the data it erases."""
+    return key(f"JOB#{job_id}", "JOB")
+
+
+# Sparse GSI1 partitions (only the items that need the second path carry these keys) ---------------------------------
+PURGE_DUE = "ORGPURGE"  # organizations pending deletion; GSI1SK = `<purge_at>#<org_id>`
+JOBS_ACTIVE = "JOBS#active"  # jobs not finished yet; GSI1SK = `<updated_at>#<job_id>`
+
+
 READY_PROBE: Key = key("SYSTEM#ready", "PROBE")

@@ -537,6 +537,27 @@ class Store:
         raw = resp.get("Attributes")
         return deserialize(raw) if raw else None
 
+    def batch_delete(self, keys: Sequence[dict[str, str]]) -> int:
+        """Delete every key (BatchWriteItem, 25 per request, unprocessed keys retried with back-off); deleting a
+        missing item is no error, so a repeated call is harmless. Background jobs only (no conditions)."""
+        unique = list({(k["PK"], k["SK"]): k for k in keys}.values())
+        for start in range(0, len(unique), 25):
+            request: dict[str, Any] = {
+                self.table_name: [{"DeleteRequest": {"Key": serialize_key(k)}} for k in unique[start : start + 25]]
+            }
+            for attempt in range(6):
+                try:
+                    resp = self.client.batch_write_item(RequestItems=request)
+                except ClientError as err:
+                    _raise_for(err)
+                request = resp.get("UnprocessedItems") or {}
+                if not request:
+                    break
+                time.sleep(0.05 * 2**attempt)
+            else:
+                raise ServiceUnavailable("The data store is busy; retry shortly.")
+        return len(unique)
+
     def transact(self, ops: Iterable[TxOp]) -> None:
         """All-or-nothing write of up to 100 operations. A failed condition raises that operation's error."""
         op_list = list(ops)

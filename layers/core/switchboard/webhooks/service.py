@@ -14,6 +14,7 @@ from switchboard.audit import audit_put
 from switchboard.config import get_settings
 from switchboard.errors import Conflict, NotFound, Unauthenticated, ValidationFailed
 from switchboard.events.outbox import outbox_put
+from switchboard.identity import repository as identity_repository
 from switchboard.ids import new_id, token_urlsafe
 from switchboard.store import ConditionCheck, Delete, Put, Store, Update, keys
 from switchboard.webhooks import dispatch, models, signing
@@ -115,6 +116,7 @@ def create_endpoint(store: Store, auth: AuthContext, body: models.EndpointCreate
     store.transact(
         [
             Put(item=item, condition="attribute_not_exists(PK)"),
+            identity_repository.organization_active_check(auth.org_id),
             audit_put(auth, "webhook_endpoint.created", "webhook_endpoint", endpoint_id, after=_audit_view(item)),
         ]
     )
@@ -502,7 +504,7 @@ def consume_portal_token(store: Store, token: str) -> Item:
         values={":now": clock.now_iso()},
         error=Unauthenticated("The portal link is invalid, used or expired."),
     )
-    if deleted is None:
+    if deleted is None or not identity_repository.organization_active(store, deleted["organization_id"]):
         raise Unauthenticated("The portal link is invalid, used or expired.")
     return deleted
 
@@ -547,6 +549,8 @@ def portal_session(store: Store, value: str) -> Item | None:
     item = store.get(repo.portal_session_key(_token_hash(value)), consistent=True)
     if item is None or item.get("expires_at", "") <= clock.now_iso():
         return None
+    if not identity_repository.organization_active(store, item["organization_id"]):
+        return None  # pending deletion: the portal stops at once
     return item
 
 
