@@ -20,7 +20,7 @@ from switchboard.jobs import purge, service
 from switchboard.store import get_store
 from tests.fakes.graph_api import FakeGraphApi
 from tests.helpers import FakeContext
-from tests.integration.support import PASSWORD, Api
+from tests.integration.support import PASSWORD, Api, invitation_token
 from tests.integration.test_webhook_portal import ORIGIN, PORTAL, browser, portal_link
 from tests.integration.test_webhooks import Pipeline, create_endpoint, pipeline, receiver  # noqa: F401
 from tests.webhook_receiver import Receiver
@@ -160,7 +160,12 @@ def test_an_admin_session_cannot_delete_the_organization(api: Api):
     email, _ = api.register("admin@example.com")
     invited = api.post("/v1/invitations", json={"email": email, "role": "admin"}).json()["data"]
     admin = api.login(email)
-    assert api.post(f"/v1/invitations/{invited['id']}/accept", headers=admin).status_code == 200
+    assert (
+        api.post(
+            f"/v1/invitations/{invited['id']}/accept", json={"token": invitation_token(api, email)}, headers=admin
+        ).status_code
+        == 200
+    )
     api.assert_error(delete_org(api, admin), 403, "forbidden")
 
 
@@ -179,7 +184,12 @@ def test_after_the_request_nothing_acts_for_the_organization_but_its_owner(
     email, _ = api.register("member@example.com")
     invited = api.post("/v1/invitations", json={"email": email, "role": "member"}).json()["data"]
     member = api.login(email)
-    assert api.post(f"/v1/invitations/{invited['id']}/accept", headers=member).status_code == 200
+    assert (
+        api.post(
+            f"/v1/invitations/{invited['id']}/accept", json={"token": invitation_token(api, email)}, headers=member
+        ).status_code
+        == 200
+    )
     pipeline.emit("contact.updated", {"contact_id": "ct_before"})
     pipeline.fan_out()  # deliveries queued before the request, not sent yet
     queued = {d["id"]: d["status"] for d in get_store().query_all(f"ORG#{api.org_id}", sk_prefix="DLV#")}
@@ -276,7 +286,14 @@ def seed(api: Api, graph: FakeGraphApi) -> None:
     assert api.post("/v1/invitations", json={"email": "later@example.com", "role": "member"}).status_code == 201
     email, _ = api.register("member@example.com")
     invited = api.post("/v1/invitations", json={"email": email, "role": "member"}).json()["data"]
-    assert api.post(f"/v1/invitations/{invited['id']}/accept", headers=api.login(email)).status_code == 200
+    assert (
+        api.post(
+            f"/v1/invitations/{invited['id']}/accept",
+            json={"token": invitation_token(api, email)},
+            headers=api.login(email),
+        ).status_code
+        == 200
+    )
     assert api.post("/v1/api-keys", json={"name": "second", "role": "admin"}).status_code == 201
     s3 = boto3.client("s3")
     for key in (f"assets/{api.org_id}/ast_1", f"assets/{api.org_id}/ast_2", f"media/{api.org_id}/ch/m1"):
