@@ -16,7 +16,7 @@ from switchboard.errors import Conflict, NotFound, UnsupportedByProvider, Valida
 from switchboard.ids import new_id, new_ulid
 from switchboard.messaging import models
 from switchboard.providers import ProviderRejected, ProviderUnavailable, provider_for
-from switchboard.providers.base import Provider
+from switchboard.providers.base import Provider, SessionStatus
 from switchboard.store import Delete, Put, Store, TxOp, keys
 
 Item = dict[str, Any]
@@ -145,6 +145,7 @@ def update(store: Store, auth: AuthContext, channel_id: str, body: models.Channe
         changes["phone_number"] = normalize_phone(changes["phone_number"], "body.phone_number")
     if "config" in changes:
         changes["config"] = {**(item.get("config") or {}), **(changes["config"] or {})}
+        provider_for({**item, "config": changes["config"]})  # e.g. an unknown config.engine is refused
     changes = {k: v for k, v in changes.items() if item.get(k) != v}
     if not changes:
         return view(item)
@@ -209,6 +210,32 @@ def connect(store: Store, auth: AuthContext, channel_id: str, *, force: bool = F
     if result.status == "connected":
         changes["last_connected_at"] = clock.now_iso()
     return view(_save(store, auth, item, changes, "reconnected" if force else result.status))
+
+
+def record_session_status(store: Store, channel: Item, event: SessionStatus) -> Item:
+    """An engine's callback says the linked-device session changed state: the channel's status follows it (a
+    callback that changes nothing writes nothing). Retried once when the channel changed meanwhile."""
+    org = channel["organization_id"]
+    auth = AuthContext("system", "system", None, org, "owner", "system")
+    item = channel
+    for attempt in range(2):
+        metadata = {**(item.get("metadata") or {}), **event.metadata}
+        changes: Item = {"status": event.status, "metadata": metadata}
+        if event.status == "connected":
+            changes["last_error"] = None
+            if item.get("status") != "connected":
+                changes["last_connected_at"] = clock.now_iso()
+        elif event.status == "error":
+            changes["last_error"] = f"The engine reports the session as {event.engine_status}."
+        if all(item.get(k) == v for k, v in changes.items() if k != "last_connected_at"):
+            return item
+        try:
+            return _save(store, auth, item, changes, "session_status", {"engine_status": event.engine_status})
+        except Conflict:
+            if attempt:
+                raise
+            item = get_item(store, org, channel["id"], consistent=True)
+    return item
 
 
 def disconnect(store: Store, auth: AuthContext, channel_id: str) -> models.Channel:

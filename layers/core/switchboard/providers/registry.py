@@ -15,7 +15,7 @@ from switchboard.providers.base import Channel, Provider
 _ADAPTERS = {
     "sandbox": ("switchboard.providers.sandbox", "SandboxProvider"),
     "whatsapp_cloud": ("switchboard.providers.whatsapp_cloud", "WhatsAppCloudProvider"),
-    "whatsapp_web": ("switchboard.providers.whatsapp_web", "WhatsAppWebProvider"),
+    "whatsapp_web": ("switchboard.providers.waha", "WahaProvider"),  # the default engine; see provider_for
 }
 
 
@@ -41,4 +41,8 @@ def provider_for(channel: Channel) -> Provider:
     platform = str(channel.get("platform"))
     if platform not in _ADAPTERS:
         raise ValidationFailed.field("platform", f"unknown platform {channel.get('platform')!r}")
+    if platform == "whatsapp_web":  # one platform, several engines (config.engine)
+        from switchboard.providers.whatsapp_web import adapter_class
+
+        return adapter_class(channel)(channel)
     return PLATFORMS[platform](channel)

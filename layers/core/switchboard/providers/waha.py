@@ -1,0 +1,465 @@
+"""WAHA ("WhatsApp HTTP API", devlikeapro/waha) as the engine of a `whatsapp_web` channel.
+
+Routes and bodies are WAHA's own (src/api/*.controller.ts, src/structures/*.dto.ts): every request carries
+`X-Api-Key: <config.api_key>`; chat ids are `<digits>@c.us`; message ids are WAHA's serialized form
+`<fromMe>_<chat id>_<id>`.
+
+- Session: `GET /api/sessions/{session}` (404 when unknown), `POST /api/sessions` `{name, config, start: true}`,
+  `PUT /api/sessions/{session}` `{config}` (only when our webhook is not configured yet), then
+  `POST /api/sessions/{session}/start` (idempotent); `DELETE /api/sessions/{session}` on disconnect (stop and logout,
+  idempotent). States `STOPPED`, `STARTING`, `SCAN_QR_CODE`, `WORKING`, `FAILED` → channel `disconnected`, `pairing`,
+  `pairing`, `connected`, `error`.
+- Webhook (`config.webhooks[]`): our callback URL, the events we consume and `hmac.key` = the channel's secret; WAHA
+  then signs each body with `X-Webhook-Hmac: hex(HMAC-SHA512(key, raw body))` (`X-Webhook-Hmac-Algorithm: sha512`).
+- Pairing: `GET /api/{session}/auth/qr?format=raw` → `{value}`; `POST /api/{session}/auth/request-code`
+  `{phoneNumber}` → `{code}`.
+- Sends: `POST /api/sendText|sendImage|sendFile|sendVoice|sendVideo|sendLocation|sendContactVcard`; the answer is the
+  engine's message (WEBJS: `id` as a string or `{_serialized}`; NOWEB: Baileys' `{key: {remoteJid, fromMe, id}}`,
+  and nothing at all for a contact card).
+- Actions: `PUT /api/{session}/chats/{chatId}/messages/{messageId}` `{text}` (edit), `DELETE` the same (delete),
+  `PUT /api/reaction` `{messageId, reaction}`, `POST /api/sendSeen` `{chatId, messageId}`,
+  `POST /api/{session}/presence` `{chatId, presence}`, `GET /api/contacts/check-exists?phone=`,
+  `POST /api/contacts/block|unblock` `{contactId}`, `GET /api/{session}/lids/{lid}` → `{lid, pn}`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import json
+import re
+from typing import Any
+
+from switchboard.errors import Unauthenticated, ValidationFailed
+from switchboard.providers.base import (
+    ConnectResult,
+    DownloadedMedia,
+    InboundMessage,
+    OutboundMessage,
+    ProviderRejected,
+    ProviderUnavailable,
+    SendResult,
+    SendUncertain,
+    SessionStatus,
+    StatusCallback,
+)
+from switchboard.providers.http import MAX_MEDIA, MEDIA_DEADLINE, HttpApi, ProviderError, Reply, segment
+from switchboard.providers.whatsapp_web import (
+    LinkedDeviceProvider,
+    callback_url,
+    digits,
+    header,
+    iso,
+    obj,
+    phone_of,
+)
+
+PROVIDER = "WAHA"
+SIGNATURE_HEADER = "x-webhook-hmac"
+EVENTS = ["message", "message.ack", "session.status"]
+SESSION_STATUS = {
+    "STOPPED": "disconnected",
+    "STARTING": "pairing",
+    "SCAN_QR_CODE": "pairing",
+    "WORKING": "connected",
+    "FAILED": "error",
+}
+ACKS = {1: "sent", 2: "delivered", 3: "read", 4: "played", -1: "failed"}
+PRESENCE = {"typing": "typing", "recording": "recording", "paused": "paused", "available": "online",
+            "unavailable": "offline"}  # fmt: skip
+SEND_ROUTES = {
+    "text": "/api/sendText",
+    "image": "/api/sendImage",
+    "document": "/api/sendFile",
+    "audio": "/api/sendVoice",
+    "video": "/api/sendVideo",
+    "location": "/api/sendLocation",
+    "contacts": "/api/sendContactVcard",
+}
+_SERIALIZED = re.compile(r"^(true|false)_([^_]+)_(.+)$")
+
+
+def waha_error(reply: Reply) -> ProviderError:
+    """WAHA's errors are NestJS bodies: `{statusCode, message, error}` or, for a session in the wrong state,
+    `{error, session, status, expected}`."""
+    body = reply.json()
+    if isinstance(body, dict):
+        message = body.get("message")
+        if isinstance(message, list):
+            message = "; ".join(str(m) for m in message)
+        text = message if isinstance(message, str) and message else body.get("error")
+        if isinstance(text, str) and text:
+            details = {k: body[k] for k in ("status", "expected") if k in body}
+            return ProviderError(text, details={"engine_" + k: v for k, v in details.items()})
+    return ProviderError(reply.text() or f"HTTP {reply.status}")
+
+
+def chat_id(phone: str) -> str:
+    number = digits(phone)
+    if not number:
+        raise ProviderRejected("The recipient has no phone number.")
+    return f"{number}@c.us"
+
+
+def chat_of(message_id: str) -> str:
+    """The chat of a serialized WAHA message id (`true_15550001111@c.us_3EB0…`)."""
+    match = _SERIALIZED.match(message_id)
+    if not match:
+        raise ProviderRejected(f"{message_id!r} is not a WAHA message id.")
+    return match.group(2)
+
+
+def message_id_of(answer: Any) -> str | None:
+    """The serialized message id from every shape a WAHA send answers with; None when there is none."""
+    data = obj(answer)
+    ident = data.get("id")
+    if isinstance(ident, str) and ident:
+        return ident
+    if isinstance(ident, dict):
+        if ident.get("_serialized"):
+            return str(ident["_serialized"])
+        if ident.get("id") and ident.get("remote"):
+            return f"{str(bool(ident.get('fromMe'))).lower()}_{_cus(ident['remote'])}_{ident['id']}"
+    key = obj(data.get("key"))
+    if key.get("id") and key.get("remoteJid"):
+        return f"{str(bool(key.get('fromMe'))).lower()}_{_cus(key['remoteJid'])}_{key['id']}"
+    raw = obj(obj(data.get("_data")).get("id"))
+    if raw.get("_serialized"):
+        return str(raw["_serialized"])
+    return None
+
+
+def _cus(jid: Any) -> str:
+    """Chat ids in WAHA's `@c.us` form (NOWEB reports `@s.whatsapp.net`)."""
+    value = str(jid)
+    return value.replace("@s.whatsapp.net", "@c.us")
+
+
+def _media_type(payload: dict[str, Any]) -> str:
+    if payload.get("location"):
+        return "location"
+    if payload.get("vCards"):
+        return "contacts"
+    if not payload.get("hasMedia"):
+        return "text"
+    mime = str(obj(payload.get("media")).get("mimetype") or "")
+    for kind in ("image", "video", "audio"):
+        if mime.startswith(kind + "/"):
+            return kind
+    return "document"
+
+
+class WahaProvider(LinkedDeviceProvider):
+    engine = "waha"
+    provider_name = PROVIDER
+    message_types = frozenset(SEND_ROUTES)
+
+    def api(self) -> HttpApi:
+        return HttpApi(
+            PROVIDER,
+            self.setting("base_url"),
+            {"X-Api-Key": self.setting("api_key")},
+            timeout=self.timeout,
+            read_error=waha_error,
+        )
+
+    def _call(self, method: str, path: str, body: Any = None, params: dict[str, str] | None = None) -> dict[str, Any]:
+        return self.api().call(method, path, json_body=body, params=params)
+
+    def _session_path(self, *parts: str) -> str:
+        return "/api/" + "/".join(segment(p) for p in (self.session, *parts))
+
+    # Connection -------------------------------------------------------------------------------------------------------
+    def _webhook(self) -> dict[str, Any]:
+        return {
+            "url": callback_url(str(self.channel.get("id"))),
+            "events": list(EVENTS),
+            "hmac": {"key": self.secret},
+            "retries": {"policy": "exponential", "delaySeconds": 2, "attempts": 10},
+        }
+
+    def _info(self) -> dict[str, Any] | None:
+        try:
+            return self._call("GET", f"/api/sessions/{segment(self.session)}")
+        except ProviderRejected as err:
+            if any(d.get("http_status") == 404 for d in err.details):
+                return None
+            raise
+
+    def connect(self) -> ConnectResult:
+        ours = self._webhook()
+        info = self._info()
+        if info is None:
+            data = self._call(
+                "POST", "/api/sessions", {"name": self.session, "config": {"webhooks": [ours]}, "start": True}
+            )
+        else:
+            config = obj(info.get("config"))
+            hooks = [h for h in config.get("webhooks") or [] if isinstance(h, dict)]
+            if ours not in hooks:  # keep the operator's other webhooks and settings; replace only ours
+                others = [h for h in hooks if h.get("url") != ours["url"]]
+                self._call(
+                    "PUT", f"/api/sessions/{segment(self.session)}", {"config": {**config, "webhooks": [*others, ours]}}
+                )
+            data = self._call("POST", f"/api/sessions/{segment(self.session)}/start")
+        return self._result(data)
+
+    def _result(self, data: dict[str, Any]) -> ConnectResult:
+        state = str(data.get("status") or "")
+        status = SESSION_STATUS.get(state)
+        if status is None:
+            raise ProviderUnavailable(f"{PROVIDER} answered an unknown session status {state!r}.")
+        metadata: dict[str, Any] = {"session": self.session, "engine": self.engine, "engine_status": state}
+        me = obj(data.get("me"))
+        if me.get("id"):
+            metadata["wa_id"] = phone_of(me["id"]) or str(me["id"])
+        if me.get("pushName"):
+            metadata["push_name"] = str(me["pushName"])
+        if status == "disconnected":  # a start that left the session stopped is a failure to start
+            status = "error"
+        if status == "error":
+            metadata["error"] = f"The {PROVIDER} session is {state}; reconnect, or scan the QR code again."
+        return ConnectResult(status, metadata)
+
+    def status(self) -> str:
+        info = self._info()
+        return "disconnected" if info is None else SESSION_STATUS.get(str(info.get("status")), "error")
+
+    def disconnect(self) -> None:
+        try:
+            self.api().request("DELETE", f"/api/sessions/{segment(self.session)}")
+        except ProviderRejected as err:
+            if not any(d.get("http_status") == 404 for d in err.details):
+                raise
+
+    def qr(self) -> dict[str, Any]:
+        data = self._call("GET", self._session_path("auth", "qr"), params={"format": "raw"})
+        if not data.get("value"):
+            raise ProviderUnavailable(f"{PROVIDER} answered without a QR code.")
+        return {"qr": str(data["value"]), "expires_in": None}
+
+    def pairing_code(self, phone: str) -> dict[str, Any]:
+        data = self._call("POST", self._session_path("auth", "request-code"), {"phoneNumber": digits(phone)})
+        if not data.get("code"):
+            raise ProviderUnavailable(f"{PROVIDER} answered without a pairing code.")
+        return {"code": str(data["code"])}
+
+    # Messages ---------------------------------------------------------------------------------------------------------
+    def _file(self, message: OutboundMessage) -> dict[str, Any]:
+        media = message.media or {}
+        url = media.get("url") or media.get("link")
+        if not url:
+            raise ProviderRejected(f"A {message.type} message needs media.url (or an uploaded asset) for {PROVIDER}.")
+        mime = media.get("mime_type") or {"audio": "audio/ogg; codecs=opus", "video": "video/mp4"}.get(
+            message.type, "application/octet-stream"
+        )
+        file: dict[str, Any] = {"url": str(url), "mimetype": str(mime)}
+        if media.get("filename"):
+            file["filename"] = str(media["filename"])
+        return file
+
+    def send(self, message: OutboundMessage) -> SendResult:
+        kind = message.type
+        route = SEND_ROUTES.get(kind)
+        if route is None:
+            raise ProviderRejected(f"{PROVIDER} cannot send messages of type {kind!r}.")
+        chat = chat_id(message.to_phone)
+        body: dict[str, Any] = {"session": self.session, "chatId": chat}
+        media = message.media or {}
+        if kind == "text":
+            if not message.text:
+                raise ProviderRejected("A text message needs a body.")
+            body["text"] = message.text
+        elif kind == "location":
+            if "latitude" not in media or "longitude" not in media:
+                raise ProviderRejected("A location message needs latitude and longitude.")
+            body |= {"latitude": media["latitude"], "longitude": media["longitude"]}
+            body["title"] = str(media.get("name") or media.get("address") or "")
+        elif kind == "contacts":
+            cards = media.get("contacts") or []
+            if not cards:
+                raise ProviderRejected("A contacts message needs at least one contact card.")
+            body["contacts"] = [
+                {
+                    "fullName": str(card.get("name") or ""),
+                    "organization": str(card.get("organization") or ""),
+                    "phoneNumber": "+" + digits(card.get("phone")),
+                    "whatsappId": digits(card.get("phone")),
+                }
+                for card in cards
+            ]
+        else:
+            body["file"] = self._file(message)
+            caption = media.get("caption") or message.text
+            if caption and kind in ("image", "video", "document"):
+                body["caption"] = str(caption)
+        if message.reply_to and kind != "contacts":
+            body["reply_to"] = message.reply_to
+        answer = self.send_request(route, body)
+        ident = message_id_of(answer)
+        if ident is None:
+            raise SendUncertain(f"{PROVIDER} accepted the message but answered without its id.")
+        return SendResult(ident)
+
+    def edit(self, provider_message_id: str, text: str) -> None:
+        path = self._session_path("chats", chat_of(provider_message_id), "messages", provider_message_id)
+        self._call("PUT", path, {"text": text})
+
+    def delete(self, provider_message_id: str) -> None:
+        path = self._session_path("chats", chat_of(provider_message_id), "messages", provider_message_id)
+        self.api().request("DELETE", path)
+
+    def react(self, provider_message_id: str, emoji: str) -> None:
+        self._call(
+            "PUT", "/api/reaction", {"session": self.session, "messageId": provider_message_id, "reaction": emoji}
+        )
+
+    def read(self, provider_message_id: str) -> None:
+        body = {"session": self.session, "chatId": chat_of(provider_message_id), "messageId": provider_message_id}
+        self._call("POST", "/api/sendSeen", body)
+
+    def presence(self, to_phone: str, state: str) -> None:
+        self._call("POST", self._session_path("presence"), {"chatId": chat_id(to_phone), "presence": PRESENCE[state]})
+
+    def download_media(self, media_id: str, message_id: str, payload: str) -> DownloadedMedia:
+        """WAHA hands out media as a link on its own server (`payload.media.url`); only links there are fetched."""
+        try:
+            raw = json.loads(payload)
+        except ValueError:
+            raw = {}
+        url = str(
+            obj(obj(raw).get("media")).get("url")
+            or obj(obj(raw).get("payload")).get("media", {}).get("url")
+            or media_id
+        )
+        api = self.api()
+        if not url.startswith(api.base_url + "/"):
+            raise ProviderRejected(f"The media link is not on this channel's {PROVIDER} server.")
+        reply = api.request("GET", url, max_bytes=MAX_MEDIA, deadline=MEDIA_DEADLINE)
+        mime = (reply.headers.get("content-type") or "application/octet-stream").split(";", 1)[0].strip()
+        name = url.rsplit("/", 1)[-1].split("?", 1)[0] or "media"
+        name = "".join(c for c in name if c.isalnum() or c in "-_.@") or "media"
+        return DownloadedMedia(data=reply.content, mime_type=mime, file_name=name[:255], source_url=url)
+
+    # Account ----------------------------------------------------------------------------------------------------------
+    def lookup_contact(self, phone: str) -> dict[str, Any]:
+        data = self._call("GET", "/api/contacts/check-exists", params={"phone": digits(phone), "session": self.session})
+        exists = bool(data.get("numberExists"))
+        return {
+            "phone": phone,
+            "exists": exists,
+            "name": None,
+            "wa_id": (phone_of(data.get("chatId")) or data.get("chatId")) if exists else None,
+        }
+
+    def block(self, phone: str, blocked: bool) -> None:
+        route = "/api/contacts/block" if blocked else "/api/contacts/unblock"
+        self._call("POST", route, {"session": self.session, "contactId": chat_id(phone)})
+
+    def resolve_lid(self, lid: str) -> str | None:
+        """The phone behind an anonymised `@lid` sender, from the engine's lid map; None when it does not know."""
+        data = self._call("GET", self._session_path("lids", lid))
+        return phone_of(data.get("pn"))
+
+    # Callbacks --------------------------------------------------------------------------------------------------------
+    def verify_callback(self, headers: dict[str, str], body: bytes) -> None:
+        given = (header(headers, SIGNATURE_HEADER) or "").strip().lower()
+        if not given:
+            raise Unauthenticated("Missing X-Webhook-Hmac header.")
+        expected = hmac.new(self.secret.encode(), body, hashlib.sha512).hexdigest()
+        if not hmac.compare_digest(given.encode(), expected.encode()):
+            raise Unauthenticated("The X-Webhook-Hmac signature does not match the body.")
+
+    def parse_callback(self, body: bytes) -> list[InboundMessage | StatusCallback | SessionStatus]:
+        try:
+            doc = json.loads(body)
+        except ValueError:
+            raise ValidationFailed.field("body", "is not valid JSON") from None
+        if not isinstance(doc, dict) or not isinstance(doc.get("event"), str):
+            raise ValidationFailed.field("body.event", "is required")
+        payload = doc.get("payload")
+        if not isinstance(payload, dict):
+            raise ValidationFailed.field("body.payload", "must be an object")
+        if doc.get("session") != self.session:  # signed with this channel's key, but about another session
+            return []
+        event = doc["event"]
+        if event == "session.status":
+            state = str(payload.get("status") or "")
+            if state not in SESSION_STATUS:
+                raise ValidationFailed.field("body.payload.status", "is not a WAHA session status")
+            metadata: dict[str, Any] = {"engine_status": state}
+            me = obj(doc.get("me"))
+            if me.get("id"):
+                metadata["wa_id"] = phone_of(me["id"]) or str(me["id"])
+            return [SessionStatus(SESSION_STATUS[state], state, metadata)]
+        if event == "message":
+            inbound = self._inbound(payload)
+            return [inbound] if inbound else []
+        if event == "message.ack":
+            ack = _ack(payload)
+            return [ack] if ack else []
+        return []
+
+    def _inbound(self, payload: dict[str, Any]) -> InboundMessage | None:
+        if not payload.get("id") or not payload.get("from"):
+            raise ValidationFailed.field("body.payload", "a message needs id and from")
+        if payload.get("fromMe"):
+            return None
+        sender_jid = str(payload["from"])
+        sender = phone_of(sender_jid)
+        if sender is None and sender_jid.endswith("@lid"):
+            sender = self.resolve_lid(sender_jid)
+        if sender is None:  # groups, broadcasts, newsletters; a lid the engine cannot map
+            return None
+        kind = _media_type(payload)
+        media: dict[str, Any] | None = None
+        if kind == "location":
+            where = obj(payload.get("location"))
+            media = {k: where.get(k) for k in ("latitude", "longitude", "description") if where.get(k) is not None}
+        elif kind == "contacts":
+            media = {"vcards": [str(v) for v in payload.get("vCards") or []]}
+        elif kind != "text":
+            file = obj(payload.get("media"))
+            media = {
+                "id": str(file.get("url") or ""),
+                "mime_type": file.get("mimetype"),
+                "filename": file.get("filename"),
+            }
+            media = {k: v for k, v in media.items() if v}
+        reply = obj(payload.get("replyTo"))
+        if reply.get("id"):
+            media = {**(media or {}), "context": {"message_id": str(reply["id"])}}
+        data = obj(payload.get("_data"))
+        name = data.get("notifyName") or data.get("pushName")
+        text = payload.get("body")
+        return InboundMessage(
+            provider_message_id=str(payload["id"]),
+            from_phone=sender,
+            type=kind,
+            text=str(text) if text else None,
+            media=media,
+            contact_name=str(name) if name else None,
+            timestamp=iso(payload.get("timestamp")),
+        )
+
+
+def _ack(payload: dict[str, Any]) -> StatusCallback | None:
+    if not payload.get("id"):
+        raise ValidationFailed.field("body.payload.id", "is required")
+    if not payload.get("fromMe"):  # receipts of the customer's messages are not ours to apply
+        return None
+    try:
+        level = int(payload.get("ack"))  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        raise ValidationFailed.field("body.payload.ack", "must be an integer") from None
+    status = ACKS.get(level)
+    if status is None:
+        return None
+    error = f"{PROVIDER} reported the message as failed." if status == "failed" else None
+    return StatusCallback(
+        provider_message_id=str(payload["id"]),
+        status=status,
+        timestamp=iso(payload.get("timestamp")),
+        error=error,
+        to_phone=phone_of(payload.get("to")) or phone_of(_SERIALIZED.sub(r"\2", str(payload["id"]))),
+    )
