@@ -65,6 +65,14 @@ class Session:
     presence: list[dict[str, Any]] = field(default_factory=list)
     blocked: set[str] = field(default_factory=set)
     lids: dict[str, str | None] = field(default_factory=dict)
+    groups: dict[str, dict[str, Any]] = field(default_factory=dict)  # jid → {subject, description, participants…}
+    invites: dict[str, str] = field(default_factory=dict)  # invite code → group jid (groups the phone may join)
+    labels: dict[str, dict[str, Any]] = field(default_factory=dict)  # id → Label
+    chat_labels: dict[str, list[str]] = field(default_factory=dict)  # chat id → label ids
+    channels: dict[str, dict[str, Any]] = field(default_factory=dict)  # newsletter jid → Channel
+    following: set[str] = field(default_factory=set)
+    archived: set[str] = field(default_factory=set)
+    rejected_calls: list[dict[str, Any]] = field(default_factory=list)
 
     def info(self) -> dict[str, Any]:
         """src/structures/sessions.dto.ts SessionInfo."""
@@ -107,6 +115,14 @@ class FakeWaha(FakeServer):
     def session_status(self, name: str) -> dict[str, Any]:
         """The `session.status` payload of the session's current state (src/structures/webhooks.dto.ts)."""
         return {"name": name, "status": self.sessions[name].status}
+
+    def add_post(self, name: str, jid: str, text: str) -> str:
+        """A post in a newsletter's feed."""
+        ident = f"false_{jid}_{secrets.token_hex(8).upper()}"
+        with self._lock:
+            self.sessions[name].messages[ident] = {"chatId": jid, "fromMe": False, "text": text,
+                                                   "timestamp": int(time.time())}  # fmt: skip
+        return ident
 
     def inbound(self, name: str, from_phone: str, text: str, **extra: Any) -> dict[str, Any]:
         """A customer's message as the `message` event's payload (src/structures/responses.dto.ts WAMessage)."""
@@ -323,6 +339,32 @@ class FakeWaha(FakeServer):
                 raise nest_error(400, "phoneNumber must be a string of digits")
             code = "".join(secrets.choice("ABCDEFGHJKLMNPQRSTVWXYZ123456789") for _ in range(8))
             return Response(201, {"code": f"{code[:4]}-{code[4:]}"})
+        if rest and rest[0] == "groups":
+            return self._groups(request, self._session(name, "WORKING"), rest[1:])
+        if rest and rest[0] == "labels":
+            return self._labels(request, self._session(name, "WORKING"), rest[1:])
+        if rest and rest[0] == "channels":
+            return self._channels(request, self._session(name, "WORKING"), rest[1:])
+        if len(rest) == 3 and rest[0] == "chats" and rest[2] in ("archive", "unarchive") and method == "POST":
+            session = self._session(name, "WORKING")
+            (session.archived.add if rest[2] == "archive" else session.archived.discard)(rest[1])
+            return Response(201, {})
+        if len(rest) == 3 and rest[0] == "chats" and rest[2] == "messages" and method == "GET":
+            session = self._session(name, "WORKING")
+            posts = [
+                {"id": k, "timestamp": m.get("timestamp", 0), "body": m.get("text", ""), "hasMedia": False}
+                for k, m in reversed(session.messages.items())
+                if m["chatId"] == rest[1]
+            ]  # newest first, as WAHA's GetChatMessagesQuery pages
+            offset, limit = int(request.query.get("offset") or 0), int(request.query.get("limit") or 100)
+            return Response(200, posts[offset : offset + limit])
+        if rest == ["calls", "reject"] and method == "POST":  # src/api/calls.controller.ts (later versions)
+            session = self._session(name, "WORKING")
+            body = _json(request)
+            if not body.get("from") or not body.get("id"):
+                raise nest_error(400, "from and id are required")
+            session.rejected_calls.append(body)
+            return Response(201, None)
         if rest == ["presence"] and method == "POST":
             session = self._session(name, "WORKING")
             body = _json(request)
@@ -348,6 +390,147 @@ class FakeWaha(FakeServer):
                 return Response(200, None)
             message["deleted"] = True
             return Response(200, None)
+        raise nest_error(404, f"Cannot {method} {request.path}")
+
+    # src/api/groups.controller.ts; waha-docs how-to/groups (join, picture) --------------------------------------------
+    def add_invite(self, name: str, subject: str, participants: list[str]) -> str:
+        """A group someone else runs, joinable with the returned invite code."""
+        jid = f"1203630{secrets.randbelow(10**11):011d}@g.us"
+        code = secrets.token_urlsafe(16)
+        with self._lock:
+            session = self.sessions[name]
+            session.groups[jid] = {"subject": subject, "desc": "", "participants": [
+                {"id": f"{p}@c.us", "admin": None} for p in participants], "member": False,
+                "invite": secrets.token_urlsafe(16)}  # fmt: skip
+            session.invites[code] = jid
+        return code
+
+    def _groups(self, request: Request, session: Session, rest: list[str]) -> Response:
+        method = request.method
+        if not rest and method == "POST":
+            body = _json(request)
+            people = body.get("participants")
+            if not body.get("name") or not isinstance(people, list):
+                raise nest_error(400, "name and participants are required")
+            jid = f"1203630{secrets.randbelow(10**11):011d}@g.us"
+            added = [p for p in people if CHAT.match(str(p.get("id"))) and self._on_whatsapp(str(p["id"]))]
+            session.groups[jid] = {"subject": body["name"], "desc": "", "member": True, "admin": True,
+                                   "participants": [{"id": p["id"], "admin": None} for p in added],
+                                   "invite": secrets.token_urlsafe(16)}  # fmt: skip
+            # NOWEB answers Baileys' GroupMetadata (id, subject, participants)
+            return Response(201, {"id": jid, "subject": body["name"], "participants": [
+                {"id": p["id"].replace("@c.us", "@s.whatsapp.net"), "admin": None} for p in added]})  # fmt: skip
+        if not rest and method == "GET":
+            return Response(200, [{"id": j, "subject": g["subject"]} for j, g in session.groups.items() if g["member"]])
+        if rest == ["join"] and method == "POST":
+            code = str(_json(request).get("code") or "").rstrip("/").rsplit("/", 1)[-1]
+            jid = session.invites.get(code) or next((j for j, g in session.groups.items() if g["invite"] == code), None)
+            if jid is None:
+                raise nest_error(400, "Invalid invite code")
+            session.groups[jid]["member"] = True
+            return Response(201, {"id": jid})
+        group = session.groups.get(rest[0])
+        if group is None or not group["member"]:
+            raise nest_error(404, f"Group '{rest[0]}' not found")
+        tail = rest[1:]
+        if not tail and method == "GET":
+            return Response(200, {"id": rest[0], "subject": group["subject"], "desc": group["desc"],
+                                  "participants": group["participants"]})  # fmt: skip
+        if tail == ["leave"] and method == "POST":
+            group["member"] = False
+            return Response(201, None)
+        if tail in (["subject"], ["description"]) and method == "PUT":
+            body = _json(request)
+            field_name = "subject" if tail == ["subject"] else "description"
+            if not isinstance(body.get(field_name), str):
+                raise nest_error(400, f"{field_name} must be a string")
+            group["subject" if field_name == "subject" else "desc"] = body[field_name]
+            return Response(200, True)
+        if tail == ["picture"] and method in ("PUT", "DELETE"):
+            if method == "PUT" and not obj_url(_json(request)):
+                raise nest_error(400, "file.url or file.data is required")
+            group["picture"] = None if method == "DELETE" else obj_url(_json(request))
+            return Response(200, {"success": True})
+        if tail == ["invite-code"] and method == "GET":
+            return Response(200, group["invite"], content_type="text/html; charset=utf-8")
+        if tail == ["invite-code", "revoke"] and method == "POST":
+            group["invite"] = secrets.token_urlsafe(16)
+            return Response(201, group["invite"], content_type="text/html; charset=utf-8")
+        routes = {("participants", "add"), ("participants", "remove"), ("admin", "promote"), ("admin", "demote")}
+        if len(tail) == 2 and tuple(tail) in routes and method == "POST":
+            people = _json(request).get("participants")
+            if not isinstance(people, list) or not people:
+                raise nest_error(400, "participants must be a non-empty array")
+            current = {p["id"]: p for p in group["participants"]}
+            results = []
+            for person in people:
+                pid = str(person.get("id"))
+                ok = self._on_whatsapp(pid)
+                if ok and tail == ["participants", "add"]:
+                    current[pid] = {"id": pid, "admin": None}
+                elif ok and tail == ["participants", "remove"]:
+                    current.pop(pid, None)
+                elif ok and pid in current:
+                    current[pid]["admin"] = "admin" if tail[1] == "promote" else None
+                results.append({"status": "200" if ok else "403", "jid": pid.replace("@c.us", "@s.whatsapp.net")})
+            group["participants"] = list(current.values())
+            return Response(201, results)  # NOWEB: Baileys' groupParticipantsUpdate answer
+        raise nest_error(404, f"Cannot {method} {request.path}")
+
+    def _on_whatsapp(self, chat: str) -> bool:
+        return self.numbers_on_whatsapp is None or chat.split("@", 1)[0] in self.numbers_on_whatsapp
+
+    # src/api/labels.controller.ts (+ label create of later versions) --------------------------------------------------
+    def _labels(self, request: Request, session: Session, rest: list[str]) -> Response:
+        method = request.method
+        if not rest and method == "GET":
+            return Response(200, list(session.labels.values()))
+        if not rest and method == "POST":
+            body = _json(request)
+            if not body.get("name"):
+                raise nest_error(400, "name is required")
+            ident = str(len(session.labels) + 1)
+            session.labels[ident] = {"id": ident, "name": body["name"], "color": 0,
+                                     "colorHex": body.get("colorHex") or "#ff9485"}  # fmt: skip
+            return Response(201, session.labels[ident])
+        if len(rest) == 2 and rest[0] == "chats" and method == "GET":
+            return Response(200, [session.labels[i] for i in session.chat_labels.get(rest[1], [])])
+        if len(rest) == 2 and rest[0] == "chats" and method == "PUT":
+            ids = [str(x.get("id")) for x in _json(request).get("labels") or []]
+            if any(i not in session.labels for i in ids):
+                raise nest_error(400, "Unknown label id")
+            session.chat_labels[rest[1]] = ids
+            return Response(200, None)
+        if len(rest) == 2 and rest[1] == "chats" and method == "GET":
+            return Response(200, [{"id": c} for c, ids in session.chat_labels.items() if rest[0] in ids])
+        raise nest_error(404, f"Cannot {method} {request.path}")
+
+    # src/api/channels.controller.ts (newsletters) ---------------------------------------------------------------------
+    def _channels(self, request: Request, session: Session, rest: list[str]) -> Response:
+        method = request.method
+        if not rest and method == "POST":
+            body = _json(request)
+            if not body.get("name"):
+                raise nest_error(400, "name is required")
+            jid = f"1203633{secrets.randbelow(10**11):011d}@newsletter"
+            session.channels[jid] = {"id": jid, "name": body["name"], "description": body.get("description"),
+                                     "invite": f"https://www.whatsapp.com/channel/{secrets.token_urlsafe(12)}",
+                                     "verified": False, "role": "OWNER"}  # fmt: skip
+            return Response(201, session.channels[jid])
+        if len(rest) == 1 and method == "GET":
+            ref = rest[0]
+            found = session.channels.get(ref) or next(
+                (c for c in session.channels.values() if c["invite"].rsplit("/", 1)[-1] == ref.rsplit("/", 1)[-1]),
+                None,
+            )
+            if found is None:
+                raise nest_error(404, "Channel not found")
+            return Response(200, found)
+        if len(rest) == 2 and rest[1] in ("follow", "unfollow") and method == "POST":
+            if rest[0] not in session.channels:
+                raise nest_error(404, "Channel not found")
+            (session.following.add if rest[1] == "follow" else session.following.discard)(rest[0])
+            return Response(201, None)
         raise nest_error(404, f"Cannot {method} {request.path}")
 
     # src/api/chatting.controller.ts + src/structures/chatting.dto.ts --------------------------------------------------
@@ -474,6 +657,11 @@ class FakeWaha(FakeServer):
         if found is None:
             raise nest_error(404, "File not found")
         return Response(200, found[0], content_type=found[1])
+
+
+def obj_url(body: dict[str, Any]) -> str | None:
+    file = body.get("file")
+    return (file.get("url") or file.get("data")) if isinstance(file, dict) else None
 
 
 def _json(request: Request) -> dict[str, Any]:

@@ -13,7 +13,7 @@ from switchboard.api.lazy import lazy_module
 from switchboard.api.pagination import decode_cursor, encode_cursor, query_fingerprint
 from switchboard.audit import audit_put
 from switchboard.catalog import models
-from switchboard.errors import Conflict, DomainError, NotFound, ValidationFailed
+from switchboard.errors import Conflict, DomainError, NotFound, UnsupportedByProvider, ValidationFailed
 from switchboard.events.outbox import outbox_put
 from switchboard.ids import new_id
 from switchboard.providers import ProviderUnavailable, provider_for
@@ -229,6 +229,8 @@ def _mirror(store: Store, org: str, channel_id: str, action: str, payload: Item)
         if "labels" not in adapter.capabilities():
             return "unsupported"
         adapter.labels(action, payload)
+    except UnsupportedByProvider:  # the engine has labels, but not this use of them (e.g. on messages)
+        return "unsupported"
     except (DomainError, ProviderUnavailable):
         return "failed"
     return "synced"

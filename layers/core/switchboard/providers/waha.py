@@ -56,7 +56,7 @@ from switchboard.providers.whatsapp_web import (
 
 PROVIDER = "WAHA"
 SIGNATURE_HEADER = "x-webhook-hmac"
-EVENTS = ["message", "message.ack", "session.status"]
+EVENTS = ["message", "message.ack", "session.status"]  # what parse_callback consumes
 SESSION_STATUS = {
     "STOPPED": "disconnected",
     "STARTING": "pairing",
@@ -361,6 +361,172 @@ class WahaProvider(LinkedDeviceProvider):
         data = self._call("GET", self._session_path("lids", lid))
         return phone_of(data.get("pn"))
 
+    # Groups (src/api/groups.controller.ts; waha-docs how-to/groups) -------------------------------------------------
+    def _group(self, jid: str, *parts: str) -> str:
+        return self._session_path("groups", jid, *parts)
+
+    def _text(self, method: str, path: str) -> str:
+        """Routes that answer a bare string (invite codes): JSON-quoted or plain text, maybe a whole link."""
+        reply = self.api().request(method, path)
+        data = reply.json()
+        value = data if isinstance(data, str) else reply.content.decode("utf-8", "replace").strip().strip('"')
+        return value.rstrip("/").rsplit("/", 1)[-1]
+
+    def groups(self, action: str, payload: dict[str, Any]) -> dict[str, Any]:
+        if action == "create":
+            wanted = [str(p) for p in payload.get("participants") or []]
+            body = {"name": payload["name"], "participants": [{"id": chat_id(p)} for p in wanted]}
+            made = obj(self.api().call("POST", self._session_path("groups"), json_body=body))
+            jid = _group_jid(made)
+            if jid is None:
+                raise ProviderUnavailable(f"{PROVIDER} created the group but answered without its id.")
+            present = _participant_phones(made.get("participants"))
+            missing = {phone_of(p) for p in made.get("missingParticipants") or [] if phone_of(p)}
+            ok = [p for p in wanted if (present is None or p in present) and p not in missing]
+            failed = [{"phone": p, "reason": "not_added"} for p in wanted if p not in ok]
+            if payload.get("description"):
+                body = {"description": payload["description"]}
+                self.api().request("PUT", self._group(jid, "description"), json_body=body)
+            code = self._text("GET", self._group(jid, "invite-code"))
+            return {
+                "jid": jid,
+                "participants": [{"phone": p, "role": "member"} for p in ok],
+                "failed": failed,
+                "invite_code": code or None,
+            }
+        if action == "join":
+            joined = self._call("POST", self._session_path("groups", "join"), {"code": payload["invite_code"]})
+            jid = _group_jid(joined)
+            if jid is None:
+                raise ProviderUnavailable(f"{PROVIDER} joined the group but answered without its id.")
+            info = obj(self.api().call("GET", self._group(jid)))
+            out: dict[str, Any] = {"jid": jid, "role": "member"}
+            name = info.get("subject") or info.get("name")
+            if name:
+                out["name"] = str(name)
+            if info.get("desc") or info.get("description"):
+                out["description"] = str(info.get("desc") or info.get("description"))
+            people = _participant_phones(info.get("participants"))
+            if people is not None:
+                out["participants"] = [{"phone": p, "role": "member"} for p in sorted(people)]
+            return out
+        if action == "leave":
+            self.api().request("POST", self._group(payload["jid"], "leave"))
+            return {"jid": payload["jid"], "left": True}
+        if action == "set_name":
+            self.api().request("PUT", self._group(payload["jid"], "subject"), json_body={"subject": payload["name"]})
+            return {"jid": payload["jid"], "ok": True}
+        if action == "set_description":
+            body = {"description": payload["description"]}
+            self.api().request("PUT", self._group(payload["jid"], "description"), json_body=body)
+            return {"jid": payload["jid"], "ok": True}
+        if action == "set_photo":
+            path = self._group(payload["jid"], "picture")
+            if payload.get("remove"):
+                self.api().request("DELETE", path)
+                return {"jid": payload["jid"], "photo_id": None}
+            if not payload.get("image_url"):
+                raise ProviderRejected(f"{PROVIDER} takes a group picture from a URL: give image_url.")
+            self.api().request("PUT", path, json_body={"file": {"url": payload["image_url"]}})
+            return {"jid": payload["jid"], "photo_id": None}
+        if action == "participants":
+            route = {"add": ("participants", "add"), "remove": ("participants", "remove"),
+                     "promote": ("admin", "promote"), "demote": ("admin", "demote")}[payload["action"]]  # fmt: skip
+            phones = [str(p) for p in payload.get("participants") or []]
+            body = {"participants": [{"id": chat_id(p)} for p in phones]}
+            reply = self.api().request("POST", self._group(payload["jid"], *route), json_body=body)
+            return {"jid": payload["jid"], "results": _participant_results(reply.json(), phones)}
+        if action == "invite_code":
+            revoke = int(payload.get("revision") or 0) > 0
+            path = self._group(payload["jid"], "invite-code", *(["revoke"] if revoke else []))
+            return {"jid": payload["jid"], "invite_code": self._text("POST" if revoke else "GET", path)}
+        if action == "list":
+            reply = self.api().request("GET", self._session_path("groups"))
+            data = reply.json()
+            rows = data.values() if isinstance(data, dict) else data if isinstance(data, list) else []
+            return {"groups": [{"jid": j} for j in (_group_jid(obj(r)) for r in rows) if j]}
+        raise self._unsupported(f"group action {action!r}")
+
+    # Newsletters: WAHA's "channels" (src/api/channels.controller.ts) --------------------------------------------------
+    def newsletters(self, action: str, payload: dict[str, Any]) -> dict[str, Any]:
+        if action == "create":
+            body = {"name": payload["name"], "description": payload.get("description") or ""}
+            return _newsletter(self._call("POST", self._session_path("channels"), body))
+        if action in ("info", "resolve_invite"):
+            ref = payload["jid"] if action == "info" else payload["invite_code"]
+            return _newsletter(self._call("GET", self._session_path("channels", ref)))
+        if action in ("subscribe", "unsubscribe"):
+            verb = "follow" if action == "subscribe" else "unfollow"
+            self.api().request("POST", self._session_path("channels", payload["jid"], verb))
+            return {"jid": payload["jid"], "subscribed": action == "subscribe"}
+        if action == "invite_code":
+            if int(payload.get("revision") or 0) > 0:
+                raise self._unsupported("resetting a newsletter's invite link")
+            return {
+                "jid": payload["jid"],
+                **_newsletter(self._call("GET", self._session_path("channels", payload["jid"]))),
+            }
+        if action == "messages":
+            offset = int(payload.get("cursor") or 0)
+            limit = int(payload.get("limit") or 20)
+            params = {"limit": str(limit), "offset": str(offset), "downloadMedia": "false"}
+            reply = self.api().request("GET", self._session_path("chats", payload["jid"], "messages"), params=params)
+            rows = [obj(r) for r in (reply.json() or []) if isinstance(r, dict)]
+            posts = [
+                {
+                    "message_id": str(r.get("id")),
+                    "newsletter_id": payload["jid"],
+                    "timestamp": r.get("timestamp"),
+                    "body": r.get("body") or "",
+                    "type": "text" if not r.get("hasMedia") else _media_type(r),
+                }
+                for r in rows
+            ]
+            return {"messages": posts, "next_cursor": offset + len(rows) if len(rows) == limit else None}
+        raise self._unsupported(f"newsletter action {action!r}")
+
+    # Labels (src/api/labels.controller.ts; waha-docs how-to/labels) ---------------------------------------------------
+    def labels(self, action: str, payload: dict[str, Any]) -> dict[str, Any]:
+        if action not in ("attach_chat", "detach_chat"):
+            raise self._unsupported(f"label action {action!r}")  # WAHA labels chats, not messages
+        if not payload.get("chat_id"):
+            raise ProviderRejected("The conversation's contact has no phone number.")
+        chat = chat_id(str(payload["chat_id"]))
+        listed = self.api().request("GET", self._session_path("labels")).json()
+        name = str(payload["name"]).strip().casefold()
+        label = next((obj(x) for x in listed or [] if str(obj(x).get("name", "")).strip().casefold() == name), None)
+        if label is None:
+            if action == "detach_chat":
+                return {"action": action, "ok": True}
+            body = {"name": payload["name"], "colorHex": payload.get("color")}
+            label = obj(self.api().call("POST", self._session_path("labels"), json_body=body))
+        current = self.api().request("GET", self._session_path("labels", "chats", chat)).json() or []
+        ids = [str(obj(x).get("id")) for x in current if obj(x).get("id")]
+        wanted = str(label.get("id"))
+        if action == "attach_chat" and wanted not in ids:
+            ids.append(wanted)
+        elif action == "detach_chat":
+            ids = [i for i in ids if i != wanted]
+        body = {"labels": [{"id": i} for i in ids]}
+        self.api().request("PUT", self._session_path("labels", "chats", chat), json_body=body)
+        return {"action": action, "ok": True, "label_id": payload.get("label_id"), "engine_label_id": wanted}
+
+    # Chats and calls (src/api/chats.controller.ts, src/api/calls.controller.ts) --------------------------------------
+    def chats(self, action: str, payload: dict[str, Any]) -> dict[str, Any]:
+        """Archive and unarchive are WAHA's chat actions; it has no pin or mute."""
+        if action not in ("archive", "unarchive"):
+            raise self._unsupported(f"chat action {action!r}")
+        if not payload.get("chat_id"):
+            raise ProviderRejected("The conversation's contact has no phone number.")
+        self.api().request("POST", self._session_path("chats", chat_id(str(payload["chat_id"])), action))
+        return {"chat_id": payload["chat_id"], "action": action}
+
+    def reject_call(self, call_id: str, from_phone: str | None) -> dict[str, Any]:
+        if not from_phone:
+            raise ProviderRejected(f"{PROVIDER} needs the caller (from) to reject a call.")
+        self._call("POST", self._session_path("calls", "reject"), {"from": chat_id(from_phone), "id": call_id})
+        return {"call_id": call_id, "rejected": True}
+
     # Callbacks --------------------------------------------------------------------------------------------------------
     def verify_callback(self, headers: dict[str, str], body: bytes) -> None:
         given = (header(headers, SIGNATURE_HEADER) or "").strip().lower()
@@ -441,6 +607,57 @@ class WahaProvider(LinkedDeviceProvider):
             contact_name=str(name) if name else None,
             timestamp=iso(payload.get("timestamp")),
         )
+
+
+def _group_jid(data: dict[str, Any]) -> str | None:
+    """A group id from the shapes engines answer with (NOWEB `id`, WEBJS `gid._serialized` or `id._serialized`)."""
+    for value in (data.get("id"), data.get("gid"), data.get("JID")):
+        if isinstance(value, str) and value.endswith("@g.us"):
+            return value
+        if isinstance(value, dict) and str(value.get("_serialized", "")).endswith("@g.us"):
+            return str(value["_serialized"])
+    return None
+
+
+def _participant_phones(rows: Any) -> set[str] | None:
+    if not isinstance(rows, list):
+        return None
+    phones = set()
+    for row in rows:
+        jid = obj(row).get("id") if isinstance(row, dict) else row
+        if isinstance(jid, dict):
+            jid = jid.get("_serialized")
+        phone = phone_of(jid)
+        if phone:
+            phones.add(phone)
+    return phones
+
+
+def _participant_results(answer: Any, phones: list[str]) -> list[dict[str, Any]]:
+    """Per-number outcomes when the engine reports them (`[{jid|id, status}]`); otherwise every number succeeded."""
+    reported: dict[str, Any] = {}
+    for row in answer if isinstance(answer, list) else []:
+        phone = phone_of(obj(row).get("jid") or obj(row).get("id"))
+        if phone:
+            reported[phone] = obj(row).get("status", obj(row).get("code", 200))
+    out = []
+    for phone in phones:
+        code = str(reported.get(phone, 200))
+        if code == "200":
+            out.append({"phone": phone, "status": "ok"})
+        else:
+            out.append({"phone": phone, "status": "failed", "reason": f"engine status {code}"})
+    return out
+
+
+def _newsletter(data: Any) -> dict[str, Any]:
+    """Our newsletter fields from WAHA's Channel (`id`, `name`, `description`, `invite` link)."""
+    info = obj(data)
+    if not str(info.get("id", "")).endswith("@newsletter"):
+        raise ProviderUnavailable(f"{PROVIDER} answered a channel without its id.")
+    invite = str(info.get("invite") or "").rstrip("/").rsplit("/", 1)[-1] or None
+    return {"jid": str(info["id"]), "name": str(info.get("name") or ""),
+            "description": str(info.get("description") or ""), "invite_code": invite}  # fmt: skip
 
 
 def _ack(payload: dict[str, Any]) -> StatusCallback | None:
