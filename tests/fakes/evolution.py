@@ -70,6 +70,11 @@ class Instance:
     read: list[dict[str, Any]] = field(default_factory=list)
     presence: list[dict[str, Any]] = field(default_factory=list)
     blocked: set[str] = field(default_factory=set)
+    groups: dict[str, dict[str, Any]] = field(default_factory=dict)  # jid → {subject, desc, participants, …}
+    invites: dict[str, str] = field(default_factory=dict)  # code → jid
+    labels: dict[str, dict[str, Any]] = field(default_factory=dict)  # made on the phone: id → {id, name, color}
+    chat_labels: dict[str, set[str]] = field(default_factory=dict)  # jid → label ids
+    archived: set[str] = field(default_factory=set)
     profile: dict[str, Any] = field(default_factory=lambda: {"name": "Acme", "status": "Available"})
     privacy: dict[str, Any] = field(
         default_factory=lambda: {"readreceipts": "all", "profile": "all", "status": "contacts", "online": "all",
@@ -77,7 +82,129 @@ class Instance:
     )  # fmt: skip
 
 
-class FakeEvolution(FakeServer):
+class _GroupRoutes:
+    """src/api/routes/group.router.ts + whatsapp.baileys.service.ts (createGroup, acceptInviteCode, …): the group is
+    named by `?groupJid=` (src/api/abstract/abstract.router.ts `groupValidate`)."""
+
+    numbers_on_whatsapp: set[str] | None
+
+    def _exists(self, number: str) -> bool:
+        return self.numbers_on_whatsapp is None or number in self.numbers_on_whatsapp
+
+    def _the_group(self, request: Request, instance: Instance) -> tuple[str, dict[str, Any]]:
+        jid = request.query.get("groupJid") or ""
+        if not jid:
+            raise evo_error(400, ["The group id needs to be informed in the query"])
+        jid = jid if jid.endswith("@g.us") else jid + "@g.us"
+        group = instance.groups.get(jid)
+        if group is None or not group["member"]:
+            raise evo_error(400, ["group not found"])
+        return jid, group
+
+    def _group_create(self, request: Request, instance: Instance) -> Response:
+        body = _json(request)
+        if not body.get("subject") or not isinstance(body.get("participants"), list):
+            raise evo_error(400, ["subject and participants are required"])
+        jid = f"1203630{secrets.randbelow(10**11):011d}@g.us"
+        people = [f"{n}@s.whatsapp.net" for n in body["participants"] if self._exists(str(n))]
+        instance.groups[jid] = {"subject": body["subject"], "desc": body.get("description") or "", "member": True,
+                                "participants": [{"id": p, "admin": None} for p in people],
+                                "code": secrets.token_urlsafe(16)}  # fmt: skip
+        return Response(201, {"id": jid, "subject": body["subject"], "desc": instance.groups[jid]["desc"],
+                              "participants": instance.groups[jid]["participants"]})  # fmt: skip
+
+    def _group_findGroupInfos(self, request: Request, instance: Instance) -> Response:
+        jid, group = self._the_group(request, instance)
+        return Response(200, {"id": jid, "subject": group["subject"], "desc": group["desc"],
+                              "participants": group["participants"]})  # fmt: skip
+
+    def _group_fetchAllGroups(self, request: Request, instance: Instance) -> Response:
+        return Response(200, [{"id": j, "subject": g["subject"]} for j, g in instance.groups.items() if g["member"]])
+
+    def _group_updateGroupSubject(self, request: Request, instance: Instance) -> Response:
+        _, group = self._the_group(request, instance)
+        group["subject"] = str(_json(request).get("subject") or "")
+        return Response(201, {"update": "success"})
+
+    def _group_updateGroupDescription(self, request: Request, instance: Instance) -> Response:
+        _, group = self._the_group(request, instance)
+        group["desc"] = str(_json(request).get("description") or "")
+        return Response(201, {"update": "success"})
+
+    def _group_updateGroupPicture(self, request: Request, instance: Instance) -> Response:
+        _, group = self._the_group(request, instance)
+        image = _json(request).get("image")
+        if not image:
+            raise evo_error(400, ["image is required"])
+        group["picture"] = image
+        return Response(201, {"update": "success"})
+
+    def _group_inviteCode(self, request: Request, instance: Instance) -> Response:
+        _, group = self._the_group(request, instance)
+        return Response(200, {"inviteUrl": f"https://chat.whatsapp.com/{group['code']}", "inviteCode": group["code"]})
+
+    def _group_revokeInviteCode(self, request: Request, instance: Instance) -> Response:
+        _, group = self._the_group(request, instance)
+        group["code"] = secrets.token_urlsafe(16)
+        return Response(201, {"revoked": True, "inviteCode": group["code"]})
+
+    def _group_acceptInviteCode(self, request: Request, instance: Instance) -> Response:
+        code = request.query.get("inviteCode") or ""
+        jid = instance.invites.get(code) or next((j for j, g in instance.groups.items() if g["code"] == code), None)
+        if jid is None:
+            raise evo_error(400, ["Error: bad-request"])
+        instance.groups[jid]["member"] = True
+        return Response(200, {"accepted": True, "groupJid": jid})
+
+    def _group_updateParticipant(self, request: Request, instance: Instance) -> Response:
+        _, group = self._the_group(request, instance)
+        body = _json(request)
+        if body.get("action") not in ("add", "remove", "promote", "demote"):
+            raise evo_error(400, ["action must be add, remove, promote or demote"])
+        current = {p["id"]: p for p in group["participants"]}
+        results = []
+        for number in body.get("participants") or []:
+            pid, ok = f"{number}@s.whatsapp.net", self._exists(str(number))
+            if ok and body["action"] == "add":
+                current[pid] = {"id": pid, "admin": None}
+            elif ok and body["action"] == "remove":
+                current.pop(pid, None)
+            elif ok and pid in current:
+                current[pid]["admin"] = "admin" if body["action"] == "promote" else None
+            results.append({"status": "200" if ok else "403", "jid": pid})
+        group["participants"] = list(current.values())
+        return Response(201, {"updateParticipants": results})
+
+    def _group_leaveGroup(self, request: Request, instance: Instance) -> Response:
+        jid, group = self._the_group(request, instance)
+        group["member"] = False
+        return Response(200, {"groupJid": jid, "leave": True})
+
+    # src/api/routes/label.router.ts (findLabels, handleLabel) ---------------------------------------------------------
+    def _label_findLabels(self, request: Request, instance: Instance) -> Response:
+        return Response(200, list(instance.labels.values()))
+
+    def _label_handleLabel(self, request: Request, instance: Instance) -> Response:
+        body = _json(request)
+        if body.get("labelId") not in instance.labels or body.get("action") not in ("add", "remove"):
+            raise evo_error(400, ["labelId and action are required"])
+        if not self._exists(str(body.get("number"))):
+            raise evo_error(404, ["Number is not on WhatsApp"])
+        jid = f"{body['number']}@s.whatsapp.net"
+        ids = instance.chat_labels.setdefault(jid, set())
+        (ids.add if body["action"] == "add" else ids.discard)(body["labelId"])
+        return Response(201, {"numberJid": jid, "labelId": body["labelId"], body["action"]: True})
+
+    # src/api/routes/chat.router.ts archiveChat ------------------------------------------------------------------------
+    def _chat_archiveChat(self, request: Request, instance: Instance) -> Response:
+        body = _json(request)
+        if not body.get("chat") or not isinstance(body.get("archive"), bool):
+            raise evo_error(400, ["chat and archive are required"])
+        (instance.archived.add if body["archive"] else instance.archived.discard)(body["chat"])
+        return Response(201, {"chatId": body["chat"], "archived": body["archive"]})
+
+
+class FakeEvolution(_GroupRoutes, FakeServer):
     name = "evolution"
 
     def __init__(self, api_key: str = "evo-key", phone: str = "15550100999") -> None:
@@ -101,6 +228,16 @@ class FakeEvolution(FakeServer):
         with self._lock:
             instance = self.instances[name]
             instance.state, instance.authorized, instance.qr = "open", True, None
+
+    def add_invite(self, name: str, subject: str, participants: list[str]) -> str:
+        jid, code = f"1203630{secrets.randbelow(10**11):011d}@g.us", secrets.token_urlsafe(16)
+        with self._lock:
+            instance = self.instances[name]
+            people = [{"id": f"{p}@s.whatsapp.net", "admin": None} for p in participants]
+            instance.groups[jid] = {"subject": subject, "desc": "", "member": False, "code": code,
+                                    "participants": people}  # fmt: skip
+            instance.invites[code] = jid
+        return code
 
     def connection_update(self, name: str) -> dict[str, Any]:
         """`connection.update` data (whatsapp.baileys.service.ts `connectionUpdate`)."""

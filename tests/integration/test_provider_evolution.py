@@ -64,13 +64,15 @@ def out(type_: str = "text", **kw: Any) -> OutboundMessage:
     return OutboundMessage(message_id="0190a0b0-0000-7000-8000-000000000002", to_phone=TO, type=type_, **kw)
 
 
-def test_capabilities_include_profile_and_privacy():
+def test_capabilities_include_groups_labels_profile_and_privacy():
     assert EvolutionProvider.capabilities() == [
         "block",
         "connect",
         "contact_lookup",
         "delete",
         "edit",
+        "groups",
+        "labels",
         "media_download",
         "pairing_code",
         "presence",

@@ -357,6 +357,121 @@ class EvolutionProvider(LinkedDeviceProvider):
         body = {"number": digits(phone), "status": "block" if blocked else "unblock"}
         self._call("POST", "chat", "updateBlockStatus", body)
 
+    # Groups (src/api/routes/group.router.ts, src/api/dto/group.dto.ts; the group is `?groupJid=`) ---------------------
+    def _group(self, method: str, action: str, jid: str | None, body: Any = None, **query: str) -> Any:
+        params = {**({"groupJid": jid} if jid else {}), **query}
+        return self._call(method, "group", action, body, params=params or None)
+
+    def groups(self, action: str, payload: dict[str, Any]) -> dict[str, Any]:
+        if action == "create":
+            wanted = [digits(p) for p in payload.get("participants") or []]
+            body: dict[str, Any] = {"subject": payload["name"], "participants": wanted}
+            if payload.get("description"):
+                body["description"] = payload["description"]
+            made = obj(self._call("POST", "group", "create", body))
+            jid = str(made.get("id") or "")
+            if not jid.endswith("@g.us"):
+                raise ProviderUnavailable(f"{PROVIDER} created the group but answered without its id.")
+            present = {phone_of(obj(p).get("id")) for p in made.get("participants") or []}
+            ok = [p for p in wanted if p in present]
+            code = obj(self._group("GET", "inviteCode", jid)).get("inviteCode")
+            return {
+                "jid": jid,
+                "participants": [{"phone": p, "role": "member"} for p in ok],
+                "failed": [{"phone": p, "reason": "not_on_whatsapp"} for p in wanted if p not in ok],
+                "invite_code": str(code) if code else None,
+            }
+        if action == "join":
+            joined = obj(self._group("GET", "acceptInviteCode", None, inviteCode=str(payload["invite_code"])))
+            jid = str(joined.get("groupJid") or "")
+            if not jid.endswith("@g.us"):
+                raise ProviderRejected(f"{PROVIDER} could not join with this invite code.")
+            info = obj(self._group("GET", "findGroupInfos", jid))
+            out: dict[str, Any] = {"jid": jid, "role": "member"}
+            if info.get("subject"):
+                out["name"] = str(info["subject"])
+            if info.get("desc"):
+                out["description"] = str(info["desc"])
+            if isinstance(info.get("participants"), list):
+                phones = sorted({p for p in (phone_of(obj(x).get("id")) for x in info["participants"]) if p})
+                out["participants"] = [{"phone": p, "role": "member"} for p in phones]
+            return out
+        if action == "leave":
+            self._group("DELETE", "leaveGroup", payload["jid"])
+            return {"jid": payload["jid"], "left": True}
+        if action == "set_name":
+            self._group("POST", "updateGroupSubject", payload["jid"], {"subject": payload["name"]})
+            return {"jid": payload["jid"], "ok": True}
+        if action == "set_description":
+            self._group("POST", "updateGroupDescription", payload["jid"], {"description": payload["description"]})
+            return {"jid": payload["jid"], "ok": True}
+        if action == "set_photo":
+            if payload.get("remove"):
+                raise self._unsupported("removing a group picture")
+            if not payload.get("image_url"):
+                raise ProviderRejected(f"{PROVIDER} takes a group picture from a URL: give image_url.")
+            self._group("POST", "updateGroupPicture", payload["jid"], {"image": payload["image_url"]})
+            return {"jid": payload["jid"], "photo_id": None}
+        if action == "participants":
+            phones = [digits(p) for p in payload.get("participants") or []]
+            body = {"action": payload["action"], "participants": phones}
+            answer = obj(self._group("POST", "updateParticipant", payload["jid"], body))
+            reported = {
+                phone_of(obj(r).get("jid")): str(obj(r).get("status")) for r in answer.get("updateParticipants") or []
+            }
+            results = []
+            for phone in phones:
+                code = reported.get(phone, "200")
+                done = code == "200"
+                results.append(
+                    {
+                        "phone": phone,
+                        "status": "ok" if done else "failed",
+                        **({} if done else {"reason": f"engine status {code}"}),
+                    }
+                )
+            return {"jid": payload["jid"], "results": results}
+        if action == "invite_code":
+            if int(payload.get("revision") or 0) > 0:
+                code = obj(self._group("POST", "revokeInviteCode", payload["jid"])).get("inviteCode")
+            else:
+                code = obj(self._group("GET", "inviteCode", payload["jid"])).get("inviteCode")
+            if not code:
+                raise ProviderUnavailable(f"{PROVIDER} answered without an invite code.")
+            return {"jid": payload["jid"], "invite_code": str(code)}
+        if action == "list":
+            rows = self._group("GET", "fetchAllGroups", None, getParticipants="false")
+            return {"groups": [{"jid": str(obj(r).get("id"))} for r in rows or [] if obj(r).get("id")]}
+        raise self._unsupported(f"group action {action!r}")
+
+    # Labels (src/api/routes/label.router.ts: list and attach/detach to a chat; no label creation) ---------------------
+    def labels(self, action: str, payload: dict[str, Any]) -> dict[str, Any]:
+        if action not in ("attach_chat", "detach_chat"):
+            raise self._unsupported(f"label action {action!r}")
+        if not payload.get("chat_id"):
+            raise ProviderRejected("The conversation's contact has no phone number.")
+        name = str(payload["name"]).strip().casefold()
+        listed = self._call("GET", "label", "findLabels")
+        label = next((obj(x) for x in listed or [] if str(obj(x).get("name", "")).strip().casefold() == name), None)
+        if label is None:
+            if action == "detach_chat":
+                return {"action": action, "ok": True}
+            raise self._unsupported("creating labels (create it on the phone with the same name)")
+        body = {"number": digits(payload["chat_id"]), "labelId": str(label.get("id")),
+                "action": "add" if action == "attach_chat" else "remove"}  # fmt: skip
+        self._call("POST", "label", "handleLabel", body)
+        return {"action": action, "ok": True, "label_id": payload.get("label_id"), "engine_label_id": body["labelId"]}
+
+    # Chats (src/api/routes/chat.router.ts: archiveChat; Evolution has no pin or mute) ---------------------------------
+    def chats(self, action: str, payload: dict[str, Any]) -> dict[str, Any]:
+        if action not in ("archive", "unarchive"):
+            raise self._unsupported(f"chat action {action!r}")
+        if not payload.get("chat_id"):
+            raise ProviderRejected("The conversation's contact has no phone number.")
+        body = {"chat": f"{digits(payload['chat_id'])}@s.whatsapp.net", "archive": action == "archive"}
+        self._call("POST", "chat", "archiveChat", body)
+        return {"chat_id": payload["chat_id"], "action": action}
+
     # Callbacks --------------------------------------------------------------------------------------------------------
     def verify_callback(self, headers: dict[str, str], body: bytes) -> None:
         value = (header(headers, "authorization") or "").strip()
