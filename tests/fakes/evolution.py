@@ -552,6 +552,11 @@ class FakeEvolution(_GroupRoutes, FakeServer):
         number = str(_json(request).get("number") or "")
         return Response(201, {"wuid": f"{number}@s.whatsapp.net", **instance.profile, "isBusiness": False})
 
+    def _chat_fetchBusinessProfile(self, request: Request, instance: Instance) -> Response:
+        number = str(_json(request).get("number") or "")
+        return Response(201, {"wid": f"{number}@s.whatsapp.net", "isBusiness": True, "description": "Shop",
+                              "email": "shop@example.com", "website": [], "address": "Main St 1"})  # fmt: skip
+
     def _chat_updateProfileName(self, request: Request, instance: Instance) -> Response:
         instance.profile["name"] = str(_json(request).get("name") or "")
         return Response(201, {"update": "success"})

@@ -365,6 +365,22 @@ class FakeWaha(FakeServer):
                 raise nest_error(400, "from and id are required")
             session.rejected_calls.append(body)
             return Response(201, None)
+        if rest and rest[0] == "profile":  # src/api/profile.controller.ts (later versions)
+            session = self._session(name, "WORKING")
+            assert session.me is not None
+            if rest == ["profile"] and method == "GET":
+                return Response(200, {"id": session.me["id"], "name": session.me["pushName"],
+                                      "picture": session.me.get("picture")})  # fmt: skip
+            body = _json(request) if method == "PUT" else {}
+            if rest == ["profile", "name"] and method == "PUT" and isinstance(body.get("name"), str):
+                session.me["pushName"] = body["name"]
+            elif rest == ["profile", "status"] and method == "PUT" and isinstance(body.get("status"), str):
+                session.me["about"] = body["status"]
+            elif rest == ["profile", "picture"] and method in ("PUT", "DELETE"):
+                session.me["picture"] = obj_url(body) if method == "PUT" else None
+            else:
+                raise nest_error(400, f"Cannot {method} {request.path} with this body")
+            return Response(200, {"success": True})
         if rest == ["presence"] and method == "POST":
             session = self._session(name, "WORKING")
             body = _json(request)

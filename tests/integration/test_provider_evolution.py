@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from switchboard.errors import Unauthenticated, ValidationFailed
+from switchboard.errors import Unauthenticated, UnsupportedByProvider, ValidationFailed
 from switchboard.messaging import messages
 from switchboard.providers import provider_for
 from switchboard.providers.base import (
@@ -220,6 +220,9 @@ def test_message_actions_account_and_lookup(evo, linked):
     assert linked.profile({"name": "Shop", "about": "Open"})["name"] == "Shop"
     assert evo.instances[CHANNEL].profile["status"] == "Open"
     assert linked.privacy({"last": "none"})["last"] == "none"
+    assert linked.profile({"business": True})["isBusiness"] is True
+    with pytest.raises(UnsupportedByProvider):
+        linked.profile({"business": True, "description": "x"})
     with pytest.raises(ProviderRejected, match="unknown privacy settings"):
         linked.privacy({"nope": "x"})
 

@@ -99,6 +99,7 @@ def test_capabilities_are_what_the_adapter_implements():
         "newsletters",
         "pairing_code",
         "presence",
+        "profile",
         "qr",
         "react",
         "read",
@@ -440,10 +441,34 @@ def test_malformed_callbacks_fail_validation(linked, body):
         linked.parse_callback(body)
 
 
-def test_features_waha_lacks_here_are_unsupported(adapter):
-    for call in ("templates", "profile"):
-        with pytest.raises(UnsupportedByProvider):
-            getattr(adapter, call)("list", {}) if call == "templates" else adapter.profile()
+def test_features_waha_lacks_are_unsupported(waha, adapter):
+    with pytest.raises(UnsupportedByProvider):
+        adapter.templates("list", {})
+    with pytest.raises(UnsupportedByProvider):
+        adapter.privacy()
+    with pytest.raises(UnsupportedByProvider):
+        adapter.profile({"business": True})
+    assert waha.requests == []
+
+
+def test_profile_read_and_update(waha, linked):
+    assert linked.profile() == {"name": "Acme", "picture_url": None, "wa_id": "15550100999"}
+    waha.clear()
+    changed = linked.profile({"name": "Shop", "about": "Open", "picture_url": "https://cdn.example/me.jpg"})
+    assert changed == {
+        "name": "Shop",
+        "picture_url": "https://cdn.example/me.jpg",
+        "wa_id": "15550100999",
+        "about": "Open",
+    }
+    paths = [(r.method, r.path, r.json) for r in waha.requests]
+    assert paths[:3] == [
+        ("PUT", f"/api/{CHANNEL}/profile/name", {"name": "Shop"}),
+        ("PUT", f"/api/{CHANNEL}/profile/status", {"status": "Open"}),
+        ("PUT", f"/api/{CHANNEL}/profile/picture", {"file": {"url": "https://cdn.example/me.jpg"}}),
+    ]
+    with pytest.raises(ProviderRejected, match="not websites"):
+        linked.profile({"websites": ["x"]})
 
 
 # Through the API: the linked-device journey and the never-twice send ----------------------------------------------

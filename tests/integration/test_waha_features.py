@@ -39,7 +39,7 @@ def web(api: Api, waha: FakeWaha) -> dict[str, Any]:
 def test_capabilities(api: Api, web: dict[str, Any]):
     caps = _ok(api.get(f"/v1/channels/{web['id']}/capabilities"))["capabilities"]
     assert {"groups", "newsletters", "labels", "send", "qr"} <= set(caps)
-    assert "templates" not in caps and "profile" not in caps
+    assert "templates" not in caps and "privacy" not in caps
 
 
 def test_group_lifecycle_reaches_waha(api: Api, waha: FakeWaha, web: dict[str, Any]):

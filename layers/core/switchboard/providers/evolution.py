@@ -329,12 +329,16 @@ class EvolutionProvider(LinkedDeviceProvider):
 
     # Account ----------------------------------------------------------------------------------------------------------
     def profile(self, changes: dict[str, Any] | None = None) -> dict[str, Any]:
-        updates = {k: v for k, v in (changes or {}).items() if k != "business"}
+        updates = dict(changes or {})
+        me = digits(obj(self.channel.get("metadata")).get("wa_id") or self.channel.get("phone_number"))
+        if updates.pop("business", None):  # read-only at Evolution: POST /chat/fetchBusinessProfile
+            if updates:
+                raise self._unsupported("changing a business profile")
+            return obj(self._call("POST", "chat", "fetchBusinessProfile", {"number": me}))
         if "name" in updates:
             self._call("POST", "chat", "updateProfileName", {"name": str(updates["name"])})
         if "about" in updates:
             self._call("POST", "chat", "updateProfileStatus", {"status": str(updates["about"])})
-        me = digits(obj(self.channel.get("metadata")).get("wa_id") or self.channel.get("phone_number"))
         return obj(self._call("POST", "chat", "fetchProfile", {"number": me}))
 
     def privacy(self, changes: dict[str, Any] | None = None) -> dict[str, Any]:

@@ -342,6 +342,31 @@ class WahaProvider(LinkedDeviceProvider):
         return DownloadedMedia(data=reply.content, mime_type=mime, file_name=name[:255], source_url=url)
 
     # Account ----------------------------------------------------------------------------------------------------------
+    def profile(self, changes: dict[str, Any] | None = None) -> dict[str, Any]:
+        """`/api/{session}/profile` (src/api/profile.controller.ts): name, about (WAHA's status) and picture. WAHA has
+        no business profile."""
+        wanted = dict(changes or {})
+        if wanted.pop("business", None):
+            raise self._unsupported("business profiles")
+        unknown = set(wanted) - {"name", "about", "picture_url"}
+        if unknown:
+            raise ProviderRejected(
+                f"{PROVIDER} profiles have name, about and picture_url, not {', '.join(sorted(unknown))}."
+            )
+        if "name" in wanted:
+            self._call("PUT", self._session_path("profile", "name"), {"name": str(wanted["name"])})
+        if "about" in wanted:
+            self._call("PUT", self._session_path("profile", "status"), {"status": str(wanted["about"])})
+        if wanted.get("picture_url"):
+            self._call("PUT", self._session_path("profile", "picture"), {"file": {"url": str(wanted["picture_url"])}})
+        elif "picture_url" in wanted:
+            self._call("DELETE", self._session_path("profile", "picture"))
+        data = self._call("GET", self._session_path("profile"))
+        out = {"name": data.get("name"), "picture_url": data.get("picture"), "wa_id": phone_of(data.get("id"))}
+        if "about" in wanted:
+            out["about"] = wanted["about"]
+        return out
+
     def lookup_contact(self, phone: str) -> dict[str, Any]:
         data = self._call("GET", "/api/contacts/check-exists", params={"phone": digits(phone), "session": self.session})
         exists = bool(data.get("numberExists"))
