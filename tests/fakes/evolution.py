@@ -270,6 +270,13 @@ class FakeEvolution(_GroupRoutes, FakeServer):
         return {"keyId": key_id, "remoteJid": record["remoteJid"], "fromMe": True, "participant": None,
                 "status": status, "instanceId": f"inst-{name}"}  # fmt: skip
 
+    @staticmethod
+    def group_participants(jid: str, action: str, phones: list[str]) -> dict[str, Any]:
+        """`group-participants.update` data (whatsapp.baileys.service.ts `groupHandler`), with `participantsData`."""
+        jids = [p if "@" in p else f"{p}@s.whatsapp.net" for p in phones]
+        return {"id": jid, "action": action, "participants": jids,
+                "participantsData": [{"jid": j, "phoneNumber": j.split("@", 1)[0]} for j in jids]}  # fmt: skip
+
     def last_sent(self, name: str) -> tuple[str, dict[str, Any]]:
         with self._lock:
             return [(k, v) for k, v in self.instances[name].messages.items() if v["fromMe"]][-1]

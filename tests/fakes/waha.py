@@ -39,6 +39,8 @@ EVENTS = {  # src/structures/enums.dto.ts WAHAEvents
     "message.revoked", "state.change", "group.join", "group.leave", "presence.update", "poll.vote",
     "poll.vote.failed", "chat.archive", "call.received", "call.accepted", "call.rejected", "label.upsert",
     "label.deleted", "label.chat.added", "label.chat.deleted",
+    # later versions (waha-docs how-to/groups, "Events"): the group.v2 family
+    "group.v2.join", "group.v2.leave", "group.v2.participants", "group.v2.update",
 }  # fmt: skip
 PRESENCES = {"offline", "online", "typing", "recording", "paused"}  # src/structures/enums.dto.ts WAHAPresenceStatus
 ACK_NAMES = {-1: "ERROR", 0: "PENDING", 1: "SERVER", 2: "DEVICE", 3: "READ", 4: "PLAYED"}  # WAMessageAck
@@ -158,6 +160,11 @@ class FakeWaha(FakeServer):
             "ack": ack,
             "ackName": ACK_NAMES[ack],
         }
+
+    def group_participants(self, jid: str, kind: str, phones: list[str], role: str = "participant") -> dict[str, Any]:
+        """The `group.v2.participants` payload (waha-docs how-to/groups/events-group.v2.participants)."""
+        people = [{"id": p if "@" in p else f"{p}@c.us", "role": role} for p in phones]
+        return {"type": kind, "timestamp": int(time.time()), "group": {"id": jid}, "participants": people, "_data": {}}
 
     def last_sent(self, name: str) -> tuple[str, dict[str, Any]]:
         with self._lock:

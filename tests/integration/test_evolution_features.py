@@ -110,3 +110,12 @@ def test_labels_and_chat_archive(api: Api, evo: FakeEvolution, web: dict[str, An
     api.assert_error(
         api.post("/v1/chats/pin", json={"channel_id": web["id"], "chat_id": ADA}), 400, "unsupported_by_provider"
     )
+
+
+def test_group_participant_events_update_the_record(api: Api, evo: FakeEvolution, web: dict[str, Any]):
+    group = _ok(api.post("/v1/groups", json={"channel_id": web["id"], "name": "Team", "participants": [ADA]}), 201)
+    for action, phones, expected in (("add", [BOB], {ADA, BOB}), ("remove", [ADA], {BOB})):
+        data = evo.group_participants(group["jid"], action, phones)
+        body, headers = evo.webhook(web["id"], "group-participants.update", data)
+        _ok(api.post(f"/v1/providers/{web['id']}/callback", content=body, headers=headers))
+        assert {p["phone"] for p in _ok(api.get(f"/v1/groups/{group['id']}"))["participants"]} == expected

@@ -123,7 +123,14 @@ def test_connect_creates_and_starts_the_session_with_our_signed_webhook(waha, ad
             "webhooks": [
                 {
                     "url": f"https://switchboard.test/v1/providers/{CHANNEL}/callback",
-                    "events": ["message", "message.ack", "session.status"],
+                    "events": [
+                        "message",
+                        "message.ack",
+                        "session.status",
+                        "group.v2.participants",
+                        "group.v2.update",
+                        "group.v2.leave",
+                    ],
                     "hmac": {"key": callback_secret(CHANNEL)},
                     "retries": {"policy": "exponential", "delaySeconds": 2, "attempts": 10},
                 }

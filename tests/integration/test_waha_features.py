@@ -198,3 +198,27 @@ def test_chat_actions_and_call_reject(api: Api, waha: FakeWaha, web: dict[str, A
     rejected = _ok(api.post("/v1/calls/reject", json={"channel_id": web["id"], "call_id": "ABC123", "from": ADA}))
     assert rejected["status"] == "rejected"
     assert session.rejected_calls == [{"from": f"{ADA}@c.us", "id": "ABC123"}]
+
+
+def test_group_events_update_the_record(api: Api, waha: FakeWaha, web: dict[str, Any]):
+    group = _ok(api.post("/v1/groups", json={"channel_id": web["id"], "name": "Team", "participants": [ADA]}), 201)
+    jid = group["jid"]
+
+    def event(name: str, payload: dict[str, Any]) -> None:
+        body, headers = waha.webhook(web["id"], name, payload)
+        _ok(api.post(f"/v1/providers/{web['id']}/callback", content=body, headers=headers))
+
+    def stored() -> dict[str, Any]:
+        return _ok(api.get(f"/v1/groups/{group['id']}"))
+
+    event("group.v2.participants", waha.group_participants(jid, "join", [BOB, CAT]))
+    assert {p["phone"] for p in stored()["participants"]} == {ADA, BOB, CAT}
+    event("group.v2.participants", waha.group_participants(jid, "promote", [BOB], role="admin"))
+    assert {p["phone"]: p["role"] for p in stored()["participants"]}[BOB] == "admin"
+    event("group.v2.participants", waha.group_participants(jid, "leave", [CAT], role="left"))
+    assert {p["phone"] for p in stored()["participants"]} == {ADA, BOB}
+    event("group.v2.update", {"group": {"id": jid, "subject": "Renamed on the phone"}, "timestamp": 1, "_data": {}})
+    assert stored()["name"] == "Renamed on the phone"
+    event("group.v2.participants", waha.group_participants("120363999999999999@g.us", "join", [BOB]))  # unknown group
+    event("group.v2.leave", {"group": {"id": jid}, "timestamp": 2, "_data": {}})
+    assert stored()["status"] == "left"

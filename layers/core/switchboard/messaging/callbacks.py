@@ -11,7 +11,7 @@ from switchboard.errors import UnsupportedByProvider, ValidationFailed
 from switchboard.ids import new_ulid
 from switchboard.messaging import channels, messages, models
 from switchboard.providers import provider_for
-from switchboard.providers.base import InboundMessage, SessionStatus, StatusCallback
+from switchboard.providers.base import GroupEvent, InboundMessage, SessionStatus, StatusCallback
 from switchboard.store import Store
 
 
@@ -60,6 +60,10 @@ def provider_callback(store: Store, channel_id: str, headers: dict[str, str], bo
             statuses += int(messages.status_callback(store, channel["organization_id"], channel, event))
         elif isinstance(event, SessionStatus):  # the linked-device session moved: the channel follows
             channel = channels.record_session_status(store, channel, event)
+        elif isinstance(event, GroupEvent):  # a group changed at the provider: its record follows
+            from switchboard.groups import service as groups
+
+            groups.apply_event(store, channel, event)
         else:  # pragma: no cover - adapters only yield the two kinds
             raise ValidationFailed.field("body", "unknown callback event")
     return {"received": received, "statuses_applied": statuses}

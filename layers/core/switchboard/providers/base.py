@@ -111,6 +111,20 @@ class SessionStatus:
 
 
 @dataclass(frozen=True)
+class GroupEvent:
+    """A group changed at the provider: participants joined, left or changed role, its info changed, or the channel
+    itself left it. Phones are digits; `kind` is `participants` (with `action` join | leave | promote | demote),
+    `update` (name / description) or `left`."""
+
+    jid: str
+    kind: str
+    action: str | None = None
+    participants: tuple[str, ...] = ()
+    name: str | None = None
+    description: str | None = None
+
+
+@dataclass(frozen=True)
 class DownloadedMedia:
     data: bytes
     mime_type: str
@@ -129,7 +143,7 @@ class Provider:
         """Raise `Unauthenticated` unless the callback is really from the provider (signature check)."""
         raise self._unsupported("inbound callbacks")
 
-    def parse_callback(self, body: bytes) -> Sequence[InboundMessage | StatusCallback | SessionStatus]:
+    def parse_callback(self, body: bytes) -> Sequence[InboundMessage | StatusCallback | SessionStatus | GroupEvent]:
         raise self._unsupported("inbound callbacks")
 
     @classmethod

@@ -40,6 +40,7 @@ from switchboard.errors import Unauthenticated, ValidationFailed
 from switchboard.providers.base import (
     ConnectResult,
     DownloadedMedia,
+    GroupEvent,
     InboundMessage,
     OutboundMessage,
     ProviderRejected,
@@ -53,7 +54,8 @@ from switchboard.providers.http import HttpApi, ProviderError, Reply, segment
 from switchboard.providers.whatsapp_web import LinkedDeviceProvider, callback_url, digits, header, iso, obj, phone_of
 
 PROVIDER = "Evolution API"
-EVENTS = ["MESSAGES_UPSERT", "MESSAGES_UPDATE", "CONNECTION_UPDATE"]
+EVENTS = ["MESSAGES_UPSERT", "MESSAGES_UPDATE", "CONNECTION_UPDATE", "GROUP_PARTICIPANTS_UPDATE"]
+GROUP_ACTIONS = {"add": "join", "remove": "leave", "promote": "promote", "demote": "demote"}
 STATES = {"open": "connected", "connecting": "pairing", "close": "disconnected"}
 ACKS = {"SERVER_ACK": "sent", "DELIVERY_ACK": "delivered", "READ": "read", "PLAYED": "played", "ERROR": "failed"}
 PRESENCE = {"typing": "composing", "recording": "recording", "paused": "paused", "available": "available",
@@ -483,7 +485,7 @@ class EvolutionProvider(LinkedDeviceProvider):
             raise Unauthenticated("Missing Authorization: Bearer header.")
         verify_jwt(value[7:].strip(), self.secret)
 
-    def parse_callback(self, body: bytes) -> list[InboundMessage | StatusCallback | SessionStatus]:
+    def parse_callback(self, body: bytes) -> list[InboundMessage | StatusCallback | SessionStatus | GroupEvent]:
         try:
             doc = json.loads(body)
         except ValueError:
@@ -494,7 +496,7 @@ class EvolutionProvider(LinkedDeviceProvider):
             return []
         event, data = doc["event"], doc.get("data")
         items = data if isinstance(data, list) else [data]
-        out: list[InboundMessage | StatusCallback | SessionStatus] = []
+        out: list[InboundMessage | StatusCallback | SessionStatus | GroupEvent] = []
         for item in items:
             if not isinstance(item, dict):
                 raise ValidationFailed.field("body.data", "must be an object")
@@ -516,6 +518,19 @@ class EvolutionProvider(LinkedDeviceProvider):
                 ack = _ack(item)
                 if ack is not None:
                     out.append(ack)
+            elif event == "group-participants.update":
+                jid, action = str(item.get("id") or ""), GROUP_ACTIONS.get(str(item.get("action")))
+                if not jid.endswith("@g.us"):
+                    raise ValidationFailed.field("body.data.id", "is not a group id")
+                if action is None:
+                    continue
+                # participantsData (newer Evolution) names the phone behind a lid participant
+                data_rows = [obj(d) for d in item.get("participantsData") or []]
+                known = {
+                    str(d.get("jid")): phone_of(d.get("phoneNumber")) or digits(d.get("phoneNumber")) for d in data_rows
+                }
+                phones = [phone_of(p) or known.get(str(p)) for p in item.get("participants") or []]
+                out.append(GroupEvent(jid, "participants", action=action, participants=tuple(p for p in phones if p)))
         return out
 
 

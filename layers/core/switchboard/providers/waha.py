@@ -34,6 +34,7 @@ from switchboard.errors import Unauthenticated, ValidationFailed
 from switchboard.providers.base import (
     ConnectResult,
     DownloadedMedia,
+    GroupEvent,
     InboundMessage,
     OutboundMessage,
     ProviderRejected,
@@ -56,7 +57,8 @@ from switchboard.providers.whatsapp_web import (
 
 PROVIDER = "WAHA"
 SIGNATURE_HEADER = "x-webhook-hmac"
-EVENTS = ["message", "message.ack", "session.status"]  # what parse_callback consumes
+# what parse_callback consumes (group.v2.* and the lids API are WAHA's since 2025; see docs/providers.md)
+EVENTS = ["message", "message.ack", "session.status", "group.v2.participants", "group.v2.update", "group.v2.leave"]
 SESSION_STATUS = {
     "STOPPED": "disconnected",
     "STARTING": "pairing",
@@ -561,7 +563,7 @@ class WahaProvider(LinkedDeviceProvider):
         if not hmac.compare_digest(given.encode(), expected.encode()):
             raise Unauthenticated("The X-Webhook-Hmac signature does not match the body.")
 
-    def parse_callback(self, body: bytes) -> list[InboundMessage | StatusCallback | SessionStatus]:
+    def parse_callback(self, body: bytes) -> list[InboundMessage | StatusCallback | SessionStatus | GroupEvent]:
         try:
             doc = json.loads(body)
         except ValueError:
@@ -589,7 +591,26 @@ class WahaProvider(LinkedDeviceProvider):
         if event == "message.ack":
             ack = _ack(payload)
             return [ack] if ack else []
+        if event.startswith("group.v2."):
+            group = obj(payload.get("group"))
+            jid = str(group.get("id") or "")
+            if not jid.endswith("@g.us"):
+                raise ValidationFailed.field("body.payload.group.id", "is not a group id")
+            if event == "group.v2.leave":
+                return [GroupEvent(jid, "left")]
+            if event == "group.v2.update":
+                name, about = group.get("subject"), group.get("description")
+                return [GroupEvent(jid, "update", name=str(name) if name is not None else None,
+                                   description=str(about) if about is not None else None)]  # fmt: skip
+            if event == "group.v2.participants" and payload.get("type") in ("join", "leave", "promote", "demote"):
+                phones = [self._participant(obj(p).get("id")) for p in payload.get("participants") or []]
+                found = tuple(p for p in phones if p)
+                return [GroupEvent(jid, "participants", action=str(payload["type"]), participants=found)]
         return []
+
+    def _participant(self, jid: Any) -> str | None:
+        value = str(jid or "")
+        return self.resolve_lid(value) if value.endswith("@lid") else phone_of(value)
 
     def _inbound(self, payload: dict[str, Any]) -> InboundMessage | None:
         if not payload.get("id") or not payload.get("from"):
