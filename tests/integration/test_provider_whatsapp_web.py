@@ -629,3 +629,33 @@ def test_engine_errors_through_the_api_are_clear_envelopes(api: Api, waha: FakeW
         json={"channel_id": web["id"], "to": TO, "type": "sticker", "media": {"url": "https://cdn.example/s.webp"}},
     )
     api.assert_error(sticker, 400, "unsupported_by_provider")
+
+
+def test_engine_outages_through_the_api_lose_nothing(api: Api, waha: FakeWaha, web: dict[str, Any]):
+    api.post(f"/v1/channels/{web['id']}/connect")
+    slow = WahaProvider.__init__
+
+    def short_timeout(self: WahaProvider, channel: dict[str, Any]) -> None:
+        slow(self, channel)
+        self.timeout = 0.3
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(WahaProvider, "__init__", short_timeout)
+        waha.hang_next(1.0)
+        api.assert_error(api.get(f"/v1/channels/{web['id']}/qr"), 503, "service_unavailable")
+    waha.link(web["id"])
+    _post_event(api, waha, web, "session.status", waha.session_status(web["id"]))
+    message_id = api.post("/v1/messages", json={"channel_id": web["id"], "to": TO, "text": {"body": "later"}}).json()[
+        "data"
+    ]["id"]
+    waha.fail_next(503, body={"statusCode": 503, "message": "restarting"})
+    with pytest.raises(ProviderUnavailable):
+        messages.deliver(get_store(), api.org_id, message_id)
+    assert api.get(f"/v1/messages/{message_id}").json()["data"]["status"] == "pending"  # the queue retries it
+    assert messages.deliver(get_store(), api.org_id, message_id) == "sent"
+    assert len(waha.sent(web["id"])) == 1
+    waha.fail_next(400, body={"statusCode": 400, "message": "chatId is not valid", "error": "Bad Request"})
+    refused = api.post("/v1/messages", json={"channel_id": web["id"], "to": TO, "text": {"body": "bad"}}).json()["data"]
+    assert messages.deliver(get_store(), api.org_id, refused["id"]) == "failed"
+    failed = api.get(f"/v1/messages/{refused['id']}").json()["data"]
+    assert failed["status"] == "failed" and "chatId is not valid" in failed["last_error"]
