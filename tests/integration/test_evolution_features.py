@@ -119,3 +119,16 @@ def test_group_participant_events_update_the_record(api: Api, evo: FakeEvolution
         body, headers = evo.webhook(web["id"], "group-participants.update", data)
         _ok(api.post(f"/v1/providers/{web['id']}/callback", content=body, headers=headers))
         assert {p["phone"] for p in _ok(api.get(f"/v1/groups/{group['id']}"))["participants"]} == expected
+
+
+def test_chat_labels_set_on_the_phone_follow(api: Api, evo: FakeEvolution, web: dict[str, Any]):
+    body, headers = evo.webhook(web["id"], "messages.upsert", evo.inbound(web["id"], ADA, "hello"))
+    _ok(api.post(f"/v1/providers/{web['id']}/callback", content=body, headers=headers))
+    [conv] = _ok(api.get("/v1/conversations"))
+    ours = _ok(api.post("/v1/labels", json={"name": "Paid", "color": "#55ccb3"}), 201)
+    evo.instances[web["id"]].labels["3"] = {"id": "3", "name": "Paid", "color": "#55ccb3"}
+    for kind, expected in (("add", [ours["id"]]), ("remove", [])):
+        data = {"instance": web["id"], "type": kind, "chatId": f"{ADA}@s.whatsapp.net", "labelId": "3"}
+        body, headers = evo.webhook(web["id"], "labels.association", data)
+        _ok(api.post(f"/v1/providers/{web['id']}/callback", content=body, headers=headers))
+        assert _ok(api.get(f"/v1/conversations/{conv['id']}"))["labels"] == expected

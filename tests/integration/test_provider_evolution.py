@@ -103,7 +103,13 @@ def test_connect_creates_the_instance_with_our_jwt_webhook(evo, adapter):
             "byEvents": False,
             "base64": False,
             "headers": {"jwt_key": callback_secret(CHANNEL)},
-            "events": ["MESSAGES_UPSERT", "MESSAGES_UPDATE", "CONNECTION_UPDATE", "GROUP_PARTICIPANTS_UPDATE"],
+            "events": [
+                "MESSAGES_UPSERT",
+                "MESSAGES_UPDATE",
+                "CONNECTION_UPDATE",
+                "GROUP_PARTICIPANTS_UPDATE",
+                "LABELS_ASSOCIATION",
+            ],
         },
     }
 

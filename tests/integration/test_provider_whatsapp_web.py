@@ -130,6 +130,8 @@ def test_connect_creates_and_starts_the_session_with_our_signed_webhook(waha, ad
                         "group.v2.participants",
                         "group.v2.update",
                         "group.v2.leave",
+                        "label.chat.added",
+                        "label.chat.deleted",
                     ],
                     "hmac": {"key": callback_secret(CHANNEL)},
                     "retries": {"policy": "exponential", "delaySeconds": 2, "attempts": 10},

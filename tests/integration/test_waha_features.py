@@ -222,3 +222,24 @@ def test_group_events_update_the_record(api: Api, waha: FakeWaha, web: dict[str,
     event("group.v2.participants", waha.group_participants("120363999999999999@g.us", "join", [BOB]))  # unknown group
     event("group.v2.leave", {"group": {"id": jid}, "timestamp": 2, "_data": {}})
     assert stored()["status"] == "left"
+
+
+def test_chat_labels_set_on_the_phone_follow(api: Api, waha: FakeWaha, web: dict[str, Any]):
+    session = waha.sessions[web["id"]]
+    conv = _conversation(api, waha, web)
+    ours = _ok(api.post("/v1/labels", json={"name": "Paid", "color": "#55ccb3"}), 201)
+    session.labels["5"] = {"id": "5", "name": "paid", "color": 5, "colorHex": "#55ccb3"}
+
+    def event(name: str, payload: dict[str, Any]) -> None:
+        body, headers = waha.webhook(web["id"], name, payload)
+        _ok(api.post(f"/v1/providers/{web['id']}/callback", content=body, headers=headers))
+
+    chat = f"{ADA}@c.us"
+    event("label.chat.added", {"labelId": "5", "label": session.labels["5"], "chatId": chat})
+    assert _ok(api.get(f"/v1/conversations/{conv['id']}"))["labels"] == [ours["id"]]
+    event("label.chat.deleted", {"labelId": "5", "label": None, "chatId": chat})  # the name comes from the engine
+    assert _ok(api.get(f"/v1/conversations/{conv['id']}"))["labels"] == []
+    session.labels["6"] = {"id": "6", "name": "Only on the phone", "color": 1, "colorHex": "#64c4ff"}
+    event("label.chat.added", {"labelId": "6", "label": session.labels["6"], "chatId": chat})
+    assert _ok(api.get(f"/v1/conversations/{conv['id']}"))["labels"] == []
+    assert session.chat_labels == {}  # nothing was written back to the engine

@@ -405,3 +405,22 @@ def message_label(
         labels=sorted(after.get("labels") or []),
         provider_sync=sync,
     )
+
+
+def apply_engine_chat_label(store: Store, channel: Item, name: str, chat_phone: str, *, attach: bool) -> bool:
+    """A provider says a chat gained or lost a label (set on the phone): the conversation's labels follow when the
+    organization has a label of that name and a conversation with that chat on the channel. Nothing is sent back to
+    the provider. True when the conversation changed."""
+    from switchboard.catalog.chats import conversation_for_chat
+
+    org = channel["organization_id"]
+    label = by_name(store, org, name)
+    if label is None:
+        return False
+    auth = AuthContext("system", "system", None, org, "owner", "system")
+    try:
+        conv = conversation_for_chat(store, auth, channel["id"], chat_phone)
+    except NotFound:
+        return False
+    _, changed = _set_conversation_label(store, auth, conv["id"], label, attach=attach)
+    return changed

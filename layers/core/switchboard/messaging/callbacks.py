@@ -11,7 +11,7 @@ from switchboard.errors import UnsupportedByProvider, ValidationFailed
 from switchboard.ids import new_ulid
 from switchboard.messaging import channels, messages, models
 from switchboard.providers import provider_for
-from switchboard.providers.base import GroupEvent, InboundMessage, SessionStatus, StatusCallback
+from switchboard.providers.base import GroupEvent, InboundMessage, LabelEvent, SessionStatus, StatusCallback
 from switchboard.store import Store
 
 
@@ -64,6 +64,10 @@ def provider_callback(store: Store, channel_id: str, headers: dict[str, str], bo
             from switchboard.groups import service as groups
 
             groups.apply_event(store, channel, event)
+        elif isinstance(event, LabelEvent):  # a chat label set on the phone: the conversation's labels follow
+            from switchboard.catalog import labels
+
+            labels.apply_engine_chat_label(store, channel, event.name, event.chat_phone, attach=event.attach)
         else:  # pragma: no cover - adapters only yield the two kinds
             raise ValidationFailed.field("body", "unknown callback event")
     return {"received": received, "statuses_applied": statuses}

@@ -125,6 +125,15 @@ class GroupEvent:
 
 
 @dataclass(frozen=True)
+class LabelEvent:
+    """A chat gained or lost a label at the provider (labels are matched by name; the chat is a phone, digits)."""
+
+    name: str
+    chat_phone: str
+    attach: bool
+
+
+@dataclass(frozen=True)
 class DownloadedMedia:
     data: bytes
     mime_type: str
@@ -143,7 +152,9 @@ class Provider:
         """Raise `Unauthenticated` unless the callback is really from the provider (signature check)."""
         raise self._unsupported("inbound callbacks")
 
-    def parse_callback(self, body: bytes) -> Sequence[InboundMessage | StatusCallback | SessionStatus | GroupEvent]:
+    def parse_callback(
+        self, body: bytes
+    ) -> Sequence[InboundMessage | StatusCallback | SessionStatus | GroupEvent | LabelEvent]:
         raise self._unsupported("inbound callbacks")
 
     @classmethod

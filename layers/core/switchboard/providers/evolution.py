@@ -42,6 +42,7 @@ from switchboard.providers.base import (
     DownloadedMedia,
     GroupEvent,
     InboundMessage,
+    LabelEvent,
     OutboundMessage,
     ProviderRejected,
     ProviderUnavailable,
@@ -54,7 +55,7 @@ from switchboard.providers.http import HttpApi, ProviderError, Reply, segment
 from switchboard.providers.whatsapp_web import LinkedDeviceProvider, callback_url, digits, header, iso, obj, phone_of
 
 PROVIDER = "Evolution API"
-EVENTS = ["MESSAGES_UPSERT", "MESSAGES_UPDATE", "CONNECTION_UPDATE", "GROUP_PARTICIPANTS_UPDATE"]
+EVENTS = ["MESSAGES_UPSERT", "MESSAGES_UPDATE", "CONNECTION_UPDATE", "GROUP_PARTICIPANTS_UPDATE", "LABELS_ASSOCIATION"]
 GROUP_ACTIONS = {"add": "join", "remove": "leave", "promote": "promote", "demote": "demote"}
 STATES = {"open": "connected", "connecting": "pairing", "close": "disconnected"}
 ACKS = {"SERVER_ACK": "sent", "DELIVERY_ACK": "delivered", "READ": "read", "PLAYED": "played", "ERROR": "failed"}
@@ -485,7 +486,9 @@ class EvolutionProvider(LinkedDeviceProvider):
             raise Unauthenticated("Missing Authorization: Bearer header.")
         verify_jwt(value[7:].strip(), self.secret)
 
-    def parse_callback(self, body: bytes) -> list[InboundMessage | StatusCallback | SessionStatus | GroupEvent]:
+    def parse_callback(
+        self, body: bytes
+    ) -> list[InboundMessage | StatusCallback | SessionStatus | GroupEvent | LabelEvent]:
         try:
             doc = json.loads(body)
         except ValueError:
@@ -496,7 +499,7 @@ class EvolutionProvider(LinkedDeviceProvider):
             return []
         event, data = doc["event"], doc.get("data")
         items = data if isinstance(data, list) else [data]
-        out: list[InboundMessage | StatusCallback | SessionStatus | GroupEvent] = []
+        out: list[InboundMessage | StatusCallback | SessionStatus | GroupEvent | LabelEvent] = []
         for item in items:
             if not isinstance(item, dict):
                 raise ValidationFailed.field("body.data", "must be an object")
@@ -518,6 +521,12 @@ class EvolutionProvider(LinkedDeviceProvider):
                 ack = _ack(item)
                 if ack is not None:
                     out.append(ack)
+            elif event == "labels.association":  # {type: add | remove, chatId, labelId}; the name from findLabels
+                chat = phone_of(item.get("chatId"))
+                listed = self._call("GET", "label", "findLabels") if chat else []
+                found = next((obj(x) for x in listed or [] if str(obj(x).get("id")) == str(item.get("labelId"))), {})
+                if chat and found.get("name") and item.get("type") in ("add", "remove"):
+                    out.append(LabelEvent(str(found["name"]), chat, attach=item["type"] == "add"))
             elif event == "group-participants.update":
                 jid, action = str(item.get("id") or ""), GROUP_ACTIONS.get(str(item.get("action")))
                 if not jid.endswith("@g.us"):

@@ -36,6 +36,7 @@ from switchboard.providers.base import (
     DownloadedMedia,
     GroupEvent,
     InboundMessage,
+    LabelEvent,
     OutboundMessage,
     ProviderRejected,
     ProviderUnavailable,
@@ -58,7 +59,8 @@ from switchboard.providers.whatsapp_web import (
 PROVIDER = "WAHA"
 SIGNATURE_HEADER = "x-webhook-hmac"
 # what parse_callback consumes (group.v2.* and the lids API are WAHA's since 2025; see docs/providers.md)
-EVENTS = ["message", "message.ack", "session.status", "group.v2.participants", "group.v2.update", "group.v2.leave"]
+EVENTS = ["message", "message.ack", "session.status", "group.v2.participants", "group.v2.update", "group.v2.leave",
+          "label.chat.added", "label.chat.deleted"]  # fmt: skip
 SESSION_STATUS = {
     "STOPPED": "disconnected",
     "STARTING": "pairing",
@@ -563,7 +565,9 @@ class WahaProvider(LinkedDeviceProvider):
         if not hmac.compare_digest(given.encode(), expected.encode()):
             raise Unauthenticated("The X-Webhook-Hmac signature does not match the body.")
 
-    def parse_callback(self, body: bytes) -> list[InboundMessage | StatusCallback | SessionStatus | GroupEvent]:
+    def parse_callback(
+        self, body: bytes
+    ) -> list[InboundMessage | StatusCallback | SessionStatus | GroupEvent | LabelEvent]:
         try:
             doc = json.loads(body)
         except ValueError:
@@ -591,6 +595,16 @@ class WahaProvider(LinkedDeviceProvider):
         if event == "message.ack":
             ack = _ack(payload)
             return [ack] if ack else []
+        if event in ("label.chat.added", "label.chat.deleted"):  # src/structures/labels.dto.ts LabelChatAssociation
+            chat = phone_of(payload.get("chatId"))
+            name = obj(payload.get("label")).get("name")
+            if name is None and payload.get("labelId") is not None:  # the engine did not include the label
+                listed = self.api().request("GET", self._session_path("labels")).json() or []
+                known = next((obj(x) for x in listed if str(obj(x).get("id")) == str(payload["labelId"])), {})
+                name = known.get("name")
+            if chat is None or not name:
+                return []
+            return [LabelEvent(str(name), chat, attach=event == "label.chat.added")]
         if event.startswith("group.v2."):
             group = obj(payload.get("group"))
             jid = str(group.get("id") or "")
