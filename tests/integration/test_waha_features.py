@@ -64,6 +64,9 @@ def test_group_lifecycle_reaches_waha(api: Api, waha: FakeWaha, web: dict[str, A
     assert session.groups[jid]["desc"] == "About"
     _ok(api.post(f"/v1/groups/{group['id']}/photo", json={"image_url": "https://cdn.example/p.png"}))
     assert session.groups[jid]["picture"] == "https://cdn.example/p.png"
+    asset = _ok(api.post("/v1/media/uploads", json={"content_type": "image/png", "size": 10}), 201)
+    _ok(api.post(f"/v1/groups/{group['id']}/photo", json={"asset_id": asset["id"]}))
+    assert session.groups[jid]["picture"].startswith("http") and asset["id"] in session.groups[jid]["picture"]
     _ok(api.post(f"/v1/groups/{group['id']}/photo", json={"remove": True}))
     assert session.groups[jid]["picture"] is None
 

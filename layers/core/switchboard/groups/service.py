@@ -241,12 +241,15 @@ def set_photo(
     from switchboard.messaging import media
 
     group, provider = _active(store, auth, ref, channel_id)
+    payload: Item = {"jid": group["jid"], "image_url": body.image_url, "asset_id": body.asset_id, "remove": body.remove}
     if body.asset_id:
         media.get_asset(store, auth, body.asset_id)  # 404 unless it is the organization's upload
-    answer = provider.groups(
-        "set_photo",
-        {"jid": group["jid"], "image_url": body.image_url, "asset_id": body.asset_id, "remove": body.remove},
-    )
+        asset = store.get(common.org_key(auth.org_id, f"ASSET#{body.asset_id}"))
+        if asset and asset.get("object_key") and provider.platform != "sandbox":  # engines fetch it by URL
+            from switchboard import media as s3_media
+
+            payload["asset_url"] = s3_media.presign_download(str(asset["object_key"]))[0]
+    answer = provider.groups("set_photo", payload)
     photo = None
     if not body.remove:
         photo = {

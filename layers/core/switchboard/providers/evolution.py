@@ -415,9 +415,10 @@ class EvolutionProvider(LinkedDeviceProvider):
         if action == "set_photo":
             if payload.get("remove"):
                 raise self._unsupported("removing a group picture")
-            if not payload.get("image_url"):
-                raise ProviderRejected(f"{PROVIDER} takes a group picture from a URL: give image_url.")
-            self._group("POST", "updateGroupPicture", payload["jid"], {"image": payload["image_url"]})
+            url = payload.get("image_url") or payload.get("asset_url")
+            if not url:
+                raise ProviderRejected(f"{PROVIDER} takes a group picture from a URL: give image_url or asset_id.")
+            self._group("POST", "updateGroupPicture", payload["jid"], {"image": url})
             return {"jid": payload["jid"], "photo_id": None}
         if action == "participants":
             phones = [digits(p) for p in payload.get("participants") or []]

@@ -454,9 +454,10 @@ class WahaProvider(LinkedDeviceProvider):
             if payload.get("remove"):
                 self.api().request("DELETE", path)
                 return {"jid": payload["jid"], "photo_id": None}
-            if not payload.get("image_url"):
-                raise ProviderRejected(f"{PROVIDER} takes a group picture from a URL: give image_url.")
-            self.api().request("PUT", path, json_body={"file": {"url": payload["image_url"]}})
+            url = payload.get("image_url") or payload.get("asset_url")
+            if not url:
+                raise ProviderRejected(f"{PROVIDER} takes a group picture from a URL: give image_url or asset_id.")
+            self.api().request("PUT", path, json_body={"file": {"url": url}})
             return {"jid": payload["jid"], "photo_id": None}
         if action == "participants":
             route = {"add": ("participants", "add"), "remove": ("participants", "remove"),
