@@ -47,7 +47,8 @@ def subscription(store: Store, channel_id: str, params: dict[str, str]) -> str:
 
 
 def provider_callback(store: Store, channel_id: str, headers: dict[str, str], body: bytes) -> dict[str, Any]:
-    """Verify the provider's signature, then store each inbound message once and apply each status."""
+    """Verify the provider's signature, then store each inbound message once, apply each status, and follow the
+    engine's session, group and chat-label events."""
     channel = _channel(store, channel_id)
     adapter = provider_for(channel)
     adapter.verify_callback(headers, body)
@@ -68,6 +69,6 @@ def provider_callback(store: Store, channel_id: str, headers: dict[str, str], bo
             from switchboard.catalog import labels
 
             labels.apply_engine_chat_label(store, channel, event.name, event.chat_phone, attach=event.attach)
-        else:  # pragma: no cover - adapters only yield the two kinds
+        else:  # pragma: no cover - adapters yield only the kinds above
             raise ValidationFailed.field("body", "unknown callback event")
     return {"received": received, "statuses_applied": statuses}
