@@ -557,6 +557,11 @@ def test_linked_device_journey(api: Api, waha: FakeWaha, web: dict[str, Any]):
     _post_event(api, waha, web, "session.status", waha.session_status(channel_id))
     failed = api.get(f"/v1/channels/{channel_id}").json()["data"]
     assert failed["status"] == "error" and "FAILED" in failed["last_error"]
+    waha.sessions[channel_id].status = "WORKING"  # the callback saying so was lost: /status asks and corrects
+    assert api.get(f"/v1/channels/{channel_id}/status").json()["data"]["status"] == "connected"
+    assert api.get(f"/v1/channels/{channel_id}").json()["data"]["status"] == "connected"
+    waha.sessions[channel_id].status = "FAILED"
+    assert api.get(f"/v1/channels/{channel_id}/status").json()["data"]["status"] == "error"
     refused = api.post("/v1/messages", json={"channel_id": channel_id, "to": TO, "text": {"body": "x"}})
     api.assert_error(refused, 409, "conflict")
     assert api.post(f"/v1/channels/{channel_id}/disconnect").json()["data"]["status"] == "disconnected"

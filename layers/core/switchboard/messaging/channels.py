@@ -261,10 +261,14 @@ def _reconnect_soft(store: Store, auth: AuthContext, channel_id: str) -> models.
 
 
 def status(store: Store, auth: AuthContext, channel_id: str) -> models.ChannelStatusView:
+    """The provider's live state; a linked-device engine that disagrees with the record corrects it."""
     item, adapter = provider(store, auth, channel_id)
+    live = adapter.status()
+    if item["platform"] == "whatsapp_web" and live != item["status"]:
+        item = record_session_status(store, item, SessionStatus(live, live.upper()))
     return models.ChannelStatusView(
         channel_id=item["id"],
-        status=adapter.status(),
+        status=live,
         is_active=item["is_active"],
         last_connected_at=item.get("last_connected_at"),
         last_error=item.get("last_error"),
