@@ -43,6 +43,9 @@ EVENTS = {  # src/structures/enums.dto.ts WAHAEvents
     "group.v2.join", "group.v2.leave", "group.v2.participants", "group.v2.update",
 }  # fmt: skip
 PRESENCES = {"offline", "online", "typing", "recording", "paused"}  # src/structures/enums.dto.ts WAHAPresenceStatus
+COLORS = ["#ff9485", "#64c4ff", "#ffd429", "#dfaef0", "#99b6c1", "#55ccb3", "#ff9dff", "#d3a91d", "#6d7cce",
+          "#d7e752", "#00d0e2", "#ffc5c7", "#93ceac", "#f74848", "#00a0f2", "#83e422", "#ffaf04", "#b5ebff",
+          "#9ba6ff", "#9368cf"]  # fmt: skip  # src/structures/labels.dto.ts
 ACK_NAMES = {-1: "ERROR", 0: "PENDING", 1: "SERVER", 2: "DEVICE", 3: "READ", 4: "PLAYED"}  # WAMessageAck
 
 
@@ -512,9 +515,11 @@ class FakeWaha(FakeServer):
             body = _json(request)
             if not body.get("name"):
                 raise nest_error(400, "name is required")
+            color = body.get("color", 0)
+            if not isinstance(color, int) or not 0 <= color < len(COLORS):  # src/structures/labels.dto.ts Colors
+                raise nest_error(400, "color must be a number from 0 to 19")
             ident = str(len(session.labels) + 1)
-            session.labels[ident] = {"id": ident, "name": body["name"], "color": 0,
-                                     "colorHex": body.get("colorHex") or "#ff9485"}  # fmt: skip
+            session.labels[ident] = {"id": ident, "name": body["name"], "color": color, "colorHex": COLORS[color]}
             return Response(201, session.labels[ident])
         if len(rest) == 2 and rest[0] == "chats" and method == "GET":
             return Response(200, [session.labels[i] for i in session.chat_labels.get(rest[1], [])])

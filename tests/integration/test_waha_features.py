@@ -172,6 +172,7 @@ def test_labels_on_chats_reach_waha_and_messages_are_unsupported(api: Api, waha:
     assert attached["provider_sync"] == "synced"
     [engine_label] = session.labels.values()
     assert engine_label["name"] == "VIP" and session.chat_labels[f"{ADA}@c.us"] == [engine_label["id"]]
+    assert waha.requests_to("POST", f"/api/{web['id']}/labels")[0].json == {"name": "VIP", "color": 0}
     assert _ok(api.get(f"/v1/conversations/{conv['id']}"))["labels"] == [label["id"]]
     detached = _ok(api.post("/v1/labels/chats/detach", json={"label_id": label["id"], "conversation_id": conv["id"]}))
     assert detached["provider_sync"] == "synced" and session.chat_labels[f"{ADA}@c.us"] == []

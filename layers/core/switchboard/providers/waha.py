@@ -80,6 +80,10 @@ SEND_ROUTES = {
     "location": "/api/sendLocation",
     "contacts": "/api/sendContactVcard",
 }
+# src/structures/labels.dto.ts `Colors` (waha-docs how-to/labels "Label color"): index → colorHex
+LABEL_COLORS = ["#ff9485", "#64c4ff", "#ffd429", "#dfaef0", "#99b6c1", "#55ccb3", "#ff9dff", "#d3a91d", "#6d7cce",
+                "#d7e752", "#00d0e2", "#ffc5c7", "#93ceac", "#f74848", "#00a0f2", "#83e422", "#ffaf04", "#b5ebff",
+                "#9ba6ff", "#9368cf"]  # fmt: skip
 _SERIALIZED = re.compile(r"^(true|false)_([^_]+)_(.+)$")
 
 
@@ -528,7 +532,10 @@ class WahaProvider(LinkedDeviceProvider):
         if label is None:
             if action == "detach_chat":
                 return {"action": action, "ok": True}
-            body = {"name": payload["name"], "colorHex": payload.get("color")}
+            body: dict[str, Any] = {"name": payload["name"]}
+            color = str(payload.get("color") or "").lower()
+            if color in LABEL_COLORS:  # WAHA's colours are a fixed palette of 20, by index; others take its default
+                body["color"] = LABEL_COLORS.index(color)
             label = obj(self.api().call("POST", self._session_path("labels"), json_body=body))
         current = self.api().request("GET", self._session_path("labels", "chats", chat)).json() or []
         ids = [str(obj(x).get("id")) for x in current if obj(x).get("id")]
