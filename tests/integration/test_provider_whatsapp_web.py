@@ -379,6 +379,8 @@ def test_lookup_block_and_media_download(waha, linked):
     url = waha.add_media(CHANNEL, b"\xff\xd8jpeg", "image/jpeg")
     got = linked.download_media(url, "m", json.dumps({"media": {"url": url}}))
     assert (got.data, got.mime_type) == (b"\xff\xd8jpeg", "image/jpeg")
+    internal = url.replace(waha.url, "http://waha-internal:3000")  # WAHA naming itself by its own host name
+    assert linked.download_media(internal, "m", "{}").data == b"\xff\xd8jpeg"
     with pytest.raises(ProviderRejected, match="not on this channel's WAHA server"):
         linked.download_media("https://evil.example/x", "m", "{}")
 

@@ -29,6 +29,7 @@ import hmac
 import json
 import re
 from typing import Any
+from urllib.parse import urlsplit
 
 from switchboard.errors import Unauthenticated, ValidationFailed
 from switchboard.providers.base import (
@@ -341,6 +342,9 @@ class WahaProvider(LinkedDeviceProvider):
             or media_id
         )
         api = self.api()
+        path = urlsplit(url).path
+        if path.startswith("/api/files/") and ".." not in path.split("/"):
+            url = f"{api.base_url}{path}"  # WAHA may name itself by an internal host: its files are under base_url
         if not url.startswith(api.base_url + "/"):
             raise ProviderRejected(f"The media link is not on this channel's {PROVIDER} server.")
         reply = api.request("GET", url, max_bytes=MAX_MEDIA, deadline=MEDIA_DEADLINE)
