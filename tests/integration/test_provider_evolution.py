@@ -269,6 +269,9 @@ def test_parse_upsert_update_and_connection(evo, linked):
     lid = evo.inbound(CHANNEL, "12345678901234@lid", "hi", remoteJidAlt="4915112345678@s.whatsapp.net")
     [from_lid] = linked.parse_callback(evo.webhook(CHANNEL, "messages.upsert", lid)[0])
     assert from_lid.from_phone == "4915112345678"
+    reaction = evo.inbound(CHANNEL, TO, "")
+    reaction |= {"message": {"reactionMessage": {"text": "👍", "key": data["key"]}}, "messageType": "reactionMessage"}
+    assert linked.parse_callback(evo.webhook(CHANNEL, "messages.upsert", reaction)[0]) == []
     other = json.loads(body) | {"instance": "someone-else"}
     assert linked.parse_callback(json.dumps(other).encode()) == []
     with pytest.raises(ValidationFailed):

@@ -423,6 +423,10 @@ def test_lid_senders_are_resolved_through_the_engine(waha, linked):
     [inbound] = linked.parse_callback(json.dumps({"event": "message", "session": CHANNEL, "payload": payload}).encode())
     assert inbound.from_phone == "4915112345678"
     assert waha.last.path == f"/api/{CHANNEL}/lids/12345678901234@lid"
+    unknown = waha.inbound(CHANNEL, "99999999999999@lid", "who am I")  # the engine has no phone for it
+    assert (
+        linked.parse_callback(json.dumps({"event": "message", "session": CHANNEL, "payload": unknown}).encode()) == []
+    )
 
 
 def test_what_is_not_ours_is_ignored(waha, linked):

@@ -72,6 +72,13 @@ SEND_ROUTES = {
     "contacts": "sendContact",
 }
 _KEY = re.compile(r"^(true|false)_([^_]+)_(.+)$")
+NOT_MESSAGES = {
+    "reactionMessage",
+    "protocolMessage",
+    "editedMessage",
+    "pollUpdateMessage",
+    "senderKeyDistributionMessage",
+}
 _KINDS = {
     "imageMessage": "image",
     "videoMessage": "video",
@@ -558,6 +565,8 @@ def _inbound(item: dict[str, Any]) -> InboundMessage | None:
         return None
     message = obj(item.get("message"))
     kind_name = str(item.get("messageType") or next(iter(message), "conversation"))
+    if kind_name in NOT_MESSAGES:  # reactions, edits, revokes, poll votes: events about messages, not new ones
+        return None
     kind = _KINDS.get(kind_name, "text")
     part = obj(message.get(kind_name))
     text = message.get("conversation") or obj(message.get("extendedTextMessage")).get("text") or part.get("caption")

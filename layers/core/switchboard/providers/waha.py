@@ -395,7 +395,10 @@ class WahaProvider(LinkedDeviceProvider):
 
     def resolve_lid(self, lid: str) -> str | None:
         """The phone behind an anonymised `@lid` sender, from the engine's lid map; None when it does not know."""
-        data = self._call("GET", self._session_path("lids", lid))
+        try:
+            data = self._call("GET", self._session_path("lids", lid))
+        except ProviderRejected:  # an engine without the lids API, or a lid it refuses: not resolvable
+            return None
         return phone_of(data.get("pn"))
 
     # Groups (src/api/groups.controller.ts; waha-docs how-to/groups) -------------------------------------------------
