@@ -215,6 +215,9 @@ class LocalStack:
                 if name in merged and merged[name] != value:
                     log.warning("%s differs between functions; the local stack uses one value (%s)", name, spec)
                 merged.setdefault(name, value)
+        if self._sock is not None and not merged.get("PUBLIC_BASE_URL"):  # engines' webhooks reach this stack
+            host, port = self._sock.getsockname()[:2]
+            merged["PUBLIC_BASE_URL"] = f"http://{host}:{port}"
         merged.setdefault("POWERTOOLS_TRACE_DISABLED", "true")
         merged.setdefault("POWERTOOLS_METRICS_DISABLED", "true")
         for name, value in LOCAL_LIMITS.items():  # unless the environment sets them

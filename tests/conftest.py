@@ -16,6 +16,7 @@ TEST_ENV = {
     "CURSOR_SECRET": "test-cursor-secret-0123456789abcdef",
     "API_KEY_MODE": "test",
     "MAIL_SENDER": "no-reply@switchboard.test",
+    "PUBLIC_BASE_URL": "https://switchboard.test",
     "AWS_DEFAULT_REGION": "us-east-1",
     "AWS_REGION": "us-east-1",
     "AWS_ACCESS_KEY_ID": "testing",

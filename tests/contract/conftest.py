@@ -132,6 +132,7 @@ SCHEMA_INEXPRESSIBLE: dict[str, dict[str, str]] = {
         "body.to": _PHONE,
         "body.text": f"required when `type` is text {_IF_THEN}",
         "body.media": f"required for media types, with a url, id or asset_id {_IF_THEN}",
+        "body.contacts": f"required when `type` is contacts; each card's phone a phone number {_IF_THEN}",
     },
     "POST /v1/messages/presence": {"body.to": _PHONE_OR_JID},
     "POST /v1/newsletters/subscribe": {

@@ -1,6 +1,6 @@
 """Fake provider servers for tests: real HTTP on 127.0.0.1, a thread per connection, every request recorded.
 
-`FakeServer` is the shared machinery; `graph_api.FakeGraphApi` and `wa_gateway.FakeWaGateway` speak the wire formats.
+`FakeServer` is the shared machinery; `graph_api.FakeGraphApi` and `waha.FakeWaha` speak the wire formats.
 Usage::
 
     with FakeGraphApi(token="t") as graph:

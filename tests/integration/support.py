@@ -56,6 +56,7 @@ def moto_resources(monkeypatch: Any) -> Iterator[tuple[LocalTemplate, Resources]
             resources = create_resources(template, prefix="switchboard-it")
             for name, value in resources.function_env(template.function("SystemFunction")).items():
                 monkeypatch.setenv(name, value)
+            monkeypatch.setenv("PUBLIC_BASE_URL", "https://switchboard.test")  # the stack parameter of a deployment
             reset_settings()
             aws.reset_clients()
             yield template, resources

@@ -58,6 +58,9 @@ class Settings(BaseModel):
     meta_app_id: str | None = None
     meta_app_secret: SecretStr | None = None
     meta_config_id: str | None = None
+    # Where engines reach this stack (linked-device channels' webhooks): the stack parameter PublicBaseUrl; the local
+    # stack sets its own URL.
+    public_base_url: str | None = None
     aws_region: str = Field(default="us-east-1", validation_alias="AWS_REGION")
 
     def __init__(self, **values: Any) -> None:

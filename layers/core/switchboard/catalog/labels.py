@@ -13,7 +13,7 @@ from switchboard.api.lazy import lazy_module
 from switchboard.api.pagination import decode_cursor, encode_cursor, query_fingerprint
 from switchboard.audit import audit_put
 from switchboard.catalog import models
-from switchboard.errors import Conflict, DomainError, NotFound, ValidationFailed
+from switchboard.errors import Conflict, DomainError, NotFound, UnsupportedByProvider, ValidationFailed
 from switchboard.events.outbox import outbox_put
 from switchboard.ids import new_id
 from switchboard.providers import ProviderUnavailable, provider_for
@@ -229,6 +229,8 @@ def _mirror(store: Store, org: str, channel_id: str, action: str, payload: Item)
         if "labels" not in adapter.capabilities():
             return "unsupported"
         adapter.labels(action, payload)
+    except UnsupportedByProvider:  # the engine has labels, but not this use of them (e.g. on messages)
+        return "unsupported"
     except (DomainError, ProviderUnavailable):
         return "failed"
     return "synced"
@@ -401,3 +403,22 @@ def message_label(
         labels=sorted(after.get("labels") or []),
         provider_sync=sync,
     )
+
+
+def apply_engine_chat_label(store: Store, channel: Item, name: str, chat_phone: str, *, attach: bool) -> bool:
+    """A provider says a chat gained or lost a label (set on the phone): the conversation's labels follow when the
+    organization has a label of that name and a conversation with that chat on the channel. Nothing is sent back to
+    the provider. True when the conversation changed."""
+    from switchboard.catalog.chats import conversation_for_chat
+
+    org = channel["organization_id"]
+    label = by_name(store, org, name)
+    if label is None:
+        return False
+    auth = AuthContext("system", "system", None, org, "owner", "system")
+    try:
+        conv = conversation_for_chat(store, auth, channel["id"], chat_phone)
+    except NotFound:
+        return False
+    _, changed = _set_conversation_label(store, auth, conv["id"], label, attach=attach)
+    return changed

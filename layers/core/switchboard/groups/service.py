@@ -16,7 +16,7 @@ from switchboard.audit import audit_put
 from switchboard.errors import Conflict, NotFound, ValidationFailed
 from switchboard.groups import common, models
 from switchboard.ids import new_id
-from switchboard.providers.base import Provider
+from switchboard.providers.base import GroupEvent, Provider
 from switchboard.store import Put, Store, TxOp, keys
 
 Item = dict[str, Any]
@@ -241,12 +241,15 @@ def set_photo(
     from switchboard.messaging import media
 
     group, provider = _active(store, auth, ref, channel_id)
+    payload: Item = {"jid": group["jid"], "image_url": body.image_url, "asset_id": body.asset_id, "remove": body.remove}
     if body.asset_id:
         media.get_asset(store, auth, body.asset_id)  # 404 unless it is the organization's upload
-    answer = provider.groups(
-        "set_photo",
-        {"jid": group["jid"], "image_url": body.image_url, "asset_id": body.asset_id, "remove": body.remove},
-    )
+        asset = store.get(common.org_key(auth.org_id, f"ASSET#{body.asset_id}"))
+        if asset and asset.get("object_key") and provider.platform != "sandbox":  # engines fetch it by URL
+            from switchboard import media as s3_media
+
+            payload["asset_url"] = s3_media.presign_download(str(asset["object_key"]))[0]
+    answer = provider.groups("set_photo", payload)
     photo = None
     if not body.remove:
         photo = {
@@ -422,3 +425,55 @@ def leave(store: Store, auth: AuthContext, ref: str, channel_id: str | None = No
         audit_put(auth, "group.left", "group", group["id"], before={"status": "active"}, after={"status": "left"}),
     )
     return view(new)
+
+
+# Provider events -----------------------------------------------------------------------------------------------------
+_ROLES = {"join": "member", "promote": "admin", "demote": "member"}
+
+
+def apply_event(store: Store, channel: Item, event: GroupEvent) -> bool:
+    """A provider's group event updates the group's record on that channel (unknown groups are ignored; the record's
+    `version` guards the write, read again once on a race). True when the record changed."""
+    org = channel["organization_id"]
+    me = str((channel.get("metadata") or {}).get("wa_id") or channel.get("phone_number") or "")
+    for attempt in range(2):
+        pointer = store.get(jid_key(org, event.jid.lower(), channel["id"]), consistent=True)
+        if pointer is None:
+            return False
+        group = store.get(group_key(org, pointer["group_id"]), consistent=True)
+        if group is None:
+            return False
+        changes: Item = {}
+        if event.kind == "left" or (
+            event.kind == "participants" and event.action == "leave" and me in event.participants
+        ):
+            if group.get("status") != "left":
+                changes = {"status": "left", "left_at": clock.now_iso()}
+        elif event.kind == "update":
+            if event.name is not None and event.name != group.get("name"):
+                changes["name"] = event.name
+            if event.description is not None and event.description != group.get("description"):
+                changes["description"] = event.description
+        elif event.kind == "participants" and event.action in ("join", "leave", "promote", "demote"):
+            current = {p["phone"]: dict(p) for p in group.get("participants") or []}
+            now = clock.now_iso()
+            for phone in event.participants:
+                if phone == me:
+                    continue
+                if event.action == "leave":
+                    current.pop(phone, None)
+                elif event.action == "join":
+                    current.setdefault(phone, {"phone": phone, "role": "member", "added_at": now})
+                elif phone in current:
+                    current[phone]["role"] = _ROLES[event.action]
+            if list(current.values()) != list(group.get("participants") or []):
+                changes["participants"] = list(current.values())
+        if not changes:
+            return False
+        try:
+            _save(store, group, changes)
+            return True
+        except Conflict:
+            if attempt:
+                raise
+    return False

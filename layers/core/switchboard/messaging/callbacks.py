@@ -13,7 +13,7 @@ from switchboard.identity import repository as identity_repository
 from switchboard.ids import new_ulid
 from switchboard.messaging import channels, messages, models
 from switchboard.providers import provider_for
-from switchboard.providers.base import InboundMessage, StatusCallback
+from switchboard.providers.base import GroupEvent, InboundMessage, LabelEvent, SessionStatus, StatusCallback
 from switchboard.store import Store
 
 
@@ -59,7 +59,8 @@ def subscription(store: Store, channel_id: str, params: dict[str, str]) -> str:
 
 
 def provider_callback(store: Store, channel_id: str, headers: dict[str, str], body: bytes) -> dict[str, Any]:
-    """Verify the provider's signature, then store each inbound message once and apply each status."""
+    """Verify the provider's signature, then store each inbound message once, apply each status, and follow the
+    engine's session, group and chat-label events."""
     limit_callbacks(store, channel_id)
     channel = _channel(store, channel_id)
     adapter = provider_for(channel)
@@ -71,6 +72,16 @@ def provider_callback(store: Store, channel_id: str, headers: dict[str, str], bo
             received += 1
         elif isinstance(event, StatusCallback):
             statuses += int(messages.status_callback(store, channel["organization_id"], channel, event))
-        else:  # pragma: no cover - adapters only yield the two kinds
+        elif isinstance(event, SessionStatus):  # the linked-device session moved: the channel follows
+            channel = channels.record_session_status(store, channel, event)
+        elif isinstance(event, GroupEvent):  # a group changed at the provider: its record follows
+            from switchboard.groups import service as groups
+
+            groups.apply_event(store, channel, event)
+        elif isinstance(event, LabelEvent):  # a chat label set on the phone: the conversation's labels follow
+            from switchboard.catalog import labels
+
+            labels.apply_engine_chat_label(store, channel, event.name, event.chat_phone, attach=event.attach)
+        else:  # pragma: no cover - adapters yield only the kinds above
             raise ValidationFailed.field("body", "unknown callback event")
     return {"received": received, "statuses_applied": statuses}

@@ -16,7 +16,7 @@ from switchboard.errors import Conflict, NotFound, UnsupportedByProvider, Valida
 from switchboard.ids import new_id, new_ulid
 from switchboard.messaging import models
 from switchboard.providers import ProviderRejected, ProviderUnavailable, provider_for
-from switchboard.providers.base import Provider
+from switchboard.providers.base import Provider, SessionStatus
 from switchboard.store import Delete, Put, Store, TxOp, keys
 
 Item = dict[str, Any]
@@ -110,14 +110,12 @@ def log_entry(org: str, channel_id: str, event: str, detail: dict[str, Any] | No
 
 
 def check_config(item: Item) -> None:
-    """The channel's adapter accepts its config (400 `validation_failed` otherwise; unknown platform too)."""
+    """The channel's adapter (its platform's, its engine's) accepts its config (400 `validation_failed` otherwise;
+    an unknown platform or engine too)."""
     from switchboard.config import get_settings
-    from switchboard.providers.registry import PLATFORMS
+    from switchboard.providers.registry import adapter_class
 
-    platform = str(item.get("platform"))
-    if platform not in PLATFORMS:
-        raise ValidationFailed.field("platform", f"unknown platform {item.get('platform')!r}")
-    PLATFORMS[platform].check_config(item.get("config") or {}, local=get_settings().is_local)
+    adapter_class(item).check_config(item.get("config") or {}, local=get_settings().is_local)
 
 
 def create(store: Store, auth: AuthContext, body: models.ChannelCreate) -> models.Channel:
@@ -265,6 +263,32 @@ def connect(store: Store, auth: AuthContext, channel_id: str, *, force: bool = F
     return view(_save(store, auth, item, changes, "reconnected" if force else result.status))
 
 
+def record_session_status(store: Store, channel: Item, event: SessionStatus) -> Item:
+    """An engine's callback says the linked-device session changed state: the channel's status follows it (a
+    callback that changes nothing writes nothing). Retried once when the channel changed meanwhile."""
+    org = channel["organization_id"]
+    auth = AuthContext("system", "system", None, org, "owner", "system")
+    item = channel
+    for attempt in range(2):
+        metadata = {**(item.get("metadata") or {}), **event.metadata}
+        changes: Item = {"status": event.status, "metadata": metadata}
+        if event.status == "connected":
+            changes["last_error"] = None
+            if item.get("status") != "connected":
+                changes["last_connected_at"] = clock.now_iso()
+        elif event.status == "error":
+            changes["last_error"] = f"The engine reports the session as {event.engine_status}."
+        if all(item.get(k) == v for k, v in changes.items() if k != "last_connected_at"):
+            return item
+        try:
+            return _save(store, auth, item, changes, "session_status", {"engine_status": event.engine_status})
+        except Conflict:
+            if attempt:
+                raise
+            item = get_item(store, org, channel["id"], consistent=True)
+    return item
+
+
 def disconnect(store: Store, auth: AuthContext, channel_id: str) -> models.Channel:
     item = get_item(store, auth.org_id, channel_id, consistent=True)
     try:
@@ -288,10 +312,14 @@ def _reconnect_soft(store: Store, auth: AuthContext, channel_id: str) -> models.
 
 
 def status(store: Store, auth: AuthContext, channel_id: str) -> models.ChannelStatusView:
+    """The provider's live state; a linked-device engine that disagrees with the record corrects it."""
     item, adapter = provider(store, auth, channel_id)
+    live = adapter.status()
+    if item["platform"] == "whatsapp_web" and live != item["status"]:
+        item = record_session_status(store, item, SessionStatus(live, live.upper()))
     return models.ChannelStatusView(
         channel_id=item["id"],
-        status=adapter.status(),
+        status=live,
         is_active=item["is_active"],
         last_connected_at=item.get("last_connected_at"),
         last_error=item.get("last_error"),

@@ -15,13 +15,13 @@ from switchboard.billing.usage import usage_record_put
 from switchboard.config import get_settings
 from switchboard.contacts import service as contacts
 from switchboard.contacts.identifiers import Identifier, normalize_phone
-from switchboard.errors import Conflict, DomainError, ServiceUnavailable, ValidationFailed
+from switchboard.errors import Conflict, DomainError, ServiceUnavailable, UnsupportedByProvider, ValidationFailed
 from switchboard.events.outbox import outbox_put
 from switchboard.ids import new_message_id
 from switchboard.messaging import channels, conversations, models, status
 from switchboard.providers import OutboundMessage, ProviderRejected, provider_for
-from switchboard.providers.base import InboundMessage, StatusCallback
-from switchboard.store import Put, Store, TxOp, keys
+from switchboard.providers.base import InboundMessage, SendUncertain, StatusCallback
+from switchboard.store import Delete, Put, Store, TxOp, Update, keys
 
 if TYPE_CHECKING:
     from switchboard.contacts import models as contact_models
@@ -62,6 +62,14 @@ def _content(body: models.SendMessage) -> tuple[str | None, dict[str, Any] | Non
         if not body.template:
             raise ValidationFailed.field("body.template", "is required for template messages")
         return None, {"template": body.template.model_dump()}, f"[template {body.template.name}]"
+    if body.type == "contacts":
+        if not body.contacts:
+            raise ValidationFailed.field("body.contacts", "is required for contacts messages")
+        cards = [
+            {**card.model_dump(exclude_none=True), "phone": normalize_phone(card.phone, f"body.contacts.{n}.phone")}
+            for n, card in enumerate(body.contacts)
+        ]
+        return None, {"contacts": cards}, "[contacts]"
     if body.type == "location":
         if not body.location:
             raise ValidationFailed.field("body.location", "is required for location messages")
@@ -117,6 +125,15 @@ def _check_recipient(contact: Item, state: dict[str, Item], conv: Item | None, r
         raise Conflict(f"The recipient opted out of {CHANNEL_KIND} messages.", code="recipient_opted_out")
 
 
+def _check_type(channel: Item, kind: str) -> None:
+    adapter = provider_for(channel)
+    if adapter.message_types is not None and kind not in adapter.message_types:
+        raise UnsupportedByProvider(
+            f"The channel's engine cannot send {kind} messages.",
+            details=[{"platform": channel["platform"], "operation": f"send {kind}"}],
+        )
+
+
 def send(store: Store, auth: AuthContext, body: models.SendMessage) -> models.Message:
     """Accept a message for sending: stored `pending`, queued through the outbox (→ message_sender), 202."""
     org = auth.org_id
@@ -126,6 +143,8 @@ def send(store: Store, auth: AuthContext, body: models.SendMessage) -> models.Me
         from switchboard.catalog.templates import validate_template_message
 
         validate_template_message(store, org, channel["id"], body.template)
+    if channel["platform"] == "whatsapp_web":  # engines differ in what they can send: refused before it is queued
+        _check_type(channel, body.type)
     if channel["status"] != "connected" or not channel.get("is_active", True):
         raise Conflict("The channel is not connected.", details=[{"channel_status": channel["status"]}])
     ratelimit.hit(store, f"send:{org}", limit=SENDS_PER_MINUTE, window_seconds=60)
@@ -240,10 +259,15 @@ def deliver(store: Store, org: str, message_id: str) -> str:
         return "skipped"
     try:
         channel = channels.get_item(store, org, message["channel_id"])
+        if message.get(HANDED_OFF_UNCERTAIN):
+            raise SendUncertain(message[HANDED_OFF_UNCERTAIN])
         provider_message_id = message.get(HANDED_OFF) or _hand_off(store, org, message, channel)
     except ProviderRejected as err:
         status.apply(store, org, message, "failed", error=err.message)
         return "failed"
+    except SendUncertain as err:
+        _record_uncertain(store, org, message, channel, str(err))
+        return "uncertain"
     except Exception:
         _release_send(store, org, message)  # nothing was sent: the retry need not wait for the lease
         raise
@@ -253,7 +277,10 @@ def deliver(store: Store, org: str, message_id: str) -> str:
     return "sent"
 
 
-HANDED_OFF = "handed_off_id"  # the provider's id, kept on a pending message whose `sent` write could not be made
+# Kept on a pending message whose `sent` write could not be made after the provider had it: the provider's id, or
+# why the send is uncertain. The queue's redelivery then finishes the write instead of handing the message over again.
+HANDED_OFF = "handed_off_id"
+HANDED_OFF_UNCERTAIN = "handed_off_uncertain"
 
 
 def _hand_off(store: Store, org: str, message: Item, channel: Item) -> str:
@@ -272,10 +299,7 @@ def _hand_off(store: Store, org: str, message: Item, channel: Item) -> str:
 
 
 def _record_sent(store: Store, org: str, message: Item, channel: Item, provider_message_id: str) -> None:
-    """Move a message the provider has accepted to `sent`. The status condition makes every retry safe, so a
-    throttled or conflicted write is tried again here (the store already retried each a few times). If it still
-    cannot be written, the provider's id is kept on the message before the error goes up: the queue's redelivery
-    then finishes this write instead of sending again."""
+    """Move a message the provider has accepted to `sent`, with its provider-id sentinel and its usage record."""
     sentinel = Put(
         item={
             **provider_key(org, channel["id"], provider_message_id),
@@ -283,16 +307,32 @@ def _record_sent(store: Store, org: str, message: Item, channel: Item, provider_
             "message_id": message["id"],
         }
     )
+    _write_sent(
+        store,
+        org,
+        message,
+        extra=[sentinel, usage_record_put(org, channel, message["id"])],
+        extra_set={"provider_message_id": provider_message_id},
+        handed_off=(HANDED_OFF, provider_message_id),
+    )
+
+
+def _write_sent(
+    store: Store,
+    org: str,
+    message: Item,
+    *,
+    extra: list[TxOp],
+    extra_set: dict[str, Any],
+    handed_off: tuple[str, str],
+) -> None:
+    """The `pending → sent` write of a message the provider may have. The status condition makes every retry safe, so
+    a throttled or conflicted write is tried again here (the store already retried each a few times). If it still
+    cannot be written, `handed_off` (an attribute and its value) is kept on the message before the error goes up: the
+    queue's redelivery then finishes this write instead of sending again."""
     for attempt in range(SENT_WRITE_ATTEMPTS):
         try:
-            status.apply(
-                store,
-                org,
-                message,
-                "sent",
-                extra=[sentinel, usage_record_put(org, channel, message["id"])],
-                extra_set={"provider_message_id": provider_message_id},
-            )
+            status.apply(store, org, message, "sent", extra=extra, extra_set=extra_set)
             return
         except (ServiceUnavailable, Conflict):  # status.apply answers False, not Conflict, when the rules refuse
             if attempt + 1 < SENT_WRITE_ATTEMPTS:
@@ -301,13 +341,78 @@ def _record_sent(store: Store, org: str, message: Item, channel: Item, provider_
             with contextlib.suppress(DomainError):  # the redelivery may still send again only if this fails too
                 store.update(
                     status.message_key(org, message["id"]),
-                    f"SET {HANDED_OFF} = :p",
+                    f"SET {handed_off[0]} = :h",
                     condition="#status = :pending",
                     names={"#status": "status"},
-                    values={":p": provider_message_id, ":pending": "pending"},
+                    values={":h": handed_off[1], ":pending": "pending"},
                     return_values="NONE",
                 )
             raise
+
+
+def uncertain_key(org: str, channel_id: str, phone: str, message_id: str) -> dict[str, str]:
+    """An uncertain send waiting for the engine's callbacks, found by channel and recipient (oldest first)."""
+    return keys.key(keys.org_pk(org), f"UNCERTAIN#{channel_id}#{phone}#{message_id}")
+
+
+def _record_uncertain(store: Store, org: str, message: Item, channel: Item, reason: str) -> None:
+    """The engine may have the message: it leaves `pending` (so no retry ever sends it again) as `sent` with
+    `uncertain: true` and no provider id, and waits for a callback naming it (CONVENTIONS "Real channel engines")."""
+    pointer = Put(
+        item={
+            **uncertain_key(org, channel["id"], message["to_phone"], message["id"]),
+            "entity": "UncertainSend",
+            "message_id": message["id"],
+            "created_at": clock.now_iso(),
+        }
+    )
+    _write_sent(
+        store,
+        org,
+        message,
+        extra=[pointer, usage_record_put(org, channel, message["id"])],
+        extra_set={"uncertain": True, "last_error": reason},
+        handed_off=(HANDED_OFF_UNCERTAIN, reason),
+    )
+
+
+def _reconcile(store: Store, org: str, channel: Item, callback: StatusCallback) -> Item | None:
+    """A callback about a message id we do not know, to a recipient with an uncertain send: that send is it.
+    The provider id, its sentinel and the end of the uncertainty are one transaction."""
+    if not callback.to_phone:
+        return None
+    page = store.query(
+        keys.org_pk(org), sk_prefix=f"UNCERTAIN#{channel['id']}#{callback.to_phone}#", limit=1, consistent=True
+    )
+    if not page.items:
+        return None
+    pointer = page.items[0]
+    message_id = pointer["message_id"]
+    try:
+        store.transact(
+            [
+                Update(
+                    key=status.message_key(org, message_id),
+                    expression="SET provider_message_id = :pmid, uncertain = :no, last_error = :none",
+                    condition="uncertain = :yes",
+                    values={":pmid": callback.provider_message_id, ":no": False, ":yes": True, ":none": None},
+                    error=Conflict("already reconciled"),
+                ),
+                Put(
+                    item={
+                        **provider_key(org, channel["id"], callback.provider_message_id),
+                        "entity": "ProviderMessage",
+                        "message_id": message_id,
+                    },
+                    condition="attribute_not_exists(PK)",
+                    error=Conflict("already reconciled"),
+                ),
+                Delete(key={"PK": pointer["PK"], "SK": pointer["SK"]}),
+            ]
+        )
+    except Conflict:
+        return None
+    return get_item(store, org, message_id, consistent=True)
 
 
 def _provider_reply_to(store: Store, org: str, reply_to: str | None) -> str | None:
@@ -323,6 +428,8 @@ def _provider_media(store: Store, org: str, content: dict[str, Any]) -> dict[str
     passed as its coordinates."""
     if "location" in content:
         return dict(content["location"])
+    if "contacts" in content:
+        return {"contacts": list(content["contacts"])}
     media_part = content.get("media")
     if not media_part or not media_part.get("asset_id"):
         return media_part
@@ -447,8 +554,12 @@ def status_callback(store: Store, org: str, channel: Item, callback: StatusCallb
     """A provider's status for one of our messages; unknown ids are ignored, order never moves a status back."""
     pointer = store.get(provider_key(org, channel["id"], callback.provider_message_id), consistent=True)
     if pointer is None:
-        return False
-    message = get_item(store, org, pointer["message_id"], consistent=True)
+        reconciled = _reconcile(store, org, channel, callback)
+        if reconciled is None:
+            return False
+        message = reconciled
+    else:
+        message = get_item(store, org, pointer["message_id"], consistent=True)
     if callback.status not in status.RANK and callback.status not in status.TERMINAL:
         return False
     return status.apply(store, org, message, callback.status, error=callback.error)

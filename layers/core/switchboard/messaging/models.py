@@ -138,7 +138,7 @@ class InboundAccepted(BaseModel):
 
 
 # Messages ----------------------------------------------------------------------------------------------------------
-MessageType = Literal["text", "image", "audio", "video", "document", "sticker", "location", "template"]
+MessageType = Literal["text", "image", "audio", "video", "document", "sticker", "location", "contacts", "template"]
 
 
 class TextContent(Strict):
@@ -168,6 +168,14 @@ class LocationContent(Strict):
     address: str | None = Field(default=None, max_length=500)
 
 
+class ContactCard(Strict):
+    """One contact card of a `contacts` message."""
+
+    name: str = Field(min_length=1, max_length=200)
+    phone: str = Field(min_length=3, max_length=40)
+    organization: str | None = Field(default=None, max_length=200)
+
+
 class SendMessage(Strict):
     channel_id: str = Field(min_length=1, max_length=64)
     to: str | None = Field(default=None, min_length=3, max_length=64, description="phone in any common form")
@@ -178,6 +186,7 @@ class SendMessage(Strict):
     media: MediaContent | None = None
     template: TemplateContent | None = None
     location: LocationContent | None = None
+    contacts: list[ContactCard] | None = Field(default=None, min_length=1, max_length=10)
     reply_to: str | None = Field(default=None, max_length=64, description="id of a message in the conversation")
 
 
@@ -193,6 +202,10 @@ class Message(BaseModel):
     created_at: str
     updated_at: str
     last_error: str | None = None
+    uncertain: bool = Field(
+        default=False,
+        description="the engine may have accepted the send but its answer was lost; callbacks reconcile it",
+    )
 
 
 class ConversationMessage(BaseModel):

@@ -7,6 +7,7 @@ An adapter overrides the operations its platform supports; every other operation
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -46,6 +47,12 @@ class ProviderRejected(DomainError):
 
 class ProviderUnavailable(Exception):
     """The provider could not be reached or answered 5xx: retry later."""
+
+
+class SendUncertain(Exception):
+    """The provider may have accepted the message, but its answer was lost (timeout after the request left) or
+    carried no message id. The message must never be handed to the provider again: it is marked `sent` with
+    `uncertain: true` and reconciled from the provider's callbacks."""
 
 
 @dataclass(frozen=True)
@@ -91,6 +98,39 @@ class StatusCallback:
     status: str  # sent | delivered | read | failed | played
     timestamp: str | None = None
     error: str | None = None
+    to_phone: str | None = None  # the recipient, when the provider says (reconciles an uncertain send)
+
+
+@dataclass(frozen=True)
+class SessionStatus:
+    """The linked-device session changed state at the engine: `status` is the channel status it maps onto."""
+
+    status: str  # disconnected | pairing | connected | error
+    engine_status: str
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class GroupEvent:
+    """A group changed at the provider: participants joined, left or changed role, its info changed, or the channel
+    itself left it. Phones are digits; `kind` is `participants` (with `action` join | leave | promote | demote),
+    `update` (name / description) or `left`."""
+
+    jid: str
+    kind: str
+    action: str | None = None
+    participants: tuple[str, ...] = ()
+    name: str | None = None
+    description: str | None = None
+
+
+@dataclass(frozen=True)
+class LabelEvent:
+    """A chat gained or lost a label at the provider (labels are matched by name; the chat is a phone, digits)."""
+
+    name: str
+    chat_phone: str
+    attach: bool
 
 
 @dataclass(frozen=True)
@@ -117,7 +157,9 @@ class Provider:
         """Raise `Unauthenticated` unless the callback is really from the provider (signature check)."""
         raise self._unsupported("inbound callbacks")
 
-    def parse_callback(self, body: bytes) -> list[InboundMessage | StatusCallback]:
+    def parse_callback(
+        self, body: bytes
+    ) -> Sequence[InboundMessage | StatusCallback | SessionStatus | GroupEvent | LabelEvent]:
         raise self._unsupported("inbound callbacks")
 
     @classmethod
@@ -149,6 +191,8 @@ class Provider:
         raise self._unsupported("pairing codes")
 
     # Messages --------------------------------------------------------------------------------------------------------
+    message_types: frozenset[str] | None = None  # the message types the provider can send; None: not restricted
+
     def send(self, message: OutboundMessage) -> SendResult:
         raise self._unsupported("sending messages")
 

@@ -27,7 +27,7 @@ from typing import Any
 from urllib.parse import quote
 
 from switchboard import netguard
-from switchboard.providers.base import ProviderRejected, ProviderUnavailable
+from switchboard.providers.base import ProviderRejected, ProviderUnavailable, SendUncertain
 
 DEFAULT_TIMEOUT = 10.0
 MAX_BODY = 4 * 1024 * 1024  # API answers
@@ -128,8 +128,12 @@ class HttpApi:
         params: Mapping[str, str] | None = None,
         max_bytes: int = MAX_BODY,
         deadline: float | None = None,
+        delivers: bool = False,
     ) -> Reply:
-        """`path` is relative to the base URL, or an absolute URL (a media link the provider handed out)."""
+        """`path` is relative to the base URL, or an absolute URL (a media link the provider handed out).
+        `delivers`: the request hands a message over, so an answer lost after the request left (a read timeout, a
+        dropped connection, an answer cut short) is `SendUncertain` — the provider may have it — rather than
+        `ProviderUnavailable`, which says nothing was sent."""
         import httpx
 
         url = path if path.startswith(("https://", "http://")) else f"{self.base_url}{path}"
@@ -155,7 +159,8 @@ class HttpApi:
                     if size > max_bytes:
                         raise ProviderRejected(f"{self.provider}: the answer is larger than {max_bytes} bytes.")
                     if time.monotonic() - started > total:
-                        raise ProviderUnavailable(f"{self.provider} did not finish answering within {total:g} s.")
+                        lost = f"{self.provider} did not finish answering within {total:g} s."
+                        raise SendUncertain(lost) if delivers else ProviderUnavailable(lost)
                     chunks.append(chunk)
             finally:
                 response.close()
@@ -164,9 +169,15 @@ class HttpApi:
                 headers={k.lower(): v for k, v in response.headers.items()},
                 content=b"".join(chunks),
             )
-        except httpx.TimeoutException:
-            raise ProviderUnavailable(f"{self.provider} did not answer within {self.timeout:g} s.") from None
+        except (httpx.ConnectError, httpx.ConnectTimeout) as err:  # nothing left: safe to try again
+            raise ProviderUnavailable(f"{self.provider} could not be reached ({type(err).__name__}).") from None
         except httpx.HTTPError as err:
+            if delivers:
+                raise SendUncertain(
+                    f"{self.provider} may have accepted the message, but its answer was lost ({type(err).__name__})."
+                ) from None
+            if isinstance(err, httpx.TimeoutException):
+                raise ProviderUnavailable(f"{self.provider} did not answer within {self.timeout:g} s.") from None
             raise ProviderUnavailable(f"{self.provider} could not be reached ({type(err).__name__}).") from None
         return self._check(reply)
 

@@ -16,7 +16,7 @@ from switchboard.providers.base import Channel, Provider
 _ADAPTERS = {
     "sandbox": ("switchboard.providers.sandbox", "SandboxProvider"),
     "whatsapp_cloud": ("switchboard.providers.whatsapp_cloud", "WhatsAppCloudProvider"),
-    "whatsapp_web": ("switchboard.providers.whatsapp_web", "WhatsAppWebProvider"),
+    "whatsapp_web": ("switchboard.providers.waha", "WahaProvider"),  # the default engine; see provider_for
 }
 
 
@@ -38,13 +38,24 @@ class _Platforms(Mapping[str, type[Provider]]):
 PLATFORMS: Mapping[str, type[Provider]] = _Platforms()
 
 
-def provider_for(channel: Channel) -> Provider:
-    """The channel's adapter, given the channel with its config's sealed credentials opened (`switchboard.sealed`):
-    the stored item keeps them sealed, the adapter uses them to call, sign and verify."""
+def adapter_class(channel: Channel) -> type[Provider]:
+    """The adapter class of the channel's platform (and, for `whatsapp_web`, of its `config.engine`): 400
+    `validation_failed` for an unknown platform or engine."""
     platform = str(channel.get("platform"))
     if platform not in _ADAPTERS:
         raise ValidationFailed.field("platform", f"unknown platform {channel.get('platform')!r}")
+    if platform == "whatsapp_web":  # one platform, several engines (config.engine)
+        from switchboard.providers import whatsapp_web
+
+        return whatsapp_web.adapter_class(channel)
+    return PLATFORMS[platform]
+
+
+def provider_for(channel: Channel) -> Provider:
+    """The channel's adapter, given the channel with its config's sealed credentials opened (`switchboard.sealed`):
+    the stored item keeps them sealed, the adapter uses them to call, sign and verify."""
+    cls = adapter_class(channel)
     config = channel.get("config")
     if isinstance(config, dict) and sealed.has_sealed(config):
         channel = {**channel, "config": sealed.open_fields(config, str(channel.get("organization_id") or ""))}
-    return PLATFORMS[platform](channel)
+    return cls(channel)

@@ -1,0 +1,610 @@
+"""Evolution API (EvolutionAPI/evolution-api, Baileys integration) as the engine of a `whatsapp_web` channel.
+
+Routes and bodies are Evolution's own (src/api/routes/*.router.ts, src/api/dto/*.dto.ts): every request carries
+`apikey: <config.api_key>`; `{instance}` is `config.session` (default: the channel id); numbers are digits; errors are
+`{status, error, response: {message}}`.
+
+- Instance: `GET /instance/connectionState/{instance}` (404 when unknown) → `{instance: {instanceName, state}}`;
+  `POST /instance/create` `{instanceName, integration: "WHATSAPP-BAILEYS", qrcode: true, webhook}`, or for an
+  existing instance `POST /webhook/set/{instance}` `{webhook}` then `GET /instance/connect/{instance}`;
+  `DELETE /instance/delete/{instance}` on disconnect. States `open`, `connecting`, `close` → channel `connected`,
+  `pairing`, `disconnected`.
+- Webhook: our callback URL, `events` (`MESSAGES_UPSERT`, `MESSAGES_UPDATE`, `CONNECTION_UPDATE`) and
+  `headers: {jwt_key: <channel secret>}`: Evolution then sends `Authorization: Bearer <JWT>` signed HS256 with that
+  key, `{iat, exp: iat + 600, app: "evolution", action: "webhook"}` (src/api/integrations/event/webhook/
+  webhook.controller.ts `generateJwtToken`), which we verify; the body names the instance.
+- Pairing: `GET /instance/connect/{instance}` → `{code, pairingCode, base64, count}` (`?number=` asks for a pairing
+  code).
+- Sends: `POST /message/sendText|sendMedia|sendWhatsAppAudio|sendSticker|sendLocation|sendContact/{instance}`; the
+  answer is Baileys' message `{key: {remoteJid, fromMe, id}, ...}`. Our provider message id is
+  `<fromMe>_<remoteJid>_<id>` (the key in one string), so later actions can name the key again.
+- Actions: `POST /chat/updateMessage`, `DELETE /chat/deleteMessageForEveryone`, `POST /message/sendReaction`,
+  `POST /chat/markMessageAsRead`, `POST /chat/sendPresence`, `POST /chat/whatsappNumbers`,
+  `POST /chat/updateBlockStatus`, `POST /chat/getBase64FromMediaMessage`, `POST /chat/fetchProfile`,
+  `POST /chat/updateProfileName|updateProfileStatus`, `GET /chat/fetchPrivacySettings`,
+  `POST /chat/updatePrivacySettings` (each `/{instance}`).
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import hashlib
+import hmac
+import json
+import re
+import time
+from typing import Any
+
+from switchboard.errors import Unauthenticated, ValidationFailed
+from switchboard.providers.base import (
+    ConnectResult,
+    DownloadedMedia,
+    GroupEvent,
+    InboundMessage,
+    LabelEvent,
+    OutboundMessage,
+    ProviderRejected,
+    ProviderUnavailable,
+    SendResult,
+    SendUncertain,
+    SessionStatus,
+    StatusCallback,
+)
+from switchboard.providers.http import HttpApi, ProviderError, Reply, segment
+from switchboard.providers.whatsapp_web import LinkedDeviceProvider, callback_url, digits, header, iso, obj, phone_of
+
+PROVIDER = "Evolution API"
+EVENTS = ["MESSAGES_UPSERT", "MESSAGES_UPDATE", "CONNECTION_UPDATE", "GROUP_PARTICIPANTS_UPDATE", "LABELS_ASSOCIATION"]
+GROUP_ACTIONS = {"add": "join", "remove": "leave", "promote": "promote", "demote": "demote"}
+STATES = {"open": "connected", "connecting": "pairing", "close": "disconnected"}
+ACKS = {"SERVER_ACK": "sent", "DELIVERY_ACK": "delivered", "READ": "read", "PLAYED": "played", "ERROR": "failed"}
+PRESENCE = {"typing": "composing", "recording": "recording", "paused": "paused", "available": "available",
+            "unavailable": "unavailable"}  # fmt: skip
+SEND_ROUTES = {
+    "text": "sendText",
+    "image": "sendMedia",
+    "video": "sendMedia",
+    "document": "sendMedia",
+    "audio": "sendWhatsAppAudio",
+    "sticker": "sendSticker",
+    "location": "sendLocation",
+    "contacts": "sendContact",
+}
+_KEY = re.compile(r"^(true|false)_([^_]+)_(.+)$")
+NOT_MESSAGES = {
+    "reactionMessage",
+    "protocolMessage",
+    "editedMessage",
+    "pollUpdateMessage",
+    "senderKeyDistributionMessage",
+}
+_KINDS = {
+    "imageMessage": "image",
+    "videoMessage": "video",
+    "audioMessage": "audio",
+    "documentMessage": "document",
+    "documentWithCaptionMessage": "document",
+    "stickerMessage": "sticker",
+    "locationMessage": "location",
+    "contactMessage": "contacts",
+    "contactsArrayMessage": "contacts",
+}
+
+
+def evolution_error(reply: Reply) -> ProviderError:
+    body = reply.json()
+    if isinstance(body, dict):
+        message = obj(body.get("response")).get("message", body.get("message"))
+        if isinstance(message, list):
+            message = "; ".join(str(m) if not isinstance(m, (dict, list)) else json.dumps(m) for m in message)
+        if isinstance(message, str) and message:
+            return ProviderError(message)
+        if isinstance(body.get("error"), str) and body["error"]:
+            return ProviderError(body["error"])
+    return ProviderError(reply.text() or f"HTTP {reply.status}")
+
+
+def serialize_key(key: Any) -> str | None:
+    data = obj(key)
+    if not data.get("id") or not data.get("remoteJid"):
+        return None
+    return f"{str(bool(data.get('fromMe'))).lower()}_{data['remoteJid']}_{data['id']}"
+
+
+def parse_key(message_id: str) -> dict[str, Any]:
+    match = _KEY.match(message_id)
+    if not match:
+        raise ProviderRejected(f"{message_id!r} is not an Evolution API message key.")
+    return {"remoteJid": match.group(2), "fromMe": match.group(1) == "true", "id": match.group(3)}
+
+
+def _b64url(data: str) -> bytes:
+    return base64.urlsafe_b64decode(data + "=" * (-len(data) % 4))
+
+
+def verify_jwt(token: str, key: str, *, now: float | None = None) -> dict[str, Any]:
+    """An HS256 JWT as Evolution signs its webhooks: `Unauthenticated` unless well signed, unexpired and Evolution's."""
+    try:
+        head_b64, claims_b64, signature_b64 = token.split(".")
+        head = json.loads(_b64url(head_b64))
+        claims = json.loads(_b64url(claims_b64))
+        signature = _b64url(signature_b64)
+    except (ValueError, binascii.Error):
+        raise Unauthenticated("The webhook's bearer token is not a JWT.") from None
+    if not isinstance(head, dict) or head.get("alg") != "HS256" or not isinstance(claims, dict):
+        raise Unauthenticated("The webhook's bearer token is not an HS256 JWT.")
+    expected = hmac.new(key.encode(), f"{head_b64}.{claims_b64}".encode(), hashlib.sha256).digest()
+    if not hmac.compare_digest(signature, expected):
+        raise Unauthenticated("The webhook's bearer token is not signed with this channel's key.")
+    moment = time.time() if now is None else now
+    if not isinstance(claims.get("exp"), (int, float)) or claims["exp"] < moment:
+        raise Unauthenticated("The webhook's bearer token has expired.")
+    if claims.get("app") != "evolution" or claims.get("action") != "webhook":
+        raise Unauthenticated("The webhook's bearer token is not an Evolution API webhook token.")
+    return claims
+
+
+class EvolutionProvider(LinkedDeviceProvider):
+    engine = "evolution"
+    provider_name = PROVIDER
+    message_types = frozenset(SEND_ROUTES)
+
+    def api(self) -> HttpApi:
+        return HttpApi(
+            PROVIDER,
+            self.setting("base_url"),
+            {"apikey": self.setting("api_key")},
+            timeout=self.timeout,
+            read_error=evolution_error,
+        )
+
+    def _path(self, group: str, action: str) -> str:
+        return f"/{group}/{action}/{segment(self.session)}"
+
+    def _call(
+        self, method: str, group: str, action: str, body: Any = None, params: dict[str, str] | None = None
+    ) -> Any:
+        reply = self.api().request(method, self._path(group, action), json_body=body, params=params)
+        return reply.json() if reply.content.strip() else {}
+
+    @staticmethod
+    def _not_found(err: ProviderRejected) -> bool:
+        return any(d.get("http_status") == 404 for d in err.details)
+
+    # Connection -------------------------------------------------------------------------------------------------------
+    def _webhook(self) -> dict[str, Any]:
+        return {
+            "enabled": True,
+            "url": callback_url(str(self.channel.get("id"))),
+            "byEvents": False,
+            "base64": False,
+            "headers": {"jwt_key": self.secret},
+            "events": list(EVENTS),
+        }
+
+    def _state(self) -> str | None:
+        try:
+            data = obj(self._call("GET", "instance", "connectionState"))
+        except ProviderRejected as err:
+            if self._not_found(err):
+                return None
+            raise
+        return str(obj(data.get("instance")).get("state") or "")
+
+    def connect(self) -> ConnectResult:
+        state = self._state()
+        if state is None:
+            body = {
+                "instanceName": self.session,
+                "integration": "WHATSAPP-BAILEYS",
+                "qrcode": True,
+                "webhook": self._webhook(),
+            }
+            data = obj(self.api().call("POST", "/instance/create", json_body=body))
+            state = str(obj(data.get("instance")).get("status") or "connecting")
+        else:
+            self._call("POST", "webhook", "set", {"webhook": self._webhook()})
+            if state == "close":
+                self._call("GET", "instance", "connect")
+                state = self._state() or "close"
+        status = STATES.get(state)
+        if status is None:
+            raise ProviderUnavailable(f"{PROVIDER} answered an unknown connection state {state!r}.")
+        metadata: dict[str, Any] = {"session": self.session, "engine": self.engine, "engine_status": state}
+        if status == "disconnected":
+            status = "error"
+            metadata["error"] = f"The {PROVIDER} instance stayed closed; reconnect, or scan the QR code again."
+        return ConnectResult(status, metadata)
+
+    def status(self) -> str:
+        state = self._state()
+        return "disconnected" if state is None else STATES.get(state, "error")
+
+    def disconnect(self) -> None:
+        try:
+            self._call("DELETE", "instance", "delete")
+        except ProviderRejected as err:
+            if not self._not_found(err):
+                raise
+
+    def qr(self) -> dict[str, Any]:
+        data = obj(self._call("GET", "instance", "connect"))
+        if not data.get("code"):
+            state = obj(data.get("instance")).get("state")
+            raise ProviderRejected(
+                f"{PROVIDER} has no QR code for this instance (state {state or 'unknown'}).",
+                details=[{"provider": PROVIDER, "engine_status": state}],
+            )
+        return {"qr": str(data["code"]), "expires_in": None}
+
+    def pairing_code(self, phone: str) -> dict[str, Any]:
+        data = obj(self._call("GET", "instance", "connect", params={"number": digits(phone)}))
+        if not data.get("pairingCode"):
+            raise ProviderRejected(f"{PROVIDER} answered without a pairing code; is the instance waiting to pair?")
+        return {"code": str(data["pairingCode"])}
+
+    # Messages ---------------------------------------------------------------------------------------------------------
+    def send(self, message: OutboundMessage) -> SendResult:
+        kind = message.type
+        route = SEND_ROUTES.get(kind)
+        if route is None:
+            raise ProviderRejected(f"{PROVIDER} cannot send messages of type {kind!r}.")
+        number = digits(message.to_phone)
+        if not number:
+            raise ProviderRejected("The recipient has no phone number.")
+        body: dict[str, Any] = {"number": number}
+        media = message.media or {}
+        if kind == "text":
+            if not message.text:
+                raise ProviderRejected("A text message needs a body.")
+            body["text"] = message.text
+        elif kind == "location":
+            if "latitude" not in media or "longitude" not in media:
+                raise ProviderRejected("A location message needs latitude and longitude.")
+            body |= {k: media[k] for k in ("latitude", "longitude", "name", "address") if media.get(k) is not None}
+        elif kind == "contacts":
+            cards = media.get("contacts") or []
+            if not cards:
+                raise ProviderRejected("A contacts message needs at least one contact card.")
+            body["contact"] = [
+                {
+                    "fullName": str(card.get("name") or ""),
+                    "wuid": digits(card.get("phone")),
+                    "phoneNumber": "+" + digits(card.get("phone")),
+                    **({"organization": str(card["organization"])} if card.get("organization") else {}),
+                }
+                for card in cards
+            ]
+        else:
+            url = media.get("url") or media.get("link")
+            if not url:
+                raise ProviderRejected(f"A {kind} message needs media.url (or an uploaded asset) for {PROVIDER}.")
+            if kind == "audio":
+                body["audio"] = str(url)
+            elif kind == "sticker":
+                body["sticker"] = str(url)
+            else:
+                body |= {"mediatype": kind, "media": str(url)}
+                if media.get("mime_type"):
+                    body["mimetype"] = str(media["mime_type"])
+                if media.get("filename"):
+                    body["fileName"] = str(media["filename"])
+                caption = media.get("caption") or message.text
+                if caption:
+                    body["caption"] = str(caption)
+        if message.reply_to:
+            body["quoted"] = {"key": parse_key(message.reply_to)}
+        answer = self.send_request(self._path("message", route), body)
+        ident = serialize_key(obj(answer).get("key"))
+        if ident is None:
+            raise SendUncertain(f"{PROVIDER} accepted the message but answered without its key.")
+        return SendResult(ident)
+
+    def edit(self, provider_message_id: str, text: str) -> None:
+        key = parse_key(provider_message_id)
+        number = phone_of(key["remoteJid"]) or key["remoteJid"]
+        self._call("POST", "chat", "updateMessage", {"number": number, "key": key, "text": text})
+
+    def delete(self, provider_message_id: str) -> None:
+        self._call("DELETE", "chat", "deleteMessageForEveryone", parse_key(provider_message_id))
+
+    def react(self, provider_message_id: str, emoji: str) -> None:
+        self._call("POST", "message", "sendReaction", {"key": parse_key(provider_message_id), "reaction": emoji})
+
+    def read(self, provider_message_id: str) -> None:
+        self._call("POST", "chat", "markMessageAsRead", {"readMessages": [parse_key(provider_message_id)]})
+
+    def presence(self, to_phone: str, state: str) -> None:
+        body = {"number": digits(to_phone), "presence": PRESENCE[state], "delay": 1200}
+        self._call("POST", "chat", "sendPresence", body)
+
+    def download_media(self, media_id: str, message_id: str, payload: str) -> DownloadedMedia:
+        key = parse_key(message_id) if _KEY.match(message_id) else {"id": message_id}
+        data = obj(self._call("POST", "chat", "getBase64FromMediaMessage", {"message": {"key": key}}))
+        try:
+            content = base64.b64decode(str(data.get("base64") or ""), validate=True)
+        except (ValueError, binascii.Error):
+            raise ProviderUnavailable(f"{PROVIDER} answered media that is not base64.") from None
+        if not content:
+            raise ProviderRejected(f"{PROVIDER} has no media for this message.")
+        mime = str(data.get("mimetype") or "application/octet-stream").split(";", 1)[0].strip()
+        name = "".join(c for c in str(data.get("fileName") or key["id"]) if c.isalnum() or c in "-_.") or "media"
+        return DownloadedMedia(
+            data=content,
+            mime_type=mime,
+            file_name=name[:255],
+            source_url=self._path("chat", "getBase64FromMediaMessage"),
+        )
+
+    # Account ----------------------------------------------------------------------------------------------------------
+    def profile(self, changes: dict[str, Any] | None = None) -> dict[str, Any]:
+        updates = dict(changes or {})
+        me = digits(obj(self.channel.get("metadata")).get("wa_id") or self.channel.get("phone_number"))
+        if updates.pop("business", None):  # read-only at Evolution: POST /chat/fetchBusinessProfile
+            if updates:
+                raise self._unsupported("changing a business profile")
+            return obj(self._call("POST", "chat", "fetchBusinessProfile", {"number": me}))
+        if "name" in updates:
+            self._call("POST", "chat", "updateProfileName", {"name": str(updates["name"])})
+        if "about" in updates:
+            self._call("POST", "chat", "updateProfileStatus", {"status": str(updates["about"])})
+        return obj(self._call("POST", "chat", "fetchProfile", {"number": me}))
+
+    def privacy(self, changes: dict[str, Any] | None = None) -> dict[str, Any]:
+        if changes:
+            self._call("POST", "chat", "updatePrivacySettings", changes)
+        return obj(self._call("GET", "chat", "fetchPrivacySettings"))
+
+    def lookup_contact(self, phone: str) -> dict[str, Any]:
+        answer = self._call("POST", "chat", "whatsappNumbers", {"numbers": [digits(phone)]})
+        found = obj(answer[0]) if isinstance(answer, list) and answer else {}
+        exists = bool(found.get("exists"))
+        return {
+            "phone": phone,
+            "exists": exists,
+            "name": found.get("name") if exists else None,
+            "wa_id": phone_of(found.get("jid")) if exists else None,
+        }
+
+    def block(self, phone: str, blocked: bool) -> None:
+        body = {"number": digits(phone), "status": "block" if blocked else "unblock"}
+        self._call("POST", "chat", "updateBlockStatus", body)
+
+    # Groups (src/api/routes/group.router.ts, src/api/dto/group.dto.ts; the group is `?groupJid=`) ---------------------
+    def _group(self, method: str, action: str, jid: str | None, body: Any = None, **query: str) -> Any:
+        params = {**({"groupJid": jid} if jid else {}), **query}
+        return self._call(method, "group", action, body, params=params or None)
+
+    def groups(self, action: str, payload: dict[str, Any]) -> dict[str, Any]:
+        if action == "create":
+            wanted = [digits(p) for p in payload.get("participants") or []]
+            body: dict[str, Any] = {"subject": payload["name"], "participants": wanted}
+            if payload.get("description"):
+                body["description"] = payload["description"]
+            made = obj(self._call("POST", "group", "create", body))
+            jid = str(made.get("id") or "")
+            if not jid.endswith("@g.us"):
+                raise ProviderUnavailable(f"{PROVIDER} created the group but answered without its id.")
+            present = {phone_of(obj(p).get("id")) for p in made.get("participants") or []}
+            ok = [p for p in wanted if p in present]
+            code = obj(self._group("GET", "inviteCode", jid)).get("inviteCode")
+            return {
+                "jid": jid,
+                "participants": [{"phone": p, "role": "member"} for p in ok],
+                "failed": [{"phone": p, "reason": "not_on_whatsapp"} for p in wanted if p not in ok],
+                "invite_code": str(code) if code else None,
+            }
+        if action == "join":
+            joined = obj(self._group("GET", "acceptInviteCode", None, inviteCode=str(payload["invite_code"])))
+            jid = str(joined.get("groupJid") or "")
+            if not jid.endswith("@g.us"):
+                raise ProviderRejected(f"{PROVIDER} could not join with this invite code.")
+            info = obj(self._group("GET", "findGroupInfos", jid))
+            out: dict[str, Any] = {"jid": jid, "role": "member"}
+            if info.get("subject"):
+                out["name"] = str(info["subject"])
+            if info.get("desc"):
+                out["description"] = str(info["desc"])
+            if isinstance(info.get("participants"), list):
+                phones = sorted({p for p in (phone_of(obj(x).get("id")) for x in info["participants"]) if p})
+                out["participants"] = [{"phone": p, "role": "member"} for p in phones]
+            return out
+        if action == "leave":
+            self._group("DELETE", "leaveGroup", payload["jid"])
+            return {"jid": payload["jid"], "left": True}
+        if action == "set_name":
+            self._group("POST", "updateGroupSubject", payload["jid"], {"subject": payload["name"]})
+            return {"jid": payload["jid"], "ok": True}
+        if action == "set_description":
+            self._group("POST", "updateGroupDescription", payload["jid"], {"description": payload["description"]})
+            return {"jid": payload["jid"], "ok": True}
+        if action == "set_photo":
+            if payload.get("remove"):
+                raise self._unsupported("removing a group picture")
+            url = payload.get("image_url") or payload.get("asset_url")
+            if not url:
+                raise ProviderRejected(f"{PROVIDER} takes a group picture from a URL: give image_url or asset_id.")
+            self._group("POST", "updateGroupPicture", payload["jid"], {"image": url})
+            return {"jid": payload["jid"], "photo_id": None}
+        if action == "participants":
+            phones = [digits(p) for p in payload.get("participants") or []]
+            body = {"action": payload["action"], "participants": phones}
+            answer = obj(self._group("POST", "updateParticipant", payload["jid"], body))
+            reported = {
+                phone_of(obj(r).get("jid")): str(obj(r).get("status")) for r in answer.get("updateParticipants") or []
+            }
+            results = []
+            for phone in phones:
+                code = reported.get(phone, "200")
+                done = code == "200"
+                results.append(
+                    {
+                        "phone": phone,
+                        "status": "ok" if done else "failed",
+                        **({} if done else {"reason": f"engine status {code}"}),
+                    }
+                )
+            return {"jid": payload["jid"], "results": results}
+        if action == "invite_code":
+            if int(payload.get("revision") or 0) > 0:
+                code = obj(self._group("POST", "revokeInviteCode", payload["jid"])).get("inviteCode")
+            else:
+                code = obj(self._group("GET", "inviteCode", payload["jid"])).get("inviteCode")
+            if not code:
+                raise ProviderUnavailable(f"{PROVIDER} answered without an invite code.")
+            return {"jid": payload["jid"], "invite_code": str(code)}
+        if action == "list":
+            rows = self._group("GET", "fetchAllGroups", None, getParticipants="false")
+            return {"groups": [{"jid": str(obj(r).get("id"))} for r in rows or [] if obj(r).get("id")]}
+        raise self._unsupported(f"group action {action!r}")
+
+    # Labels (src/api/routes/label.router.ts: list and attach/detach to a chat; no label creation) ---------------------
+    def labels(self, action: str, payload: dict[str, Any]) -> dict[str, Any]:
+        if action not in ("attach_chat", "detach_chat"):
+            raise self._unsupported(f"label action {action!r}")
+        if not payload.get("chat_id"):
+            raise ProviderRejected("The conversation's contact has no phone number.")
+        name = str(payload["name"]).strip().casefold()
+        listed = self._call("GET", "label", "findLabels")
+        label = next((obj(x) for x in listed or [] if str(obj(x).get("name", "")).strip().casefold() == name), None)
+        if label is None:
+            if action == "detach_chat":
+                return {"action": action, "ok": True}
+            raise self._unsupported("creating labels (create it on the phone with the same name)")
+        body = {"number": digits(payload["chat_id"]), "labelId": str(label.get("id")),
+                "action": "add" if action == "attach_chat" else "remove"}  # fmt: skip
+        self._call("POST", "label", "handleLabel", body)
+        return {"action": action, "ok": True, "label_id": payload.get("label_id"), "engine_label_id": body["labelId"]}
+
+    # Chats (src/api/routes/chat.router.ts: archiveChat; Evolution has no pin or mute) ---------------------------------
+    def chats(self, action: str, payload: dict[str, Any]) -> dict[str, Any]:
+        if action not in ("archive", "unarchive"):
+            raise self._unsupported(f"chat action {action!r}")
+        if not payload.get("chat_id"):
+            raise ProviderRejected("The conversation's contact has no phone number.")
+        body = {"chat": f"{digits(payload['chat_id'])}@s.whatsapp.net", "archive": action == "archive"}
+        self._call("POST", "chat", "archiveChat", body)
+        return {"chat_id": payload["chat_id"], "action": action}
+
+    # Callbacks --------------------------------------------------------------------------------------------------------
+    def verify_callback(self, headers: dict[str, str], body: bytes) -> None:
+        value = (header(headers, "authorization") or "").strip()
+        if not value.lower().startswith("bearer "):
+            raise Unauthenticated("Missing Authorization: Bearer header.")
+        verify_jwt(value[7:].strip(), self.secret)
+
+    def parse_callback(
+        self, body: bytes
+    ) -> list[InboundMessage | StatusCallback | SessionStatus | GroupEvent | LabelEvent]:
+        try:
+            doc = json.loads(body)
+        except ValueError:
+            raise ValidationFailed.field("body", "is not valid JSON") from None
+        if not isinstance(doc, dict) or not isinstance(doc.get("event"), str):
+            raise ValidationFailed.field("body.event", "is required")
+        if doc.get("instance") != self.session:
+            return []
+        event, data = doc["event"], doc.get("data")
+        items = data if isinstance(data, list) else [data]
+        out: list[InboundMessage | StatusCallback | SessionStatus | GroupEvent | LabelEvent] = []
+        for item in items:
+            if not isinstance(item, dict):
+                raise ValidationFailed.field("body.data", "must be an object")
+            if event == "connection.update":
+                state = str(item.get("state") or "")
+                if state not in STATES:
+                    raise ValidationFailed.field("body.data.state", "is not an Evolution API connection state")
+                metadata: dict[str, Any] = {"engine_status": state}
+                if item.get("wuid"):
+                    metadata["wa_id"] = phone_of(item["wuid"]) or str(item["wuid"])
+                if item.get("profileName"):
+                    metadata["push_name"] = str(item["profileName"])
+                out.append(SessionStatus(STATES[state], state, metadata))
+            elif event == "messages.upsert":
+                inbound = _inbound(item)
+                if inbound is not None:
+                    out.append(inbound)
+            elif event == "messages.update":
+                ack = _ack(item)
+                if ack is not None:
+                    out.append(ack)
+            elif event == "labels.association":  # {type: add | remove, chatId, labelId}; the name from findLabels
+                chat = phone_of(item.get("chatId"))
+                listed = self._call("GET", "label", "findLabels") if chat else []
+                found = next((obj(x) for x in listed or [] if str(obj(x).get("id")) == str(item.get("labelId"))), {})
+                if chat and found.get("name") and item.get("type") in ("add", "remove"):
+                    out.append(LabelEvent(str(found["name"]), chat, attach=item["type"] == "add"))
+            elif event == "group-participants.update":
+                jid, action = str(item.get("id") or ""), GROUP_ACTIONS.get(str(item.get("action")))
+                if not jid.endswith("@g.us"):
+                    raise ValidationFailed.field("body.data.id", "is not a group id")
+                if action is None:
+                    continue
+                # participantsData (newer Evolution) names the phone behind a lid participant
+                data_rows = [obj(d) for d in item.get("participantsData") or []]
+                known = {
+                    str(d.get("jid")): phone_of(d.get("phoneNumber")) or digits(d.get("phoneNumber")) for d in data_rows
+                }
+                phones = [phone_of(p) or known.get(str(p)) for p in item.get("participants") or []]
+                out.append(GroupEvent(jid, "participants", action=action, participants=tuple(p for p in phones if p)))
+        return out
+
+
+def _inbound(item: dict[str, Any]) -> InboundMessage | None:
+    key = obj(item.get("key"))
+    if not key.get("id") or not key.get("remoteJid"):
+        raise ValidationFailed.field("body.data.key", "a message needs key.id and key.remoteJid")
+    if key.get("fromMe"):
+        return None
+    jid = str(key["remoteJid"])
+    sender = phone_of(jid)
+    if sender is None and jid.endswith("@lid"):  # Evolution names the phone behind a lid in the same key
+        sender = phone_of(key.get("remoteJidAlt") or key.get("senderPn"))
+    if sender is None:
+        return None
+    message = obj(item.get("message"))
+    kind_name = str(item.get("messageType") or next(iter(message), "conversation"))
+    if kind_name in NOT_MESSAGES:  # reactions, edits, revokes, poll votes: events about messages, not new ones
+        return None
+    kind = _KINDS.get(kind_name, "text")
+    part = obj(message.get(kind_name))
+    text = message.get("conversation") or obj(message.get("extendedTextMessage")).get("text") or part.get("caption")
+    media: dict[str, Any] | None = None
+    if kind == "location":
+        media = {"latitude": part.get("degreesLatitude"), "longitude": part.get("degreesLongitude")}
+    elif kind == "contacts":
+        media = {"vcards": [str(part.get("vcard") or "")]}
+    elif kind != "text":
+        media = {k: v for k, v in {"id": serialize_key(key), "mime_type": part.get("mimetype"),
+                                   "filename": part.get("fileName")}.items() if v}  # fmt: skip
+    quoted = obj(item.get("contextInfo")) or obj(part.get("contextInfo"))
+    if quoted.get("stanzaId"):
+        media = {**(media or {}), "context": {"message_id": str(quoted["stanzaId"])}}
+    name = item.get("pushName")
+    return InboundMessage(
+        provider_message_id=serialize_key(key) or str(key["id"]),
+        from_phone=sender,
+        type=kind,
+        text=str(text) if text else None,
+        media=media,
+        contact_name=str(name) if name else None,
+        timestamp=iso(item.get("messageTimestamp")),
+    )
+
+
+def _ack(item: dict[str, Any]) -> StatusCallback | None:
+    if not item.get("keyId") or not item.get("remoteJid"):
+        raise ValidationFailed.field("body.data", "a message update needs keyId and remoteJid")
+    if not item.get("fromMe"):
+        return None
+    status = ACKS.get(str(item.get("status") or ""))
+    if status is None:
+        return None
+    key = {"id": item["keyId"], "remoteJid": item["remoteJid"], "fromMe": True}
+    return StatusCallback(
+        provider_message_id=serialize_key(key) or str(item["keyId"]),
+        status=status,
+        error=f"{PROVIDER} reported the message as failed." if status == "failed" else None,
+        to_phone=phone_of(item["remoteJid"]),
+    )
