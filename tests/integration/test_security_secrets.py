@@ -20,7 +20,7 @@ from switchboard.providers import provider_for
 from switchboard.store import get_store
 from switchboard.webhooks import repository
 from tests.fakes.graph_api import FakeGraphApi
-from tests.fakes.wa_gateway import FakeWaGateway
+from tests.fakes.waha import FakeWaha
 from tests.integration.support import Api
 from tests.integration.test_webhooks import BASE, Pipeline, verify_both
 from tests.webhook_receiver import Receiver
@@ -62,8 +62,8 @@ def graph() -> Iterator[FakeGraphApi]:
 
 
 @pytest.fixture
-def gateway() -> Iterator[FakeWaGateway]:
-    with FakeWaGateway(api_key=WEB_API_KEY, auto_link=True) as fake:
+def gateway() -> Iterator[FakeWaha]:
+    with FakeWaha(api_key=WEB_API_KEY) as fake:
         yield fake
 
 
@@ -84,7 +84,7 @@ def cloud_config(graph: FakeGraphApi) -> dict[str, Any]:
     }
 
 
-def create_channels(api: Api, graph: FakeGraphApi, gateway: FakeWaGateway) -> tuple[dict, dict]:
+def create_channels(api: Api, graph: FakeGraphApi, gateway: FakeWaha) -> tuple[dict, dict]:
     cloud = api.post("/v1/channels", json={"name": "c", "platform": "whatsapp_cloud", "config": cloud_config(graph)})
     assert cloud.status_code == 201, cloud.text
     web_config = {"base_url": gateway.url, "api_key": WEB_API_KEY}
@@ -125,7 +125,7 @@ def handshake(api: Api, channel_id: str, token: str) -> Any:
 
 # Sealed on write ------------------------------------------------------------------------------------------------
 def test_no_secret_is_stored_in_plain_text_and_each_still_works(
-    api: Api, graph: FakeGraphApi, gateway: FakeWaGateway, receiver: Receiver
+    api: Api, graph: FakeGraphApi, gateway: FakeWaha, receiver: Receiver
 ):
     cloud, web = create_channels(api, graph, gateway)
     # Answers keep their masks: short secrets show nothing, long ones their last four characters.
@@ -166,10 +166,11 @@ def test_no_secret_is_stored_in_plain_text_and_each_still_works(
     assert all(sealed.is_sealed(channel_item["config"][k]) for k in ("access_token", "app_secret", "verify_token"))
     assert channel_item["verify_token_hash"] == sealed.lookup_hash(VERIFY_TOKEN)
 
-    # Sending: the bearer token reaches Graph (the fake refuses any other); the gateway gets its API key.
+    # Sending: the bearer token reaches Graph (the fake refuses any other); the engine gets its API key.
     assert api.post(f"/v1/channels/{cloud['id']}/connect").json()["data"]["status"] == "connected"
     assert graph.requests[-1].headers.get("authorization") == f"Bearer {CLOUD_TOKEN}"
-    assert api.post(f"/v1/channels/{web['id']}/connect").json()["data"]["status"] == "connected"
+    assert api.post(f"/v1/channels/{web['id']}/connect").json()["data"]["status"] == "pairing"  # the QR is next
+    assert gateway.last.headers.get("x-api-key") == WEB_API_KEY
     # Verifying: Meta's signature with the app secret, the subscription handshake with the verify token.
     assert signed_callback(api, graph, cloud["id"]).status_code == 200
     assert handshake(api, cloud["id"], VERIFY_TOKEN).status_code == 200

@@ -20,7 +20,7 @@ import pytest
 from switchboard.config import reset_settings
 from switchboard.store import get_store
 from tests.fakes.graph_api import FakeGraphApi
-from tests.fakes.wa_gateway import FakeWaGateway
+from tests.fakes.waha import FakeWaha
 from tests.integration.support import Api
 
 PUBLIC = "93.184.216.34"
@@ -245,7 +245,7 @@ INTERNAL_PAGE = b"<html><h1>Admin console</h1><p>db password: hunter2-internal</
 
 @pytest.mark.parametrize("status", [403, 500])
 def test_a_providers_non_json_error_body_is_never_echoed(api: Api, status: int):
-    with FakeWaGateway(api_key="k" * 20) as gateway:
+    with FakeWaha(api_key="k" * 20) as gateway:
         channel = web_channel(api, gateway.url)
         gateway.fail_next(status, body=INTERNAL_PAGE, headers={"Content-Type": "text/html"})
         after = connect(api, channel["id"])

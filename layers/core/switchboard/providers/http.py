@@ -170,7 +170,8 @@ class HttpApi:
                 content=b"".join(chunks),
             )
         except (httpx.ConnectError, httpx.ConnectTimeout) as err:  # nothing left: safe to try again
-            raise ProviderUnavailable(f"{self.provider} could not be reached ({type(err).__name__}).") from None
+            unsent = "; nothing was sent." if delivers else "."
+            raise ProviderUnavailable(f"{self.provider} could not be reached ({type(err).__name__}){unsent}") from None
         except httpx.HTTPError as err:
             if delivers:
                 raise SendUncertain(
