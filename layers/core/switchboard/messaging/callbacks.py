@@ -9,7 +9,7 @@ from switchboard.api.auth import AuthContext
 from switchboard.contacts.identifiers import normalize_phone
 from switchboard.errors import UnsupportedByProvider, ValidationFailed
 from switchboard.ids import new_ulid
-from switchboard.messaging import channels, messages, models
+from switchboard.messaging import channels, cloud_webhook, messages, models
 from switchboard.providers import provider_for
 from switchboard.providers.base import InboundMessage, StatusCallback
 from switchboard.store import Store
@@ -43,12 +43,14 @@ def subscription(store: Store, channel_id: str, params: dict[str, str]) -> str:
     verify = getattr(adapter, "verify_subscription", None)
     if verify is None:
         raise UnsupportedByProvider("This channel's provider has no subscription handshake.")
-    return str(verify(params, (channel.get("config") or {}).get("verify_token", "")))
+    return str(verify(params, str(getattr(adapter, "config", channel.get("config") or {}).get("verify_token") or "")))
 
 
 def provider_callback(store: Store, channel_id: str, headers: dict[str, str], body: bytes) -> dict[str, Any]:
     """Verify the provider's signature, then store each inbound message once and apply each status."""
     channel = _channel(store, channel_id)
+    if channel.get("platform") == cloud_webhook.PLATFORM:
+        return cloud_webhook.receive(store, headers, body, default=channel)
     adapter = provider_for(channel)
     adapter.verify_callback(headers, body)
     received, statuses = 0, 0

@@ -16,7 +16,8 @@ Wire format (Graph API):
   `is_transient`, are treated as "retry later" rather than a refusal.
 - callbacks: `POST` signed with `X-Hub-Signature-256: sha256=<hex HMAC-SHA256(app_secret, raw body)>`; the body is
   `{"object": "whatsapp_business_account", "entry": [{"id", "changes": [{"field": "messages", "value": {...}}]}]}`.
-  Changes for another phone number of the same app (`value.metadata.phone_number_id`) are ignored.
+  A channel's adapter reads the changes of its own number; `switchboard.messaging.cloud_webhook` routes an
+  app-level callback's changes by `value.metadata.phone_number_id`.
 
 The Cloud API has no edit, delete, presence, QR, pairing code, privacy, contact lookup or block, so those stay
 unsupported (`400 unsupported_by_provider`).
@@ -351,41 +352,65 @@ class WhatsAppCloudProvider(Provider):
         secret = self.config.get("app_secret")
         if not isinstance(secret, str) or not secret:
             raise Unauthenticated("This channel has no app_secret, so its callbacks cannot be verified.")
-        given = (_header(headers, SIGNATURE_HEADER) or "").strip()
-        if not given.lower().startswith("sha256="):
+        given = signature_of(headers)
+        if not given:
             raise Unauthenticated("Missing or malformed X-Hub-Signature-256 header.")
         expected = hmac.new(secret.encode(), body, hashlib.sha256).hexdigest()
-        if not hmac.compare_digest(given[len("sha256=") :].lower().encode(), expected.encode()):
+        if not hmac.compare_digest(given.encode(), expected.encode()):
             raise Unauthenticated("The X-Hub-Signature-256 signature does not match the body.")
 
     def parse_callback(self, body: bytes) -> list[InboundMessage | StatusCallback]:
-        try:
-            doc = json.loads(body)
-        except ValueError:
-            raise ValidationFailed.field("body", "is not valid JSON") from None
-        if not isinstance(doc, dict) or doc.get("object") != "whatsapp_business_account":
-            raise ValidationFailed.field("body.object", "must be whatsapp_business_account")
-        entries = doc.get("entry")
-        if not isinstance(entries, list):
-            raise ValidationFailed.field("body.entry", "must be a list")
+        """The events of this channel's number (and of changes without metadata); other numbers' changes are the
+        app-level router's (`switchboard.messaging.cloud_webhook`)."""
         own_number = str(self.config.get("phone_number_id") or "")
         events: list[InboundMessage | StatusCallback] = []
-        for entry in entries:
-            changes = entry.get("changes") if isinstance(entry, dict) else None
-            if not isinstance(changes, list):
-                raise ValidationFailed.field("body.entry.changes", "must be a list")
-            for change in changes:
-                value = change.get("value") if isinstance(change, dict) else None
-                if not isinstance(value, dict) or change.get("field", "messages") != "messages":
-                    continue  # template, account and quality updates: nothing to store
-                metadata = _obj(value.get("metadata"))
-                number = str(metadata.get("phone_number_id") or "")
-                if own_number and number and number != own_number:
-                    continue  # another number of the same app
-                names = _contact_names(value.get("contacts"))
-                events.extend(_inbound(m, names) for m in _list(value, "messages"))
-                events.extend(s for s in (_status(s) for s in _list(value, "statuses")) if s is not None)
+        for number, values in changes_by_number(body).items():
+            if not own_number or number in ("", own_number):
+                events.extend(self.events(values))
         return events
+
+    def events(self, values: list[dict[str, Any]]) -> list[InboundMessage | StatusCallback]:
+        """Inbound messages and statuses of `messages` change values of this channel's number."""
+        events: list[InboundMessage | StatusCallback] = []
+        for value in values:
+            names = _contact_names(value.get("contacts"))
+            events.extend(_inbound(m, names) for m in _list(value, "messages"))
+            events.extend(s for s in (_status(s) for s in _list(value, "statuses")) if s is not None)
+        return events
+
+
+def signature_of(headers: dict[str, str]) -> str:
+    """The lower-case hex digest of `X-Hub-Signature-256: sha256=<hex>`, or "" when absent or malformed."""
+    given = (_header(headers, SIGNATURE_HEADER) or "").strip()
+    if not given.lower().startswith("sha256="):
+        return ""
+    return given[len("sha256=") :].lower()
+
+
+def changes_by_number(body: bytes) -> dict[str, list[dict[str, Any]]]:
+    """The `messages` change values of a callback body, grouped by `value.metadata.phone_number_id` ("" when a
+    change names no number). Other fields (template, account and quality updates) carry nothing to store."""
+    try:
+        doc = json.loads(body)
+    except ValueError:
+        raise ValidationFailed.field("body", "is not valid JSON") from None
+    if not isinstance(doc, dict) or doc.get("object") != "whatsapp_business_account":
+        raise ValidationFailed.field("body.object", "must be whatsapp_business_account")
+    entries = doc.get("entry")
+    if not isinstance(entries, list):
+        raise ValidationFailed.field("body.entry", "must be a list")
+    grouped: dict[str, list[dict[str, Any]]] = {}
+    for entry in entries:
+        changes = entry.get("changes") if isinstance(entry, dict) else None
+        if not isinstance(changes, list):
+            raise ValidationFailed.field("body.entry.changes", "must be a list")
+        for change in changes:
+            value = change.get("value") if isinstance(change, dict) else None
+            if not isinstance(value, dict) or change.get("field", "messages") != "messages":
+                continue
+            number = str(_obj(value.get("metadata")).get("phone_number_id") or "")
+            grouped.setdefault(number, []).append(value)
+    return grouped
 
 
 # Callback parsing helpers ---------------------------------------------------------------------------------------------
