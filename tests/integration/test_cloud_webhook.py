@@ -141,3 +141,75 @@ def test_app_level_handshake_echoes_the_challenge_for_a_channels_verify_token(ap
     assert api.get(URL, params=params, headers={}).status_code == 403
     assert api.get(URL, params={**params, "hub.verify_token": "rotated"}, headers={}).text == "1158201444"
     assert api.get(URL, params={"hub.mode": "subscribe"}, headers={}).status_code == 400
+
+
+# Senders without a phone number (business-scoped user ids) ------------------------------------------------------------
+BSUID = "US.13491208655302741918"
+
+
+def _user_change(message: dict[str, Any], contact: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "field": "messages",
+        "value": {
+            "messaging_product": "whatsapp",
+            "metadata": {"display_phone_number": "15550100999", "phone_number_id": NUMBER_A},
+            "contacts": [contact],
+            "messages": [{"timestamp": "1763800000", "type": "text", **message}],
+        },
+    }
+
+
+def _resolve(api: Api, type_: str, value: str) -> Any:
+    return api.post("/v1/contacts/resolve", json={"identifiers": [{"type": type_, "value": value}]})
+
+
+def test_a_sender_with_only_a_user_id_is_accepted_resolvable_and_merged_with_the_phone_when_both_arrive(api: Api):
+    channel = _channel(api, NUMBER_A).json()["data"]
+    # a customer known by phone from an earlier message
+    earlier = _body(_change(NUMBER_A, "14155552671", "wamid.P1", "by phone"))
+    assert api.post(URL, content=earlier, headers=_signed(earlier)).json()["data"]["received"] == 1
+    by_phone = _resolve(api, "whatsapp", "+14155552671").json()["data"]
+    # the same person, now with a username: no phone in the webhook at all
+    username_only = _body(
+        _user_change(
+            {"from_user_id": BSUID, "id": "wamid.U1", "text": {"body": "by username"}},
+            {"profile": {"name": "Ada", "username": "@ada"}, "user_id": BSUID},
+        )
+    )
+    resp = api.post(URL, content=username_only, headers=_signed(username_only))
+    assert resp.status_code == 200, resp.text
+    assert resp.json()["data"]["received"] == 1
+    by_user = _resolve(api, "whatsapp_user_id", BSUID)
+    assert by_user.status_code == 200, by_user.text
+    assert by_user.json()["data"]["id"] != by_phone["id"]  # nothing told us yet that they are one person
+    assert by_user.json()["data"]["name"] == "Ada"
+    assert [i["type"] for i in by_user.json()["data"]["identities"]] == ["whatsapp_user_id"]
+    # both identifiers in one message: the two contacts become one, owning both identities
+    both = _body(
+        _user_change(
+            {"from": "14155552671", "from_user_id": BSUID, "id": "wamid.B1", "text": {"body": "both"}},
+            {"profile": {"name": "Ada"}, "wa_id": "14155552671", "user_id": BSUID},
+        )
+    )
+    assert api.post(URL, content=both, headers=_signed(both)).json()["data"]["received"] == 1
+    merged = _resolve(api, "whatsapp_user_id", BSUID).json()["data"]
+    assert merged["id"] == by_phone["id"] == _resolve(api, "whatsapp", "14155552671").json()["data"]["id"]
+    assert sorted(i["type"] for i in merged["identities"]) == ["whatsapp", "whatsapp_user_id"]
+    api.assert_error(api.get(f"/v1/contacts/{by_user.json()['data']['id']}"), 404, "not_found")
+    assert _inbound(api, channel["id"]) == ["both", "by phone", "by username"]
+    # the user id is a contact identity like any other, with its own format
+    api.assert_error(_resolve(api, "whatsapp_user_id", "not-a-bsuid"), 400, "validation_failed")
+    created = api.post(
+        "/v1/contacts", json={"identities": [{"type": "whatsapp_user_id", "value": "BR.ENT.1502576394655843"}]}
+    )
+    assert created.status_code == 201, created.text
+    assert (
+        _resolve(api, "whatsapp_user_id", "BR.ENT.1502576394655843").json()["data"]["id"]
+        == created.json()["data"]["id"]
+    )
+
+
+def test_a_message_without_from_and_from_user_id_is_refused(api: Api):
+    _channel(api, NUMBER_A)
+    body = _body(_user_change({"id": "wamid.N1", "text": {"body": "who?"}}, {"profile": {"name": "Nobody"}}))
+    api.assert_error(api.post(URL, content=body, headers=_signed(body)), 400, "validation_failed")

@@ -334,6 +334,31 @@ def advance_sandbox(store: Store, org: str, message_id: str, next_status: str) -
 
 
 # Inbound -------------------------------------------------------------------------------------------------------------
+def _sender(store: Store, auth: AuthContext, channel: Item, inbound: InboundMessage) -> tuple[Any, bool]:
+    """The sender's contact (created if new) from the phone and/or WhatsApp user id the provider gave. When both
+    arrive and each already belongs to a different contact, the user-id contact is merged into the phone one: Meta
+    vouches that they are one person."""
+    idents = [
+        contact_models.IdentityIn(type=kind, value=value, channel_id=channel["id"])
+        for kind, value in (("whatsapp", inbound.from_phone), ("whatsapp_user_id", inbound.from_user_id))
+        if value
+    ]
+    if not idents:
+        raise ValidationFailed.field("body", "the sender has neither a phone number nor a WhatsApp user id")
+    body = contact_models.ContactCreate(identities=idents)
+    try:
+        return contacts.upsert(store, auth, body)
+    except contacts.IdentityConflict:
+        if len(idents) < 2:
+            raise
+    from switchboard.contacts import children
+
+    phone_owner = contacts.resolve(store, auth, [idents[0]])
+    user_owner = contacts.resolve(store, auth, [idents[1]])
+    children.merge(store, auth, phone_owner["id"], contact_models.MergeRequest(from_contact_id=user_owner["id"]))
+    return contacts.upsert(store, auth, body)
+
+
 def receive(store: Store, org: str, channel: Item, inbound: InboundMessage) -> models.InboundAccepted:
     """A customer's message: stored once (duplicate callbacks are no-ops), resolved or created as a contact,
     threaded into the conversation, announced as `message.new`."""
@@ -347,8 +372,7 @@ def receive(store: Store, org: str, channel: Item, inbound: InboundMessage) -> m
             duplicate=True,
         )
     auth = system_auth(org)
-    identity = contact_models.IdentityIn(type="whatsapp", value=inbound.from_phone, channel_id=channel["id"])
-    contact, created = contacts.upsert(store, auth, contact_models.ContactCreate(identities=[identity]))
+    contact, created = _sender(store, auth, channel, inbound)
     if created and inbound.contact_name:
         contacts.update(store, auth, contact.id, contact_models.ContactUpdate(name=inbound.contact_name), None)
     conv = conversations.get_or_create(store, org, channel["id"], contact.id)
@@ -363,7 +387,8 @@ def receive(store: Store, org: str, channel: Item, inbound: InboundMessage) -> m
         "conversation_id": conv["id"],
         "contact_id": contact.id,
         "direction": "inbound",
-        "from_phone": inbound.from_phone,
+        "from_phone": inbound.from_phone or None,
+        "from_user_id": inbound.from_user_id,
         "to_phone": channel.get("phone_number"),
         "type": inbound.type,
         "text": inbound.text,

@@ -202,6 +202,7 @@ class ConversationMessage(BaseModel):
     contact_id: str | None = None
     direction: str
     from_phone: str | None = None
+    from_user_id: str | None = Field(default=None, description="the sender's WhatsApp business-scoped user id")
     to_phone: str | None = None
     type: str
     text: str | None = None

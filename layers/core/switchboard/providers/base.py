@@ -75,12 +75,13 @@ class InboundMessage:
     """A customer's message as the provider reported it, normalised."""
 
     provider_message_id: str
-    from_phone: str  # digits with country code
+    from_phone: str  # digits with country code ("" when the provider gave only `from_user_id`)
     type: str  # text, image, audio, video, document, location, …
     text: str | None = None
     media: dict[str, Any] | None = None
     contact_name: str | None = None
     timestamp: str | None = None  # ISO 8601
+    from_user_id: str | None = None  # WhatsApp's business-scoped user id (identity type `whatsapp_user_id`)
 
 
 @dataclass(frozen=True)

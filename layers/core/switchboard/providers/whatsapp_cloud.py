@@ -31,6 +31,7 @@ import contextlib
 import hashlib
 import hmac
 import json
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
@@ -373,8 +374,8 @@ class WhatsAppCloudProvider(Provider):
         """Inbound messages and statuses of `messages` change values of this channel's number."""
         events: list[InboundMessage | StatusCallback] = []
         for value in values:
-            names = _contact_names(value.get("contacts"))
-            events.extend(_inbound(m, names) for m in _list(value, "messages"))
+            senders = _senders(value.get("contacts"))
+            events.extend(_inbound(m, senders) for m in _list(value, "messages"))
             events.extend(s for s in (_status(s) for s in _list(value, "statuses")) if s is not None)
         return events
 
@@ -423,28 +424,60 @@ def _list(value: dict[str, Any], key: str) -> list[dict[str, Any]]:
     return items
 
 
-def _contact_names(contacts: Any) -> dict[str, str]:
-    names: dict[str, str] = {}
+@dataclass(frozen=True)
+class _Sender:
+    phone: str
+    user_id: str | None
+    name: str | None
+
+
+def _senders(contacts: Any) -> list[_Sender]:
+    """`value.contacts`: each sender's phone (`wa_id`, absent for a user with a username), business-scoped user id
+    (`user_id`) and profile name."""
+    found: list[_Sender] = []
     for contact in contacts if isinstance(contacts, list) else []:
         if not isinstance(contact, dict):
             continue
         profile = _obj(contact.get("profile"))
-        if contact.get("wa_id") and profile.get("name"):
-            names[_digits(contact["wa_id"])] = str(profile["name"])
-    return names
+        user_id = contact.get("user_id")
+        found.append(
+            _Sender(
+                phone=_digits(contact.get("wa_id")),
+                user_id=str(user_id) if isinstance(user_id, str) and user_id else None,
+                name=str(profile["name"]) if profile.get("name") else None,
+            )
+        )
+    return found
 
 
-def _inbound(message: dict[str, Any], names: dict[str, str]) -> InboundMessage:
-    sender, message_id = _digits(message.get("from")), message.get("id")
-    if not sender or not message_id:
-        raise ValidationFailed.field("body.entry.changes.value.messages", "every message needs from and id")
+def _sender_of(message: dict[str, Any], senders: list[_Sender]) -> _Sender:
+    phone = _digits(message.get("from"))
+    user_id = message.get("from_user_id")
+    user_id = str(user_id) if isinstance(user_id, str) and user_id else None
+    match = next(
+        (s for s in senders if (phone and s.phone == phone) or (user_id and s.user_id == user_id)),
+        senders[0] if len(senders) == 1 and not phone and not user_id else None,
+    )
+    if match:
+        return _Sender(phone or match.phone, user_id or match.user_id, match.name)
+    return _Sender(phone, user_id, None)
+
+
+# The part of each inbound type that becomes the message's text.
+_TEXT_OF = {"text": "body", "system": "body", "button": "text", "reaction": "emoji", "order": "text"}
+
+
+def _inbound(message: dict[str, Any], senders: list[_Sender]) -> InboundMessage:
+    sender, message_id = _sender_of(message, senders), message.get("id")
+    if not (sender.phone or sender.user_id) or not message_id:
+        raise ValidationFailed.field(
+            "body.entry.changes.value.messages", "every message needs an id and from or from_user_id"
+        )
     kind = str(message.get("type") or "unknown")
     part = _obj(message.get(kind))
-    text: str | None = None
+    text: str | None = part.get(_TEXT_OF[kind]) if kind in _TEXT_OF else None
     media: dict[str, Any] | None = None
-    if kind == "text":
-        text = part.get("body")
-    elif kind in MEDIA_TYPES:
+    if kind in MEDIA_TYPES:
         media = {k: part[k] for k in ("id", "mime_type", "sha256", "filename", "voice", "animated") if k in part}
         text = part.get("caption")
         if text:
@@ -452,27 +485,44 @@ def _inbound(message: dict[str, Any], names: dict[str, str]) -> InboundMessage:
     elif kind == "location":
         media = {k: part[k] for k in ("latitude", "longitude", "name", "address", "url") if k in part}
     elif kind == "button":
-        text, media = part.get("text"), {"payload": part.get("payload")}
+        media = {"payload": part.get("payload")}
     elif kind == "interactive":
-        reply = part.get("button_reply") or part.get("list_reply") or {}
-        text, media = reply.get("title"), {"reply_type": part.get("type"), "reply_id": reply.get("id")}
+        reply_type = str(part.get("type") or "")
+        reply = _obj(part.get(reply_type))
+        if reply_type == "nfm_reply":  # a WhatsApp Flow's answer: `response_json` is the flow's own JSON text
+            text = reply.get("body")
+            media = {"reply_type": reply_type, "name": reply.get("name"), "response_json": reply.get("response_json")}
+        else:
+            text = reply.get("title")
+            media = {"reply_type": reply_type, "reply_id": reply.get("id"), "description": reply.get("description")}
     elif kind == "reaction":
-        text, media = part.get("emoji"), {"reaction_to": part.get("message_id")}
+        media = {"reaction_to": part.get("message_id")}
     elif kind == "contacts":
         media = {"contacts": message.get("contacts") or []}
+    elif kind == "order":
+        media = {"catalog_id": part.get("catalog_id"), "product_items": part.get("product_items") or []}
     elif kind == "system":
-        text = part.get("body")
+        media = {k: part[k] for k in ("type", "wa_id", "customer", "identity") if k in part} or None
+    if message.get("errors"):  # `unsupported` messages (and others Meta could not process) say why
+        media = {**(media or {}), "errors": message["errors"]}
+    if kind == "unsupported" and isinstance(message.get("unsupported"), dict):
+        media = {**(media or {}), "unsupported": message["unsupported"]}
+    if isinstance(message.get("referral"), dict):  # click-to-WhatsApp ads
+        media = {**(media or {}), "referral": message["referral"]}
     context = message.get("context")
     if isinstance(context, dict) and context.get("id"):
         media = {**(media or {}), "context": {"message_id": context["id"], "from": context.get("from")}}
+    if media is not None:
+        media = {k: v for k, v in media.items() if v is not None}
     return InboundMessage(
         provider_message_id=str(message_id),
-        from_phone=sender,
+        from_phone=sender.phone,
         type=kind,
         text=str(text) if text is not None else None,
         media=media,
-        contact_name=names.get(sender),
+        contact_name=sender.name,
         timestamp=_iso(message.get("timestamp")),
+        from_user_id=sender.user_id,
     )
 
 
