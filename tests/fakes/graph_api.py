@@ -5,6 +5,12 @@ code 190), Graph error bodies `{"error": {"message", "type", "code", "error_subc
 `wamid.` message ids that encode the recipient like real ones, media behind a second, token-protected URL, a seeded
 approved `hello_world` template. Requests are validated the way Graph does, so adapter mistakes show up as the
 errors Meta would give.
+
+Meta's own OpenAPI document is the contract (`tests/fakes/meta_contract.py`): every request is validated with
+openapi-core against the path template of the operation it reaches. A request that does not validate is answered
+with Graph's invalid-parameter error, kept in `violations`, and fails the test when the fake stops (a test that sends
+an invalid request on purpose clears `violations`). `operations` lists the operation ids reached. The OAuth code
+exchange, token debugging and the media download URL are outside the document (`OUTSIDE_DOCUMENT`).
 """
 
 from __future__ import annotations
@@ -17,9 +23,12 @@ import re
 import secrets
 from typing import Any
 
-from tests.fakes import FakeServer, HttpError, Request, Response
+from tests.fakes import FakeServer, HttpError, Request, Response, meta_contract
 
-VERSION = "v21.0"
+VERSION = "v23.0"
+# Graph routes the adapter uses that Meta's Business Messaging document does not describe (Graph's own OAuth and the
+# lookaside media URLs it hands out).
+OUTSIDE_DOCUMENT = ("GET /oauth/access_token", "GET /debug_token", "GET /whatsapp_business/attachments/…")
 MESSAGE_TYPES = {
     "text",
     "image",
@@ -150,6 +159,8 @@ class FakeGraphApi(FakeServer):
             "throughput": {"level": "STANDARD"},
             "name_status": "APPROVED",
         }
+        self.violations: list[str] = []  # requests that do not validate against Meta's document
+        self.operations: list[str] = []  # operation ids of Meta's document reached, in order
         self.messages: dict[str, dict[str, Any]] = {}  # wamid → accepted body (ours) or {"inbound": True}
         self.reads: list[str] = []
         self.reactions: list[dict[str, Any]] = []
@@ -234,21 +245,65 @@ class FakeGraphApi(FakeServer):
         }
         return json.dumps(doc).encode()
 
+    def __exit__(self, *exc: object) -> None:
+        super().__exit__(*exc)
+        if self.violations and exc[0] is None:
+            raise AssertionError(
+                "requests that do not validate against Meta's OpenAPI document:\n" + "\n".join(self.violations)
+            )
+
+    # Contract ---------------------------------------------------------------------------------------------------------
+    def _node_kind(self, node: str) -> str | None:
+        if node == self.waba_id:
+            return "WABA-ID"
+        if node == self.phone_number_id or node in (p["id"] for p in self.extra_phones):
+            return "Phone-Number-ID"
+        if node in self.media:
+            return "Media-ID"
+        return self._group_kind(node)
+
+    def _group_kind(self, node: str) -> str | None:
+        return "group_id" if node in getattr(self, "groups", {}) else None
+
+    def _check_contract(self, request: Request, version: str, node: str, edge: str | None) -> None:
+        kind = self._node_kind(node)
+        if kind is None:
+            return  # an unknown object: Graph's own "does not exist" answer follows
+        template = f"/{{Version}}/{{{kind}}}" + (f"/{edge}" if edge else "")
+        paths = meta_contract.repaired()["paths"]
+        if template not in paths or request.method.lower() not in paths[template]:
+            self.violations.append(f"{request.method} {request.path}: no operation {request.method} {template}")
+            raise graph_error(400, f"Unsupported {request.method.lower()} request.", 100, type_="GraphMethodException")
+        self.operations.append(meta_contract.operation_id(request.method, template))
+        errors = meta_contract.check(
+            request.method,
+            template,
+            request.path,
+            {"Version": version, kind: node},
+            request.query,
+            request.headers,
+            request.body,
+        )
+        if errors:
+            self.violations.append(f"{request.method} {request.path} ({template}):\n  " + "\n  ".join(errors))
+            raise invalid("The request does not match the API's description: " + errors[0][:300])
+
     # Routing ----------------------------------------------------------------------------------------------------------
     def handle(self, request: Request) -> Response:
         if request.path.startswith("/whatsapp_business/attachments/"):
             self._auth(request)
             return self._download(request)
-        match = re.fullmatch(r"/v\d+\.\d+/([^/]+)(?:/([a-z_]+))?", request.path)
+        match = re.fullmatch(r"/(v\d+\.\d+)/([^/]+)(?:/([a-z_]+))?", request.path)
         if not match:
             raise graph_error(400, "Unknown path components: " + request.path, 2500)
-        node, edge = match.group(1), match.group(2)
+        version, node, edge = match.group(1), match.group(2), match.group(3)
         method = request.method
         if node == "oauth" and edge == "access_token" and method == "GET":
             return self._exchange_code(request)
         if node == "debug_token" and edge is None and method == "GET":
             return self._debug_token(request)
         self._auth(request)
+        self._check_contract(request, version, node, edge)
         if node == self.waba_id and edge is None and method == "GET":
             return self._waba_node(request)
         if node == self.waba_id and edge == "phone_numbers" and method == "GET":
@@ -546,9 +601,11 @@ class FakeGraphApi(FakeServer):
             if not isinstance(part.get("message_id"), str) or not isinstance(part.get("emoji"), str):
                 raise graph_error(400, "(#100) The parameters reaction['message_id'] and ['emoji'] are required.", 100)
         elif kind == "location":
-            for key in ("latitude", "longitude"):
-                if not isinstance(part.get(key), int | float):
-                    raise graph_error(400, f"(#100) The parameter location['{key}'] is required.", 100)
+            for key in ("latitude", "longitude"):  # Graph reads numbers and numeric strings alike
+                try:
+                    float(part[key])
+                except (KeyError, TypeError, ValueError):
+                    raise graph_error(400, f"(#100) The parameter location['{key}'] is required.", 100) from None
 
     def _mark_read(self, body: dict[str, Any]) -> Response:
         if body.get("status") != "read":

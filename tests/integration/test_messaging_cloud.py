@@ -67,7 +67,7 @@ def test_inbound_reply_and_statuses_round_trip(api: Api, graph: FakeGraphApi, cl
         json={"channel_id": cloud["id"], "to": "+14155552671", "reply_to": original["id"], "text": {"body": "hi Ada"}},
     ).json()["data"]
     assert messages.deliver(get_store(), api.org_id, sent["id"]) == "sent"
-    wire = graph.requests_to("POST", f"/v21.0/{graph.phone_number_id}/messages")[-1].json
+    wire = graph.requests_to("POST", f"/v23.0/{graph.phone_number_id}/messages")[-1].json
     assert wire["to"] == "14155552671" and wire["text"]["body"] == "hi Ada"
     assert wire["context"] == {"message_id": wamid}  # our id became the provider's
     pmid = api.get(f"/v1/messages/{sent['id']}").json()["data"]["provider_message_id"]
@@ -115,7 +115,7 @@ def test_assets_are_sent_as_links_and_outages_are_retried(api: Api, graph: FakeG
         messages.deliver(get_store(), api.org_id, sent["id"])
     assert api.get(f"/v1/messages/{sent['id']}").json()["data"]["status"] == "pending"  # the queue retries it
     assert messages.deliver(get_store(), api.org_id, sent["id"]) == "sent"
-    wire = graph.requests_to("POST", f"/v21.0/{graph.phone_number_id}/messages")[-1].json
+    wire = graph.requests_to("POST", f"/v23.0/{graph.phone_number_id}/messages")[-1].json
     assert wire["type"] == "image" and wire["image"]["caption"] == "look"
     assert wire["image"]["link"].startswith("http") and asset["id"] in wire["image"]["link"]
     graph.fail_next(status=503)

@@ -57,7 +57,18 @@ def _content(body: models.SendMessage) -> tuple[str | None, dict[str, Any] | Non
     if body.type == "text":
         if not body.text:
             raise ValidationFailed.field("body.text", "is required for text messages")
-        return body.text.body, None, body.text.body
+        return body.text.body, ({"preview_url": True} if body.text.preview_url else None), body.text.body
+    if body.type == "interactive":
+        if not body.interactive or not isinstance(body.interactive.get("type"), str):
+            raise ValidationFailed.field("body.interactive", "is required for interactive messages, with its type")
+        text = (
+            (body.interactive.get("body") or {}).get("text") if isinstance(body.interactive.get("body"), dict) else None
+        )
+        return text, {"interactive": body.interactive}, text or f"[interactive {body.interactive['type']}]"
+    if body.type == "contacts":
+        if not body.contacts:
+            raise ValidationFailed.field("body.contacts", "is required for contacts messages")
+        return None, {"contacts": body.contacts}, "[contacts]"
     if body.type == "template":
         if not body.template:
             raise ValidationFailed.field("body.template", "is required for template messages")
@@ -248,6 +259,9 @@ def deliver(store: Store, org: str, message_id: str) -> str:
             media=_provider_media(store, org, content),
             template=content.get("template"),
             reply_to=_provider_reply_to(store, org, message.get("reply_to")),
+            preview_url=bool(content.get("preview_url")),
+            interactive=content.get("interactive"),
+            contacts=content.get("contacts"),
         )
         result = provider_for(channel).send(outbound)
     except ProviderRejected as err:

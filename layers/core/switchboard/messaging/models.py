@@ -138,7 +138,9 @@ class InboundAccepted(BaseModel):
 
 
 # Messages ----------------------------------------------------------------------------------------------------------
-MessageType = Literal["text", "image", "audio", "video", "document", "sticker", "location", "template"]
+MessageType = Literal[
+    "text", "image", "audio", "video", "document", "sticker", "location", "template", "interactive", "contacts"
+]
 
 
 class TextContent(Strict):
@@ -178,6 +180,12 @@ class SendMessage(Strict):
     media: MediaContent | None = None
     template: TemplateContent | None = None
     location: LocationContent | None = None
+    interactive: dict[str, Any] | None = Field(
+        default=None, description="Meta's interactive object (button, list, cta_url, flow, product…)"
+    )
+    contacts: list[dict[str, Any]] | None = Field(
+        default=None, min_length=1, max_length=5, description="Meta's contact cards (name, phones, emails, …)"
+    )
     reply_to: str | None = Field(default=None, max_length=64, description="id of a message in the conversation")
 
 

@@ -63,6 +63,9 @@ class OutboundMessage:
     media: dict[str, Any] | None = None
     template: dict[str, Any] | None = None
     reply_to: str | None = None
+    preview_url: bool = False  # text: render a link preview
+    interactive: dict[str, Any] | None = None  # Meta's interactive object
+    contacts: list[dict[str, Any]] | None = None  # Meta's contact cards
 
 
 @dataclass(frozen=True)

@@ -144,6 +144,8 @@ class HttpApi:
         params: Mapping[str, str] | None = None,
         max_bytes: int = MAX_BODY,
         deadline: float | None = None,
+        form: Mapping[str, str] | None = None,
+        files: Mapping[str, tuple[str, bytes, str]] | None = None,
     ) -> Reply:
         """`path` is relative to the base URL, or an absolute URL (a media link the provider handed out)."""
         import httpx
@@ -157,6 +159,8 @@ class HttpApi:
                 method,
                 url,
                 json=json_body,
+                data=dict(form) if form else None,
+                files=dict(files) if files else None,
                 params=dict(params) if params else None,
                 headers=self.headers,
                 timeout=self.timeout,
@@ -188,9 +192,12 @@ class HttpApi:
         *,
         json_body: Any = None,
         params: Mapping[str, str] | None = None,
+        form: Mapping[str, str] | None = None,
+        files: Mapping[str, tuple[str, bytes, str]] | None = None,
     ) -> dict[str, Any]:
-        """A request whose successful answer is a JSON object (an empty body counts as `{}`)."""
-        reply = self.request(method, path, json_body=json_body, params=params)
+        """A request whose successful answer is a JSON object (an empty body counts as `{}`); `form` and `files`
+        make a multipart body."""
+        reply = self.request(method, path, json_body=json_body, params=params, form=form, files=files)
         if not reply.content.strip():
             return {}
         data = reply.json()

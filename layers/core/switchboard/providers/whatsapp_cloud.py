@@ -1,7 +1,8 @@
 """WhatsApp Business Platform, Cloud API (Meta Graph API) adapter.
 
-Channel config: `base_url` (default `https://graph.facebook.com/v21.0`), `access_token` (a system-user token, sent as
-`Authorization: Bearer`), `phone_number_id`, `waba_id` (templates), `app_secret` (callback signatures) and
+Channel config: `base_url` (Meta's Graph root with the stack's pinned version, `GRAPH_API_VERSION`; another URL only
+on the local stage, e.g. the tests' fake), `access_token` (a system-user token, sent as `Authorization: Bearer`),
+`phone_number_id`, `waba_id` (templates), `app_secret` (callback signatures) and
 `verify_token` (Meta's subscription handshake).
 
 Wire format (Graph API):
@@ -31,6 +32,7 @@ import contextlib
 import hashlib
 import hmac
 import json
+import re
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -60,7 +62,7 @@ from switchboard.providers.http import (
 )
 
 PROVIDER = "WhatsApp Cloud API"
-DEFAULT_BASE_URL = "https://graph.facebook.com/v21.0"
+META_GRAPH = re.compile(r"^https://graph\.facebook\.com/v[0-9]+\.[0-9]+/?$")
 SIGNATURE_HEADER = "x-hub-signature-256"
 
 # Graph error codes that mean "slow down / try again", even when the HTTP status is 400.
@@ -166,15 +168,23 @@ class WhatsAppCloudProvider(Provider):
             raise ProviderRejected(f"config.{key} is required for a whatsapp_cloud channel.")
         return value.strip()
 
-    def _api(self) -> HttpApi:
-        base = self.config.get("base_url") or DEFAULT_BASE_URL
-        return HttpApi(
-            PROVIDER,
-            str(base),
-            {"Authorization": f"Bearer {self._setting('access_token')}"},
-            timeout=self.timeout,
-            read_error=graph_error,
-        )
+    def _base_url(self) -> str:
+        """Meta's Graph root with the pinned version; a channel's own `base_url` counts only on the local stage."""
+        from switchboard.config import get_settings
+
+        settings = get_settings()
+        given = str(self.config.get("base_url") or "").strip()
+        if not given or META_GRAPH.match(given):
+            return settings.graph_root
+        if not settings.is_local:
+            raise ProviderRejected("config.base_url may point away from Meta's Graph API only on the local stage.")
+        return given
+
+    def _api(self, *, json_content: bool = True) -> HttpApi:
+        headers = {"Authorization": f"Bearer {self._setting('access_token')}"}
+        if json_content:  # Meta's document requires it on most operations, GETs included
+            headers["Content-Type"] = "application/json"
+        return HttpApi(PROVIDER, self._base_url(), headers, timeout=self.timeout, read_error=graph_error)
 
     def _phone_path(self, suffix: str = "") -> str:
         return f"/{segment(self._setting('phone_number_id'))}{suffix}"
@@ -216,42 +226,32 @@ class WhatsAppCloudProvider(Provider):
         return SendResult(str(messages[0]["id"]))
 
     def _content(self, message: OutboundMessage) -> dict[str, Any]:
+        """The type's part of Meta's message body (`Message` in Meta's OpenAPI document)."""
         kind = message.type
         if kind == "text":
             if not message.text:
                 raise ProviderRejected("A text message needs a body.")
-            preview = bool(getattr(message, "preview_url", False))
-            return {"text": {"preview_url": preview, "body": message.text}}
+            return {"text": {"preview_url": bool(message.preview_url), "body": message.text}}
         if kind in MEDIA_TYPES:
-            media = message.media or {}
-            obj: dict[str, Any] = {}
-            if media.get("id"):
-                obj["id"] = str(media["id"])
-            elif media.get("url"):
-                obj["link"] = str(media["url"])
-            else:
-                raise ProviderRejected(f"A {kind} message needs media.url or media.id for the {PROVIDER}.")
-            caption = media.get("caption") or message.text
-            if kind in CAPTIONED and caption:
-                obj["caption"] = str(caption)
-            if kind == "document" and media.get("filename"):
-                obj["filename"] = str(media["filename"])
-            return {kind: obj}
+            return {kind: _media_object(kind, message)}
         if kind == "template":
-            template = message.template or {}
-            if not template.get("name"):
-                raise ProviderRejected("A template message needs template.name.")
-            language = template.get("language") or "en_US"
-            code = language.get("code") if isinstance(language, dict) else language
-            out: dict[str, Any] = {"name": str(template["name"]), "language": {"code": str(code)}}
-            if template.get("components"):
-                out["components"] = template["components"]
-            return {"template": out}
+            return {"template": _template_object(message.template or {})}
         if kind == "location":
             where = message.media or {}
-            if "latitude" not in where or "longitude" not in where:
+            if where.get("latitude") is None or where.get("longitude") is None:
                 raise ProviderRejected("A location message needs latitude and longitude.")
-            return {"location": {k: where[k] for k in ("latitude", "longitude", "name", "address") if where.get(k)}}
+            # Meta's document types the coordinates as strings; 0 is a coordinate like any other.
+            out = {k: _coordinate(where[k]) for k in ("latitude", "longitude")}
+            out.update({k: str(where[k]) for k in ("name", "address") if where.get(k)})
+            return {"location": out}
+        if kind == "interactive":
+            if not isinstance(message.interactive, dict) or not message.interactive.get("type"):
+                raise ProviderRejected("An interactive message needs Meta's interactive object with its type.")
+            return {"interactive": message.interactive}
+        if kind == "contacts":
+            if not message.contacts:
+                raise ProviderRejected("A contacts message needs at least one contact card.")
+            return {"contacts": list(message.contacts)}
         raise ProviderRejected(f"The {PROVIDER} cannot send messages of type {kind!r}.")
 
     def react(self, provider_message_id: str, emoji: str) -> None:
@@ -412,6 +412,42 @@ def changes_by_number(body: bytes) -> dict[str, list[dict[str, Any]]]:
             number = str(_obj(value.get("metadata")).get("phone_number_id") or "")
             grouped.setdefault(number, []).append(value)
     return grouped
+
+
+def _media_object(kind: str, message: OutboundMessage) -> dict[str, Any]:
+    media = message.media or {}
+    obj: dict[str, Any] = {}
+    if media.get("id"):
+        obj["id"] = str(media["id"])
+    elif media.get("link") or media.get("url"):
+        obj["link"] = str(media.get("link") or media["url"])
+    else:
+        raise ProviderRejected(f"A {kind} message needs media.url or media.id for the {PROVIDER}.")
+    caption = media.get("caption") or message.text
+    if kind in CAPTIONED and caption:
+        obj["caption"] = str(caption)
+    if kind == "document" and media.get("filename"):
+        obj["filename"] = str(media["filename"])
+    return obj
+
+
+def _template_object(template: dict[str, Any]) -> dict[str, Any]:
+    """CONVENTIONS: the API takes `language: "<code>"`; Meta wants `{policy: "deterministic", code}`."""
+    if not template.get("name"):
+        raise ProviderRejected("A template message needs template.name.")
+    language = template.get("language") or "en_US"
+    code = language.get("code") if isinstance(language, dict) else language
+    out: dict[str, Any] = {"name": str(template["name"]), "language": {"policy": "deterministic", "code": str(code)}}
+    if template.get("components"):
+        out["components"] = template["components"]
+    return out
+
+
+def _coordinate(value: Any) -> str:
+    try:
+        return repr(float(value))
+    except (TypeError, ValueError):
+        raise ProviderRejected("Location coordinates must be numbers.") from None
 
 
 # Callback parsing helpers ---------------------------------------------------------------------------------------------

@@ -132,7 +132,7 @@ def _base_url(body: models.OAuthStart) -> str:
 
     settings = get_settings()
     if body.graph_base_url is None:
-        return settings.graph_api_base_url.rstrip("/")
+        return settings.graph_root
     if not settings.is_local:
         raise ValidationFailed.field("body.graph_base_url", "can only be set on the local and test stages")
     parts = urlsplit(body.graph_base_url)
@@ -160,7 +160,10 @@ def _app_credentials(org: str, body: models.OAuthStart) -> tuple[str, str | None
 
 def _authorize_url(base_url: str, app_id: str, config_id: str | None, redirect_uri: str | None, state: str) -> str:
     version = base_url.rsplit("/", 1)[-1]
-    version = version if re.fullmatch(r"v[0-9]+\.[0-9]+", version) else "v21.0"
+    if not re.fullmatch(r"v[0-9]+\.[0-9]+", version):
+        from switchboard.config import get_settings
+
+        version = get_settings().graph_api_version
     params = {"client_id": app_id, "state": state, "response_type": "code", "override_default_response_type": "true"}
     if redirect_uri:
         params["redirect_uri"] = redirect_uri
