@@ -163,6 +163,9 @@ class FakeGraphApi(FakeServer):
         self.operations: list[str] = []  # operation ids of Meta's document reached, in order
         self.messages: dict[str, dict[str, Any]] = {}  # wamid → accepted body (ours) or {"inbound": True}
         self.reads: list[str] = []
+        self.typing: list[str] = []  # message ids a typing indicator was shown against
+        self.blocked: list[str] = []  # users blocked on the number, in order
+        self.calls: dict[str, str] = {}  # call id → last action taken on it
         self.reactions: list[dict[str, Any]] = []
         self.not_allowed: set[str] = set()  # recipients outside a test number's allowed list → 131030
         self.media: dict[str, tuple[bytes, str]] = {}
@@ -323,6 +326,12 @@ class FakeGraphApi(FakeServer):
             return self._templates(request)
         if node in self.media and edge is None and method == "GET":
             return self._media_info(node)
+        if node == self.phone_number_id and edge == "media" and method == "POST":
+            return self._upload(request)
+        if node == self.phone_number_id and edge == "block_users" and method in ("GET", "POST", "DELETE"):
+            return self._block_users(request)
+        if node == self.phone_number_id and edge == "calls" and method == "POST":
+            return self._calls(self._body(request))
         raise graph_error(
             400,
             f"Unsupported {method.lower()} request. Object with ID '{node}' does not exist, cannot be loaded due to "
@@ -535,9 +544,20 @@ class FakeGraphApi(FakeServer):
             if key not in allowed:
                 raise graph_error(400, f"(#100) Param {key} is not a valid parameter for type {kind}", 100)
         part = body.get(kind)
-        if not isinstance(part, dict):
+        if kind == "contacts":  # a list of contact cards, each with a formatted name
+            if (
+                not isinstance(part, list)
+                or not part
+                or not all(
+                    isinstance(c, dict) and isinstance(c.get("name"), dict) and c["name"].get("formatted_name")
+                    for c in part
+                )
+            ):
+                raise graph_error(400, "(#100) The parameter contacts['name']['formatted_name'] is required.", 100)
+        elif not isinstance(part, dict):
             raise graph_error(400, f"(#100) The parameter {kind} is required.", 100)
-        self._check_part(kind, part)
+        else:
+            self._check_part(kind, part)
         context = body.get("context")
         if context is not None and (not isinstance(context, dict) or not isinstance(context.get("message_id"), str)):
             raise graph_error(400, "(#100) The parameter context['message_id'] is required.", 100)
@@ -607,6 +627,51 @@ class FakeGraphApi(FakeServer):
                 except (KeyError, TypeError, ValueError):
                     raise graph_error(400, f"(#100) The parameter location['{key}'] is required.", 100) from None
 
+    def _upload(self, request: Request) -> Response:
+        from email.parser import BytesParser
+        from email.policy import HTTP
+
+        content_type = request.headers.get("content-type", "")
+        if not content_type.startswith("multipart/form-data"):
+            raise invalid("Uploads are multipart/form-data")
+        parsed = BytesParser(policy=HTTP).parsebytes(f"Content-Type: {content_type}\r\n\r\n".encode() + request.body)
+        fields: dict[str, Any] = {}
+        for part in parsed.iter_parts():
+            name = part.get_param("name", header="content-disposition")
+            fields[str(name)] = (part.get_content_type(), part.get_payload(decode=True))
+        if fields.get("messaging_product", (None, b""))[1] != b"whatsapp":
+            raise graph_error(400, "(#100) The parameter messaging_product is required.", 100)
+        if "file" not in fields:
+            raise graph_error(400, "(#100) The parameter file is required.", 100)
+        mime, data = fields["file"]
+        return Response(200, {"id": self.add_media(data, mime)})
+
+    def _block_users(self, request: Request) -> Response:
+        if request.method == "GET":
+            return Response(200, {"data": [{"user": u} for u in self.blocked], "paging": {"cursors": {}}})
+        body = self._body(request)
+        users = [str(u.get("user") or "") for u in body.get("block_users") or [] if isinstance(u, dict)]
+        if not users or not all(users):
+            raise graph_error(400, "(#100) The parameter block_users is required.", 100)
+        for user in users:
+            if request.method == "POST" and user not in self.blocked:
+                self.blocked.append(user)
+            elif request.method == "DELETE" and user in self.blocked:
+                self.blocked.remove(user)
+        key = "added_users" if request.method == "POST" else "removed_users"
+        return Response(
+            200, {"messaging_product": "whatsapp", "block_users": {key: [{"input": u, "wa_id": u} for u in users]}}
+        )
+
+    def _calls(self, body: dict[str, Any]) -> Response:
+        call_id, action = body.get("call_id"), body.get("action")
+        if not isinstance(call_id, str) or action not in ("pre_accept", "accept", "reject", "terminate"):
+            raise graph_error(400, "(#100) The parameters call_id and action are required.", 100)
+        if call_id not in self.calls:
+            raise graph_error(400, "(#138006) Call not found", 138006)
+        self.calls[call_id] = str(action)
+        return Response(200, {"messaging_product": "whatsapp", "success": True})
+
     def _mark_read(self, body: dict[str, Any]) -> Response:
         if body.get("status") != "read":
             raise invalid("Param status must be read")
@@ -618,6 +683,10 @@ class FakeGraphApi(FakeServer):
             raise graph_error(400, f"(#100) Param {sorted(extra)[0]} is not a valid parameter", 100)
         if message_id not in self.messages:
             raise invalid("Invalid message_id: the message does not exist or is not from this phone number")
+        if body.get("typing_indicator") is not None:
+            if body["typing_indicator"] != {"type": "text"}:
+                raise invalid("typing_indicator.type must be text")
+            self.typing.append(message_id)
         self.reads.append(message_id)
         return Response(200, {"success": True})
 

@@ -18,12 +18,15 @@ Repairs (each one a defect of the document, not a relaxation of our adapter):
    parameter is checked against its enum.
 6. The interactive `cta_url` type is missing from `InteractiveObject` and `ActionObject`: added with Meta's documented
    action `{"name": "cta_url", "parameters": {"display_text", "url"}}` (`CTA_URL_ACTION`).
+7. A multipart body's `format: binary` string (OpenAPI 3.0's spelling of a file) is read as OpenAPI 3.1 reads a
+   file, any bytes (3.1 has no `format: binary`; the validator would ask the file to be text).
 """
 
 from __future__ import annotations
 
 import copy
 import json
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
@@ -96,6 +99,23 @@ def _unevaluated(node: Any) -> None:
             _unevaluated(value)
 
 
+def _multipart_bodies(doc: dict[str, Any]) -> Iterator[dict[str, Any]]:
+    for item in doc["paths"].values():
+        for op in item.values():
+            if isinstance(op, dict):
+                content = (op.get("requestBody") or {}).get("content") or {}
+                if "multipart/form-data" in content:
+                    yield content["multipart/form-data"]
+
+
+def _binary_is_bytes(schema: Any) -> None:
+    """Repair 7."""
+    if isinstance(schema, dict):
+        for prop in (schema.get("properties") or {}).values():
+            if isinstance(prop, dict) and prop.get("type") == "string" and prop.get("format") == "binary":
+                prop.clear()
+
+
 @lru_cache(maxsize=1)
 def repaired() -> dict[str, Any]:
     doc = copy.deepcopy(document())
@@ -112,6 +132,8 @@ def repaired() -> dict[str, Any]:
         ]
     }
     doc["components"]["parameters"]["UserAgent"]["schema"].pop("pattern", None)
+    for content in _multipart_bodies(doc):
+        _binary_is_bytes(content.get("schema"))
     schemas["InteractiveObject"]["properties"]["type"]["enum"].append("cta_url")
     schemas["ActionObject"]["oneOf"].append(CTA_URL_ACTION)
     return doc

@@ -21,7 +21,7 @@ from switchboard.providers.base import (
     ProviderUnavailable,
     StatusCallback,
 )
-from switchboard.providers.whatsapp_cloud import WhatsAppCloudProvider, recipient_of
+from switchboard.providers.whatsapp_cloud import WhatsAppCloudProvider
 from tests.fakes import closed_port_url
 from tests.fakes.graph_api import FakeGraphApi, make_wamid
 
@@ -79,6 +79,7 @@ def test_registry_builds_the_adapter_without_io():
 
 def test_capabilities_are_exactly_the_cloud_api_operations():
     assert WhatsAppCloudProvider.capabilities() == [
+        "block",
         "connect",
         "media_download",
         "profile",
@@ -99,7 +100,6 @@ def test_capabilities_are_exactly_the_cloud_api_operations():
         ("pairing_code", (TO,)),
         ("privacy", (None,)),
         ("lookup_contact", (TO,)),
-        ("block", (TO, True)),
         ("groups", ("list", {})),
         ("newsletters", ("list", {})),
         ("labels", ("list", {})),
@@ -171,7 +171,6 @@ def test_send_text(graph, adapter):
     }
     assert result.provider_message_id.startswith("wamid.")
     assert graph.messages[result.provider_message_id]["to"] == TO
-    assert recipient_of(result.provider_message_id) == TO
 
 
 def test_send_a_reply_sets_the_context(graph, adapter):
@@ -287,9 +286,9 @@ def test_messages_the_api_cannot_take_are_rejected_before_any_request(graph, ada
 
 
 # React, read ----------------------------------------------------------------------------------------------------------
-def test_react_sends_a_reaction_to_the_messages_counterpart(graph, adapter):
+def test_react_sends_a_reaction_to_the_stored_counterpart(graph, adapter):
     wamid = graph.inbound_message("4915112345678")
-    adapter.react(wamid, "👍")
+    adapter.react_in_chat(wamid, "👍", "4915112345678")
     assert sent_json(graph) == {
         "messaging_product": "whatsapp",
         "recipient_type": "individual",
@@ -301,23 +300,18 @@ def test_react_sends_a_reaction_to_the_messages_counterpart(graph, adapter):
 
 def test_react_with_an_empty_emoji_removes_the_reaction(graph, adapter):
     sent = adapter.send(out(text="hi")).provider_message_id
-    adapter.react(sent, "")
+    adapter.react_in_chat(sent, "", TO)
     assert sent_json(graph)["reaction"] == {"message_id": sent, "emoji": ""}
     assert sent_json(graph)["to"] == TO
 
 
-def test_react_to_an_id_that_is_not_a_wamid_is_rejected(graph, adapter):
-    with pytest.raises(ProviderRejected, match="not a WhatsApp message id"):
-        adapter.react("sbx_123", "👍")
+def test_a_reaction_is_never_addressed_by_decoding_the_message_id(graph, adapter):
+    wamid = graph.inbound_message("4915112345678")
+    with pytest.raises(ProviderRejected, match="other party"):
+        adapter.react(wamid, "👍")
+    with pytest.raises(ProviderRejected, match="no phone number"):
+        adapter.react_in_chat(wamid, "👍", "")
     assert graph.requests == []
-
-
-def test_recipient_of_reads_real_wamids():
-    # From Meta's documentation.
-    assert recipient_of("wamid.HBgLMTY1MDUwNzY1MjAVAgARGBI5QTNDQTVCM0Q0Q0Q2RTY3RTcA") == "16505076520"
-    assert recipient_of(make_wamid("447700900123", inbound=True)) == "447700900123"
-    assert recipient_of("wamid.not-base64!") is None
-    assert recipient_of("3EB0ABCDEF") is None
 
 
 def test_read_marks_an_inbound_message_read(graph, adapter):

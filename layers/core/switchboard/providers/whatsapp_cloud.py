@@ -20,14 +20,18 @@ Wire format (Graph API):
   A channel's adapter reads the changes of its own number; `switchboard.messaging.cloud_webhook` routes an
   app-level callback's changes by `value.metadata.phone_number_id`.
 
-The Cloud API has no edit, delete, presence, QR, pairing code, privacy, contact lookup or block, so those stay
-unsupported (`400 unsupported_by_provider`).
+- typing indicator: `POST /{phone_number_id}/messages` `{status: "read", message_id, typing_indicator: {type: "text"}}`.
+- media upload: `POST /{phone_number_id}/media` (multipart `file`, `type`, `messaging_product`).
+- block users: `POST|DELETE /{phone_number_id}/block_users` `{messaging_product, block_users: [{user}]}`.
+- calls: `POST /{phone_number_id}/calls` `{messaging_product, to, call_id, action: "reject"}`.
+
+The Cloud API has no edit, delete, presence states other than typing, QR, pairing code, privacy or contact lookup,
+so those stay unsupported (`400 unsupported_by_provider`).
 """
 
 from __future__ import annotations
 
 import base64
-import binascii
 import contextlib
 import hashlib
 import hmac
@@ -93,26 +97,6 @@ def graph_error(reply: Reply) -> ProviderError:
     details = {k: error[k] for k in ("code", "error_subcode", "type", "fbtrace_id") if error.get(k) is not None}
     transient = bool(error.get("is_transient")) or code in TRANSIENT_CODES
     return ProviderError(message, transient=transient, details={f"provider_{k}": v for k, v in details.items()})
-
-
-def recipient_of(wamid: str) -> str | None:
-    """The counterpart's phone number inside a `wamid.…` id (base64 of a Thrift struct whose first field is the
-    phone number), or None when the id does not have that shape. The Cloud API wants `to` on a reaction, and the
-    protocol's `react()` only gets the message id."""
-    if not wamid.startswith("wamid."):
-        return None
-    raw = wamid.removeprefix("wamid.").replace("-", "+").replace("_", "/")
-    try:
-        data = base64.b64decode(raw + "=" * (-len(raw) % 4), validate=True)
-    except (binascii.Error, ValueError):
-        return None
-    if len(data) < 4 or data[0] != 0x1C or data[1] != 0x18:
-        return None
-    size = data[2]
-    phone = data[3 : 3 + size]
-    if len(phone) != size or not phone.isdigit():
-        return None
-    return phone.decode("ascii")
 
 
 def _iso(epoch: Any) -> str | None:
@@ -255,9 +239,15 @@ class WhatsAppCloudProvider(Provider):
         raise ProviderRejected(f"The {PROVIDER} cannot send messages of type {kind!r}.")
 
     def react(self, provider_message_id: str, emoji: str) -> None:
-        to = recipient_of(provider_message_id)
-        if to is None:
-            raise ProviderRejected(f"Cannot tell the recipient of {provider_message_id!r}: not a WhatsApp message id.")
+        """The Cloud API addresses a reaction to the chat's other party: `react_in_chat` with the stored one."""
+        raise ProviderRejected(f"{PROVIDER}: a reaction needs the chat's other party (react_in_chat).")
+
+    def react_in_chat(self, provider_message_id: str, emoji: str, to_phone: str) -> None:
+        """React to a message of the chat with `to_phone` (the stored counterpart of the message); an empty emoji
+        removes the reaction."""
+        to = _digits(to_phone)
+        if not to:
+            raise ProviderRejected("The message's chat has no phone number to address the reaction to.")
         self._post_message(
             {
                 "recipient_type": "individual",
@@ -269,6 +259,38 @@ class WhatsAppCloudProvider(Provider):
 
     def read(self, provider_message_id: str) -> None:
         self._post_message({"status": "read", "message_id": provider_message_id})
+
+    def typing_indicator(self, message_id: str) -> None:
+        """Meta's typing indicator: shown for up to 25 s (or until our reply), tied to the customer's last message,
+        which it also marks read."""
+        self._post_message({"status": "read", "message_id": message_id, "typing_indicator": {"type": "text"}})
+
+    def upload_media(self, data: bytes, mime_type: str, file_name: str) -> str:
+        """`POST /{phone_number_id}/media` (multipart): the media id a message can then send by `id`."""
+        answer = self._api(json_content=False).call(
+            "POST",
+            self._phone_path("/media"),
+            form={"messaging_product": "whatsapp", "type": mime_type},
+            files={"file": (file_name, data, mime_type)},
+        )
+        if not answer.get("id"):
+            raise ProviderUnavailable(f"{PROVIDER} accepted the upload but answered without its id.")
+        return str(answer["id"])
+
+    def block(self, phone: str, blocked: bool) -> None:
+        """`POST` (block) or `DELETE` (unblock) `/{phone_number_id}/block_users`: only users who wrote to the
+        business in the last 24 hours can be blocked."""
+        body = {"messaging_product": "whatsapp", "block_users": [{"user": _digits(phone)}]}
+        self._api().call("POST" if blocked else "DELETE", self._phone_path("/block_users"), json_body=body)
+
+    def reject_call(self, call_id: str, from_phone: str | None = None) -> dict[str, Any]:
+        """`POST /{phone_number_id}/calls` with `action: "reject"` for an incoming call; Meta's document asks for the
+        other party (`to`) on every call action but `terminate`, so the caller's number is required."""
+        if not from_phone:
+            raise ValidationFailed.field("body.from", "is required to reject a call on a whatsapp_cloud channel")
+        body = {"messaging_product": "whatsapp", "to": _digits(from_phone), "call_id": call_id, "action": "reject"}
+        answer = self._api().call("POST", self._phone_path("/calls"), json_body=body)
+        return {"success": bool(answer.get("success", True))}
 
     def download_media(self, media_id: str, message_id: str, payload: str) -> DownloadedMedia:
         api = self._api()
