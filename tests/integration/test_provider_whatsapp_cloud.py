@@ -23,7 +23,7 @@ from switchboard.providers.base import (
 )
 from switchboard.providers.whatsapp_cloud import WhatsAppCloudProvider
 from tests.fakes import closed_port_url
-from tests.fakes.graph_api import FakeGraphApi, make_wamid
+from tests.fakes.graph_api import FakeGraphApi
 
 TO = "15550001111"
 
