@@ -105,6 +105,16 @@ def test_embedded_signup_end_to_end_ends_with_a_connected_channel(api: Api, grap
 
     subscribed = _ok(api.post("/v1/waba/subscribe-webhook", json={"progress_id": flow["id"]}))
     assert subscribed["next_step"] == "sync_meta" and graph.subscribed_apps == [graph.app_id]
+    # The app is subscribed with this deployment's app-level callback and a fresh verify token, which Meta's
+    # handshake can check at once (before the channel exists) and which is stored only sealed.
+    subscription = graph.requests_to("POST", f"/v23.0/{graph.waba_id}/subscribed_apps")[-1].json
+    assert subscription["override_callback_uri"].endswith("/v1/providers/whatsapp_cloud/webhook")
+    verify_token = subscription["verify_token"]
+    assert len(verify_token) >= 32
+    handshake = {"hub.mode": "subscribe", "hub.verify_token": verify_token, "hub.challenge": "31337"}
+    early = api.get("/v1/providers/whatsapp_cloud/webhook", params=handshake, headers={})
+    assert early.status_code == 200 and early.text == "31337"
+    assert verify_token not in json.dumps(_ok(api.get(f"/v1/waba/progress/{flow['id']}")))
 
     done = _ok(api.post("/v1/waba/sync-meta", json={"progress_id": flow["id"]}))
     assert done["status"] == "completed" and done["next_step"] is None and done["completed_at"]
@@ -119,6 +129,9 @@ def test_embedded_signup_end_to_end_ends_with_a_connected_channel(api: Api, grap
     assert channel["config"]["phone_number_id"] == graph.phone_number_id
     assert channel["config"]["waba_id"] == graph.waba_id
     assert TOKEN not in json.dumps(channel) and graph.app_secret not in json.dumps(channel)
+    assert verify_token not in json.dumps(channel) and channel["config"]["verify_token"].startswith("••••")
+    later = api.get("/v1/providers/whatsapp_cloud/webhook", params=handshake, headers={})
+    assert later.status_code == 200 and later.text == "31337"  # now through the channel's own (sealed) token
     assert _ok(api.get(f"/v1/waba/progress/{flow['id']}")) == done
 
     # The channel really works with the onboarded token: a message goes out through Graph.

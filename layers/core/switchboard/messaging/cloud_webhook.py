@@ -12,7 +12,8 @@ Items (global, outside any organization):
   `attribute_not_exists(PK)` in the channel's own create/update transaction, so a number belongs to at most one
   channel on the whole platform (a second claim is 409 `conflict`); deleted with the channel or when its config
   names another number.
-- verify-token index `WAVERIFY#<sha256 hex of verify_token>` / `CHANNEL#<channel_id>` → `{organization_id}`: the
+- verify-token index `WAVERIFY#<sha256 hex of verify_token>` / `CHANNEL#<channel_id>` (or `WABAFLOW#<progress_id>`
+  while an onboarding subscribes, TTL 7 days) → `{organization_id}`: the
   app-level `GET` handshake finds a channel holding the given token with one key query, then compares the token
   itself in constant time. Channels of one app usually share one token, hence one item per channel under the same key.
 """
@@ -23,6 +24,7 @@ import hashlib
 import hmac
 from typing import Any
 
+from switchboard import clock
 from switchboard.errors import Conflict, Forbidden, Unauthenticated, ValidationFailed
 from switchboard.providers.base import InboundMessage, StatusCallback
 from switchboard.store import Delete, Put, Store, TxOp, keys
@@ -101,6 +103,39 @@ def claim_ops(old: Item | None, new: Item | None) -> list[TxOp]:
     return ops
 
 
+def flow_token_put(org: str, progress_id: str, token: str) -> Put:
+    """The index row of an onboarding flow's verify token (Meta checks the callback while the flow subscribes,
+    before the channel exists); it expires with the flow."""
+    return Put(
+        item={
+            **keys.key(_token_pk(token), f"WABAFLOW#{progress_id}"),
+            "entity": "WhatsAppVerifyToken",
+            "organization_id": org,
+            "ttl": clock.epoch(clock.now()) + 7 * 86400,
+        }
+    )
+
+
+def _token_of(store: Store, row: Item) -> str:
+    """The verify token an index row stands for, read from its channel (opened config) or onboarding flow."""
+    from switchboard.messaging import channels
+
+    org, sk = row["organization_id"], str(row["SK"])
+    if sk.startswith("CHANNEL#"):
+        return _text(_config(store.get(channels.channel_key(org, sk.removeprefix("CHANNEL#")))), "verify_token")
+    if sk.startswith("WABAFLOW#"):
+        from switchboard import sealed
+        from switchboard.waba import service as waba
+
+        flow = store.get(waba.flow_key(org, sk.removeprefix("WABAFLOW#")))
+        value = (flow or {}).get("verify_token_sealed")
+        try:
+            return sealed.unseal(value, org) if isinstance(value, str) else ""
+        except ValueError:
+            return ""
+    return ""
+
+
 def channel_for_number(store: Store, phone_number_id: str) -> Item | None:
     from switchboard.messaging import channels
 
@@ -114,15 +149,12 @@ def channel_for_number(store: Store, phone_number_id: str) -> Item | None:
 def subscription(store: Store, params: dict[str, str]) -> str:
     """Meta's `GET` handshake for the app-level URL: `hub.challenge` when `hub.verify_token` is the verify_token of
     a whatsapp_cloud channel, else 403."""
-    from switchboard.messaging import channels
-
     if params.get("hub.mode") != "subscribe" or "hub.challenge" not in params:
         raise ValidationFailed("Expected hub.mode=subscribe with hub.verify_token and hub.challenge.")
     given = str(params.get("hub.verify_token") or "")
     if given:
         for row in store.query(_token_pk(given), limit=5).items:
-            channel = store.get(channels.channel_key(row["organization_id"], row["SK"].removeprefix("CHANNEL#")))
-            token = _text(_config(channel), "verify_token")
+            token = _token_of(store, row)
             if token and hmac.compare_digest(given.encode(), token.encode()):
                 return str(params["hub.challenge"])
     raise Forbidden("The verify token does not match the verify_token of any whatsapp_cloud channel.")
