@@ -352,11 +352,13 @@ def _sender(store: Store, auth: AuthContext, channel: Item, inbound: InboundMess
     """The sender's contact (created if new) from the phone and/or WhatsApp user id the provider gave. When both
     arrive and each already belongs to a different contact, the user-id contact is merged into the phone one: Meta
     vouches that they are one person."""
-    idents = [
-        contact_models.IdentityIn(type=kind, value=value, channel_id=channel["id"])
-        for kind, value in (("whatsapp", inbound.from_phone), ("whatsapp_user_id", inbound.from_user_id))
-        if value
-    ]
+    idents = []
+    if inbound.from_phone:
+        idents.append(contact_models.IdentityIn(type="whatsapp", value=inbound.from_phone, channel_id=channel["id"]))
+    if inbound.from_user_id:
+        idents.append(
+            contact_models.IdentityIn(type="whatsapp_user_id", value=inbound.from_user_id, channel_id=channel["id"])
+        )
     if not idents:
         raise ValidationFailed.field("body", "the sender has neither a phone number nor a WhatsApp user id")
     body = contact_models.ContactCreate(identities=idents)
