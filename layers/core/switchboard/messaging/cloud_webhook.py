@@ -167,11 +167,12 @@ def route(
     returned. `default` receives changes without `metadata.phone_number_id` (the per-channel URL)."""
     from switchboard.providers.whatsapp_cloud import WhatsAppCloudProvider, changes_by_number, signature_of
 
+    grouped = changes_by_number(body)  # a body that is not Meta's shape is 400 before anything else
     if not signature_of(headers):
         raise Unauthenticated("Missing or malformed X-Hub-Signature-256 header.")
     own = _text(_config(default), "phone_number_id")
     routed: list[tuple[Item, list[InboundMessage | StatusCallback]]] = []
-    for number, values in changes_by_number(body).items():
+    for number, values in grouped.items():
         channel = default if default is not None and number in ("", own) else None
         if channel is None and number:
             channel = channel_for_number(store, number)
