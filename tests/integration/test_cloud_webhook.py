@@ -213,3 +213,15 @@ def test_a_message_without_from_and_from_user_id_is_refused(api: Api):
     _channel(api, NUMBER_A)
     body = _body(_user_change({"id": "wamid.N1", "text": {"body": "who?"}}, {"profile": {"name": "Nobody"}}))
     api.assert_error(api.post(URL, content=body, headers=_signed(body)), 400, "validation_failed")
+
+
+def test_a_tenant_cannot_inject_traffic_for_another_tenants_number_through_its_own_channel_url(api: Api):
+    victim = _channel(api, NUMBER_A).json()["data"]
+    _, intruder = api.new_org("intruder@example.com")
+    own = _channel(api, NUMBER_B, headers=intruder, app_secret="intruders-secret").json()["data"]
+    forged = _body(_change(NUMBER_A, "14155552671", "wamid.F1", "forged"))
+    signed_by_intruder = _signed(forged, "intruders-secret")
+    resp = api.post(f"/v1/providers/{own['id']}/callback", content=forged, headers=signed_by_intruder)
+    api.assert_error(resp, 401, "unauthenticated")
+    api.assert_error(api.post(URL, content=forged, headers=signed_by_intruder), 401, "unauthenticated")
+    assert _inbound(api, victim["id"]) == []
