@@ -795,3 +795,43 @@ def test_parse_callback_ignores_other_numbers_and_other_fields(graph, adapter):
 def test_a_malformed_callback_fails_validation(adapter, body):
     with pytest.raises(ValidationFailed):
         adapter.parse_callback(body)
+
+
+def test_parse_callback_flow_replies_and_senders_known_only_by_user_id(graph, adapter):
+    body = graph.webhook(
+        {
+            "contacts": [
+                {"profile": {"name": "Ada", "username": "@ada"}, "user_id": "US.13491208655302741918"},
+                {"profile": {"name": "Bob"}, "wa_id": "14155552672", "user_id": "US.99"},
+            ],
+            "messages": [
+                {
+                    "from_user_id": "US.13491208655302741918",
+                    "id": "wamid.flow1",
+                    "timestamp": "1763800000",
+                    "type": "interactive",
+                    "interactive": {
+                        "type": "nfm_reply",
+                        "nfm_reply": {
+                            "name": "flow",
+                            "body": "Sent",
+                            "response_json": '{"flow_token": "t", "ok": true}',
+                        },
+                    },
+                },
+                {
+                    "from": "14155552672",
+                    "id": "wamid.b1",
+                    "timestamp": "1763800001",
+                    "type": "text",
+                    "text": {"body": "hi"},
+                },
+            ],
+        }
+    )
+    flow, bob = adapter.parse_callback(body)
+    assert isinstance(flow, InboundMessage) and isinstance(bob, InboundMessage)
+    assert (flow.from_phone, flow.from_user_id, flow.contact_name) == ("", "US.13491208655302741918", "Ada")
+    assert flow.text == "Sent"
+    assert flow.media == {"reply_type": "nfm_reply", "name": "flow", "response_json": '{"flow_token": "t", "ok": true}'}
+    assert (bob.from_phone, bob.from_user_id, bob.contact_name) == ("14155552672", "US.99", "Bob")
