@@ -268,8 +268,17 @@ def test_every_webhook_example_of_metas_document_is_accepted_and_lands_where_it_
         assert [(r["provider_message_id"], r["type"]) for r in rows] == [(m["id"], m["type"]) for m in messages], name
         for row in rows:
             landed[name] = row
+        updates = [c for e in doc["entry"] for c in e["changes"] if c["field"] != "messages"]
+        logs = api.get(f"/v1/channels/{channel_id}/logs", params={"limit": 100}).json()["data"]
+        logged = [entry for entry in logs if entry["event"].startswith("whatsapp.")]
+        assert [entry["event"] for entry in logged] == [f"whatsapp.{c['field']}" for c in updates], name
+        for entry in logged:
+            landed[name] = entry
         assert api.delete(f"/v1/channels/{channel_id}").status_code == 204
-    assert set(examples) - set(landed) == {"Group Create Message", "Group Settings Update", "Group Remove Participants"}
+    assert set(landed) == set(examples)
+    group = landed["Group Create Message"]["detail"]
+    assert group["field"] == "group_lifecycle_update" and group["value"]["groups"][0]["type"] == "group_create"
+    assert landed["Group Remove Participants"]["event"] == "whatsapp.group_participants_update"
     assert landed["Text Message"]["text"] == "Does it come in another color?"
     assert landed["Text Message"]["from_phone"] == "16505551234"
     assert landed["Text Message with Context (Product Inquiry)"]["media"]["context"]["message_id"].startswith("wamid.")

@@ -3,9 +3,11 @@
 One Meta app sends the traffic of all its phone numbers to one callback URL. `POST
 /v1/providers/whatsapp_cloud/webhook` routes each change by `value.metadata.phone_number_id` to the channel that
 claimed that number and checks `X-Hub-Signature-256` with that channel's `app_secret` before anything is stored (a
-body whose signature fails for any of its numbers is refused whole: 401, nothing stored). Changes of numbers no
-channel claims are counted as `ignored`. The per-channel URL (`/v1/providers/{channel_id}/callback`) goes through the
-same routing, with changes that carry no `metadata` going to that channel.
+body whose signature fails for any of its numbers is refused whole: 401, nothing stored). `messages` changes become
+messages and statuses; the number's other updates (groups, templates, account) become channel log entries
+(`whatsapp.<field>`). Changes of numbers no channel claims are ignored. The per-channel URL
+(`/v1/providers/{channel_id}/callback`) goes through the same routing, with changes that carry no `metadata` going
+to that channel.
 
 Items (global, outside any organization):
 - claim `WAPHONE#<phone_number_id>` / `WAPHONE` → `{organization_id, channel_id}`: written with
@@ -22,6 +24,7 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+import json
 from typing import Any
 
 from switchboard import clock
@@ -160,19 +163,21 @@ def subscription(store: Store, params: dict[str, str]) -> str:
     raise Forbidden("The verify token does not match the verify_token of any whatsapp_cloud channel.")
 
 
-def route(
-    store: Store, headers: dict[str, str], body: bytes, *, default: Item | None = None
-) -> list[tuple[Item, list[InboundMessage | StatusCallback]]]:
-    """Each channel the body speaks for, with its events; every channel's signature is checked before any is
-    returned. `default` receives changes without `metadata.phone_number_id` (the per-channel URL)."""
+Routed = tuple[Item, list[InboundMessage | StatusCallback], list[tuple[str, dict[str, Any]]]]
+
+
+def route(store: Store, headers: dict[str, str], body: bytes, *, default: Item | None = None) -> list[Routed]:
+    """Each channel the body speaks for, with its message events and its other updates (`(field, value)`: group,
+    template, account changes); every channel's signature is checked before any is returned. `default` receives
+    changes without `metadata.phone_number_id` (the per-channel URL)."""
     from switchboard.providers.whatsapp_cloud import WhatsAppCloudProvider, changes_by_number, signature_of
 
     grouped = changes_by_number(body)  # a body that is not Meta's shape is 400 before anything else
     if not signature_of(headers):
         raise Unauthenticated("Missing or malformed X-Hub-Signature-256 header.")
     own = _text(_config(default), "phone_number_id")
-    routed: list[tuple[Item, list[InboundMessage | StatusCallback]]] = []
-    for number, values in grouped.items():
+    routed: list[Routed] = []
+    for number, changes in grouped.items():
         channel = default if default is not None and number in ("", own) else None
         if channel is None and number:
             channel = channel_for_number(store, number)
@@ -180,8 +185,26 @@ def route(
             continue  # a number no channel claims (yet)
         adapter = WhatsAppCloudProvider(channel)
         adapter.verify_callback(headers, body)
-        routed.append((channel, adapter.events(values)))
+        messages = [value for field, value in changes if field == "messages"]
+        updates = [(field, value) for field, value in changes if field != "messages"]
+        routed.append((channel, adapter.events(messages), updates))
     return routed
+
+
+MAX_LOGGED_UPDATE = 8 * 1024  # characters of an update's JSON kept in the channel log
+
+
+def _update_log(channel: Item, field: str, value: dict[str, Any]) -> Put:
+    """A group, template or account update of the number, as a channel log entry (`GET /v1/channels/{id}/logs`)."""
+    from switchboard.messaging import channels
+
+    detail: dict[str, Any] = {"field": field}
+    kept = {k: v for k, v in value.items() if k not in ("messaging_product", "metadata")}
+    if len(json.dumps(kept, default=str)) <= MAX_LOGGED_UPDATE:
+        detail["value"] = kept
+    else:
+        detail["keys"] = sorted(kept)
+    return channels.log_entry(channel["organization_id"], channel["id"], f"whatsapp.{field}", detail)
 
 
 def receive(store: Store, headers: dict[str, str], body: bytes, *, default: Item | None = None) -> dict[str, Any]:
@@ -189,8 +212,10 @@ def receive(store: Store, headers: dict[str, str], body: bytes, *, default: Item
     from switchboard.messaging import messages
 
     received, statuses = 0, 0
-    for channel, events in route(store, headers, body, default=default):
+    for channel, events, updates in route(store, headers, body, default=default):
         org = channel["organization_id"]
+        if updates:
+            store.transact([_update_log(channel, field, value) for field, value in updates[:25]])
         for event in events:
             if isinstance(event, InboundMessage):
                 messages.receive(store, org, channel, event)

@@ -387,9 +387,9 @@ class WhatsAppCloudProvider(Provider):
         app-level router's (`switchboard.messaging.cloud_webhook`)."""
         own_number = str(self.config.get("phone_number_id") or "")
         events: list[InboundMessage | StatusCallback] = []
-        for number, values in changes_by_number(body).items():
+        for number, changes in changes_by_number(body).items():
             if not own_number or number in ("", own_number):
-                events.extend(self.events(values))
+                events.extend(self.events([value for field, value in changes if field == "messages"]))
         return events
 
     def events(self, values: list[dict[str, Any]]) -> list[InboundMessage | StatusCallback]:
@@ -410,9 +410,10 @@ def signature_of(headers: dict[str, str]) -> str:
     return given[len("sha256=") :].lower()
 
 
-def changes_by_number(body: bytes) -> dict[str, list[dict[str, Any]]]:
-    """The `messages` change values of a callback body, grouped by `value.metadata.phone_number_id` ("" when a
-    change names no number). Other fields (template, account and quality updates) carry nothing to store."""
+def changes_by_number(body: bytes) -> dict[str, list[tuple[str, dict[str, Any]]]]:
+    """A callback body's changes as `(field, value)`, grouped by `value.metadata.phone_number_id` ("" when a change
+    names no number). `messages` changes carry messages and statuses; the other fields (group, template, account
+    and quality updates) are events about the number."""
     try:
         doc = json.loads(body)
     except ValueError:
@@ -422,17 +423,17 @@ def changes_by_number(body: bytes) -> dict[str, list[dict[str, Any]]]:
     entries = doc.get("entry")
     if not isinstance(entries, list):
         raise ValidationFailed.field("body.entry", "must be a list")
-    grouped: dict[str, list[dict[str, Any]]] = {}
+    grouped: dict[str, list[tuple[str, dict[str, Any]]]] = {}
     for entry in entries:
         changes = entry.get("changes") if isinstance(entry, dict) else None
         if not isinstance(changes, list):
             raise ValidationFailed.field("body.entry.changes", "must be a list")
         for change in changes:
             value = change.get("value") if isinstance(change, dict) else None
-            if not isinstance(value, dict) or change.get("field", "messages") != "messages":
+            if not isinstance(value, dict):
                 continue
             number = str(_obj(value.get("metadata")).get("phone_number_id") or "")
-            grouped.setdefault(number, []).append(value)
+            grouped.setdefault(number, []).append((str(change.get("field") or "messages"), value))
     return grouped
 
 
