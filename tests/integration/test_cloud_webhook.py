@@ -225,3 +225,18 @@ def test_a_tenant_cannot_inject_traffic_for_another_tenants_number_through_its_o
     api.assert_error(resp, 401, "unauthenticated")
     api.assert_error(api.post(URL, content=forged, headers=signed_by_intruder), 401, "unauthenticated")
     assert _inbound(api, victim["id"]) == []
+
+
+def test_an_organization_pending_deletion_receives_nothing(api: Api):
+    from switchboard.store import get_store, keys
+
+    channel = _channel(api, NUMBER_A).json()["data"]
+    store = get_store()
+    organization = store.get(keys.organization(api.org_id))
+    assert organization is not None
+    store.put({**organization, "status": "pending_deletion"})
+    body = _body(_change(NUMBER_A, "14155552671", "wamid.D1", "after deletion"))
+    resp = api.post(URL, content=body, headers=_signed(body))
+    assert resp.status_code == 200 and resp.json()["data"]["received"] == 0
+    store.put(organization)
+    assert _inbound(api, channel["id"]) == []

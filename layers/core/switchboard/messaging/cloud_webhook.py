@@ -145,7 +145,14 @@ def channel_for_number(store: Store, phone_number_id: str) -> Item | None:
     claim = store.get(claim_key(phone_number_id))
     if not claim:
         return None
-    channel = store.get(channels.channel_key(claim["organization_id"], claim["channel_id"]))
+    org = claim["organization_id"]
+    found = {
+        i["SK"]: i for i in store.batch_get([channels.channel_key(org, claim["channel_id"]), keys.organization(org)])
+    }
+    channel = found.get(channels.channel_key(org, claim["channel_id"])["SK"])
+    organization = found.get("ORG") or {}
+    if organization.get("status") == "pending_deletion":  # CONVENTIONS: its channel callbacks stop at once
+        return None
     return channel if channel and channel.get("platform") == PLATFORM else None
 
 
