@@ -581,13 +581,13 @@ def whatsapp_cloud_subscription(
         401: {"description": "Unsigned, or not signed with the app secret of a channel it speaks for", **ERROR_BODY},
     },
 )
-def whatsapp_cloud_webhook() -> Data[dict[str, Any]]:
+def whatsapp_cloud_webhook(body: Annotated[models.CloudWebhook, Body()]) -> Data[dict[str, Any]]:
     """The app-level callback of Meta's WhatsApp Cloud API: each change goes to the channel that claimed its
     `phone_number_id`, checked with that channel's app secret."""
-    event = app.current_event
+    event = app.current_event  # the signature covers the raw bytes: `body` only documents and pre-checks the shape
     raw = event.body or ""
-    body = base64.b64decode(raw) if event.is_base64_encoded else raw.encode()
-    return Data(data=cloud_webhook.receive(get_store(), dict(event.headers or {}), body))
+    payload = base64.b64decode(raw) if event.is_base64_encoded else raw.encode()
+    return Data(data=cloud_webhook.receive(get_store(), dict(event.headers or {}), payload))
 
 
 handler = make_handler(app)

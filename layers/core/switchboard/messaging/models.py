@@ -279,3 +279,10 @@ class ConversationLock(BaseModel):
     draft_id: str | None = None
     expires_at: str
     updated_at: str
+
+
+class CloudWebhook(BaseModel):
+    """Meta's webhook body as the app-level callback reads it (unknown fields kept for the adapter, never refused)."""
+
+    object: Literal["whatsapp_business_account"]
+    entry: list[dict[str, Any]] = Field(max_length=1000)
