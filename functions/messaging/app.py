@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import base64
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.event_handler.openapi.params import Body, Path, Query
@@ -20,11 +20,12 @@ from switchboard.store import get_store
 if TYPE_CHECKING:
     from switchboard.catalog import models as catalog_models
     from switchboard.groups import models as group_models
-    from switchboard.messaging import callbacks, channels, conversations, media, messages, models
+    from switchboard.messaging import callbacks, channels, cloud_webhook, conversations, media, messages, models
 else:  # the models when a route's dependant is first built, the rules when a route first runs (not at init)
     callbacks = lazy_module("switchboard.messaging.callbacks")
     catalog_models = lazy_module("switchboard.catalog.models")
     channels = lazy_module("switchboard.messaging.channels")
+    cloud_webhook = lazy_module("switchboard.messaging.cloud_webhook")
     conversations = lazy_module("switchboard.messaging.conversations")
     group_models = lazy_module("switchboard.groups.models")
     media = lazy_module("switchboard.messaging.media")
@@ -552,6 +553,48 @@ def provider_callback(channelID: str) -> Data[dict[str, Any]]:
     raw = event.body or ""
     body = base64.b64decode(raw) if event.is_base64_encoded else raw.encode()
     return Data(data=callbacks.provider_callback(get_store(), channelID, dict(event.headers or {}), body))
+
+
+ERROR_BODY = {"content": {"application/json": {"schema": {"$ref": "#/components/schemas/ErrorEnvelope"}}}}
+
+
+@app.get(
+    "/v1/providers/whatsapp_cloud/webhook",
+    security=PUBLIC,
+    middlewares=public(),
+    tags=["providers"],
+    responses={
+        200: {"description": "`hub.challenge`, echoed as text"},
+        403: {"description": "No whatsapp_cloud channel has this verify token", **ERROR_BODY},
+    },
+)
+def whatsapp_cloud_subscription(
+    mode: Annotated[Literal["subscribe"], Query(alias="hub.mode")],
+    verify_token: Annotated[str, Query(alias="hub.verify_token", max_length=512)],
+    challenge: Annotated[str, Query(alias="hub.challenge", max_length=512)],
+) -> Response[str]:
+    """Meta's subscription handshake for the app-level callback of whatsapp_cloud channels."""
+    params = {"hub.mode": mode, "hub.verify_token": verify_token, "hub.challenge": challenge}
+    return Response(status_code=200, content_type="text/plain", body=cloud_webhook.subscription(get_store(), params))
+
+
+@app.post(
+    "/v1/providers/whatsapp_cloud/webhook",
+    security=PUBLIC,
+    middlewares=public(),
+    tags=["providers"],
+    responses={
+        200: {"description": "Counts of the stored messages and applied statuses"},
+        401: {"description": "Unsigned, or not signed with the app secret of a channel it speaks for", **ERROR_BODY},
+    },
+)
+def whatsapp_cloud_webhook(body: Annotated[models.CloudWebhook, Body()]) -> Data[dict[str, Any]]:
+    """The app-level callback of Meta's WhatsApp Cloud API: each change goes to the channel that claimed its
+    `phone_number_id`, checked with that channel's app secret."""
+    event = app.current_event  # the signature covers the raw bytes: `body` only documents and pre-checks the shape
+    raw = event.body or ""
+    payload = base64.b64decode(raw) if event.is_base64_encoded else raw.encode()
+    return Data(data=cloud_webhook.receive(get_store(), dict(event.headers or {}), payload))
 
 
 handler = make_handler(app)

@@ -57,8 +57,22 @@ def register_phone(body: Annotated[models.RegisterPhone, Body()]) -> Data[models
 
 @app.post("/v1/waba/subscribe-webhook", middlewares=requires("admin"), tags=TAGS)
 def subscribe_webhook(body: Annotated[models.ProgressStep, Body()]) -> Data[models.Progress]:
-    """Subscribes the app to the business account's webhooks (and checks Meta lists it)."""
-    return Data(data=service.subscribe_webhook(get_store(), current_auth(app), body))
+    """Subscribes the app to the business account's webhooks with this deployment's app-level callback
+    (`/v1/providers/whatsapp_cloud/webhook`) and a fresh verify token, and checks Meta lists it."""
+    return Data(data=service.subscribe_webhook(get_store(), current_auth(app), body, _cloud_callback_url()))
+
+
+def _cloud_callback_url() -> str:
+    """This deployment's public URL of the app-level whatsapp_cloud webhook, from the request that reached it
+    (API Gateway's domain and, on its default domain, the stage prefix of the path)."""
+    event = app.current_event
+    headers = {k.lower(): v for k, v in (event.headers or {}).items()}
+    context = event.raw_event.get("requestContext") or {}
+    host = context.get("domainName") or headers.get("host") or "localhost"
+    full, route = str(context.get("path") or event.path), event.path
+    prefix = full[: -len(route)] if route and full.endswith(route) else ""
+    scheme = headers.get("x-forwarded-proto") or "https"
+    return f"{scheme}://{host}{prefix}/v1/providers/whatsapp_cloud/webhook"
 
 
 @app.post("/v1/waba/sync-meta", middlewares=requires("admin"), tags=TAGS)

@@ -5,6 +5,12 @@ code 190), Graph error bodies `{"error": {"message", "type", "code", "error_subc
 `wamid.` message ids that encode the recipient like real ones, media behind a second, token-protected URL, a seeded
 approved `hello_world` template. Requests are validated the way Graph does, so adapter mistakes show up as the
 errors Meta would give.
+
+Meta's own OpenAPI document is the contract (`tests/fakes/meta_contract.py`): every request is validated with
+openapi-core against the path template of the operation it reaches. A request that does not validate is answered
+with Graph's invalid-parameter error, kept in `violations`, and fails the test when the fake stops (a test that sends
+an invalid request on purpose clears `violations`). `operations` lists the operation ids reached. The OAuth code
+exchange, token debugging and the media download URL are outside the document (`OUTSIDE_DOCUMENT`).
 """
 
 from __future__ import annotations
@@ -17,9 +23,12 @@ import re
 import secrets
 from typing import Any
 
-from tests.fakes import FakeServer, HttpError, Request, Response
+from tests.fakes import FakeServer, HttpError, Request, Response, meta_contract
 
-VERSION = "v21.0"
+VERSION = "v23.0"
+# Graph routes the adapter uses that Meta's Business Messaging document does not describe (Graph's own OAuth and the
+# lookaside media URLs it hands out).
+OUTSIDE_DOCUMENT = ("GET /oauth/access_token", "GET /debug_token", "GET /whatsapp_business/attachments/…")
 MESSAGE_TYPES = {
     "text",
     "image",
@@ -150,8 +159,13 @@ class FakeGraphApi(FakeServer):
             "throughput": {"level": "STANDARD"},
             "name_status": "APPROVED",
         }
+        self.violations: list[str] = []  # requests that do not validate against Meta's document
+        self.operations: list[str] = []  # operation ids of Meta's document reached, in order
         self.messages: dict[str, dict[str, Any]] = {}  # wamid → accepted body (ours) or {"inbound": True}
         self.reads: list[str] = []
+        self.typing: list[str] = []  # message ids a typing indicator was shown against
+        self.blocked: list[str] = []  # users blocked on the number, in order
+        self.calls: dict[str, str] = {}  # call id → last action taken on it
         self.reactions: list[dict[str, Any]] = []
         self.not_allowed: set[str] = set()  # recipients outside a test number's allowed list → 131030
         self.media: dict[str, tuple[bytes, str]] = {}
@@ -234,21 +248,65 @@ class FakeGraphApi(FakeServer):
         }
         return json.dumps(doc).encode()
 
+    def __exit__(self, *exc: object) -> None:
+        super().__exit__(*exc)
+        if self.violations and exc[0] is None:
+            raise AssertionError(
+                "requests that do not validate against Meta's OpenAPI document:\n" + "\n".join(self.violations)
+            )
+
+    # Contract ---------------------------------------------------------------------------------------------------------
+    def _node_kind(self, node: str) -> str | None:
+        if node == self.waba_id:
+            return "WABA-ID"
+        if node == self.phone_number_id or node in (p["id"] for p in self.extra_phones):
+            return "Phone-Number-ID"
+        if node in self.media:
+            return "Media-ID"
+        return self._group_kind(node)
+
+    def _group_kind(self, node: str) -> str | None:
+        return "group_id" if node in getattr(self, "groups", {}) else None
+
+    def _check_contract(self, request: Request, version: str, node: str, edge: str | None) -> None:
+        kind = self._node_kind(node)
+        if kind is None:
+            return  # an unknown object: Graph's own "does not exist" answer follows
+        template = f"/{{Version}}/{{{kind}}}" + (f"/{edge}" if edge else "")
+        paths = meta_contract.repaired()["paths"]
+        if template not in paths or request.method.lower() not in paths[template]:
+            self.violations.append(f"{request.method} {request.path}: no operation {request.method} {template}")
+            raise graph_error(400, f"Unsupported {request.method.lower()} request.", 100, type_="GraphMethodException")
+        self.operations.append(meta_contract.operation_id(request.method, template))
+        errors = meta_contract.check(
+            request.method,
+            template,
+            request.path,
+            {"Version": version, kind: node},
+            request.query,
+            request.headers,
+            request.body,
+        )
+        if errors:
+            self.violations.append(f"{request.method} {request.path} ({template}):\n  " + "\n  ".join(errors))
+            raise invalid("The request does not match the API's description: " + errors[0][:300])
+
     # Routing ----------------------------------------------------------------------------------------------------------
     def handle(self, request: Request) -> Response:
         if request.path.startswith("/whatsapp_business/attachments/"):
             self._auth(request)
             return self._download(request)
-        match = re.fullmatch(r"/v\d+\.\d+/([^/]+)(?:/([a-z_]+))?", request.path)
+        match = re.fullmatch(r"/(v\d+\.\d+)/([^/]+)(?:/([a-z_]+))?", request.path)
         if not match:
             raise graph_error(400, "Unknown path components: " + request.path, 2500)
-        node, edge = match.group(1), match.group(2)
+        version, node, edge = match.group(1), match.group(2), match.group(3)
         method = request.method
         if node == "oauth" and edge == "access_token" and method == "GET":
             return self._exchange_code(request)
         if node == "debug_token" and edge is None and method == "GET":
             return self._debug_token(request)
         self._auth(request)
+        self._check_contract(request, version, node, edge)
         if node == self.waba_id and edge is None and method == "GET":
             return self._waba_node(request)
         if node == self.waba_id and edge == "phone_numbers" and method == "GET":
@@ -268,6 +326,12 @@ class FakeGraphApi(FakeServer):
             return self._templates(request)
         if node in self.media and edge is None and method == "GET":
             return self._media_info(node)
+        if node == self.phone_number_id and edge == "media" and method == "POST":
+            return self._upload(request)
+        if node == self.phone_number_id and edge == "block_users" and method in ("GET", "POST", "DELETE"):
+            return self._block_users(request)
+        if node == self.phone_number_id and edge == "calls" and method == "POST":
+            return self._calls(self._body(request))
         raise graph_error(
             400,
             f"Unsupported {method.lower()} request. Object with ID '{node}' does not exist, cannot be loaded due to "
@@ -480,9 +544,20 @@ class FakeGraphApi(FakeServer):
             if key not in allowed:
                 raise graph_error(400, f"(#100) Param {key} is not a valid parameter for type {kind}", 100)
         part = body.get(kind)
-        if not isinstance(part, dict):
+        if kind == "contacts":  # a list of contact cards, each with a formatted name
+            if (
+                not isinstance(part, list)
+                or not part
+                or not all(
+                    isinstance(c, dict) and isinstance(c.get("name"), dict) and c["name"].get("formatted_name")
+                    for c in part
+                )
+            ):
+                raise graph_error(400, "(#100) The parameter contacts['name']['formatted_name'] is required.", 100)
+        elif not isinstance(part, dict):
             raise graph_error(400, f"(#100) The parameter {kind} is required.", 100)
-        self._check_part(kind, part)
+        else:
+            self._check_part(kind, part)
         context = body.get("context")
         if context is not None and (not isinstance(context, dict) or not isinstance(context.get("message_id"), str)):
             raise graph_error(400, "(#100) The parameter context['message_id'] is required.", 100)
@@ -546,9 +621,56 @@ class FakeGraphApi(FakeServer):
             if not isinstance(part.get("message_id"), str) or not isinstance(part.get("emoji"), str):
                 raise graph_error(400, "(#100) The parameters reaction['message_id'] and ['emoji'] are required.", 100)
         elif kind == "location":
-            for key in ("latitude", "longitude"):
-                if not isinstance(part.get(key), int | float):
-                    raise graph_error(400, f"(#100) The parameter location['{key}'] is required.", 100)
+            for key in ("latitude", "longitude"):  # Graph reads numbers and numeric strings alike
+                try:
+                    float(part[key])
+                except (KeyError, TypeError, ValueError):
+                    raise graph_error(400, f"(#100) The parameter location['{key}'] is required.", 100) from None
+
+    def _upload(self, request: Request) -> Response:
+        from email.parser import BytesParser
+        from email.policy import HTTP
+
+        content_type = request.headers.get("content-type", "")
+        if not content_type.startswith("multipart/form-data"):
+            raise invalid("Uploads are multipart/form-data")
+        parsed = BytesParser(policy=HTTP).parsebytes(f"Content-Type: {content_type}\r\n\r\n".encode() + request.body)
+        fields: dict[str, Any] = {}
+        for part in parsed.iter_parts():
+            name = part.get_param("name", header="content-disposition")
+            fields[str(name)] = (part.get_content_type(), part.get_payload(decode=True))
+        if fields.get("messaging_product", (None, b""))[1] != b"whatsapp":
+            raise graph_error(400, "(#100) The parameter messaging_product is required.", 100)
+        if "file" not in fields:
+            raise graph_error(400, "(#100) The parameter file is required.", 100)
+        mime, data = fields["file"]
+        return Response(200, {"id": self.add_media(data, mime)})
+
+    def _block_users(self, request: Request) -> Response:
+        if request.method == "GET":
+            return Response(200, {"data": [{"user": u} for u in self.blocked], "paging": {"cursors": {}}})
+        body = self._body(request)
+        users = [str(u.get("user") or "") for u in body.get("block_users") or [] if isinstance(u, dict)]
+        if not users or not all(users):
+            raise graph_error(400, "(#100) The parameter block_users is required.", 100)
+        for user in users:
+            if request.method == "POST" and user not in self.blocked:
+                self.blocked.append(user)
+            elif request.method == "DELETE" and user in self.blocked:
+                self.blocked.remove(user)
+        key = "added_users" if request.method == "POST" else "removed_users"
+        return Response(
+            200, {"messaging_product": "whatsapp", "block_users": {key: [{"input": u, "wa_id": u} for u in users]}}
+        )
+
+    def _calls(self, body: dict[str, Any]) -> Response:
+        call_id, action = body.get("call_id"), body.get("action")
+        if not isinstance(call_id, str) or action not in ("pre_accept", "accept", "reject", "terminate"):
+            raise graph_error(400, "(#100) The parameters call_id and action are required.", 100)
+        if call_id not in self.calls:
+            raise graph_error(400, "(#138006) Call not found", 138006)
+        self.calls[call_id] = str(action)
+        return Response(200, {"messaging_product": "whatsapp", "success": True})
 
     def _mark_read(self, body: dict[str, Any]) -> Response:
         if body.get("status") != "read":
@@ -561,6 +683,10 @@ class FakeGraphApi(FakeServer):
             raise graph_error(400, f"(#100) Param {sorted(extra)[0]} is not a valid parameter", 100)
         if message_id not in self.messages:
             raise invalid("Invalid message_id: the message does not exist or is not from this phone number")
+        if body.get("typing_indicator") is not None:
+            if body["typing_indicator"] != {"type": "text"}:
+                raise invalid("typing_indicator.type must be text")
+            self.typing.append(message_id)
         self.reads.append(message_id)
         return Response(200, {"success": True})
 

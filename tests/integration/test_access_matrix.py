@@ -127,7 +127,7 @@ def expected_access(method: str, path: str) -> Access:
     segments = path.strip("/").split("/")
     if path in SYSTEM_PATHS:
         return PUBLIC
-    if re.fullmatch(r"/v1/providers/\{[^/]+\}/callback", path):
+    if re.fullmatch(r"/v1/providers/\{[^/]+\}/callback", path) or path == "/v1/providers/whatsapp_cloud/webhook":
         return PUBLIC  # the provider calls back; it holds no API key and is checked by its signature
     if any(_under(path, area) for area in SELF_AREAS) or path == "/v1/organizations":
         return AUTHENTICATED  # /v1/organizations: the caller's own organizations (list, create)

@@ -67,7 +67,7 @@ def test_inbound_reply_and_statuses_round_trip(api: Api, graph: FakeGraphApi, cl
         json={"channel_id": cloud["id"], "to": "+14155552671", "reply_to": original["id"], "text": {"body": "hi Ada"}},
     ).json()["data"]
     assert messages.deliver(get_store(), api.org_id, sent["id"]) == "sent"
-    wire = graph.requests_to("POST", f"/v21.0/{graph.phone_number_id}/messages")[-1].json
+    wire = graph.requests_to("POST", f"/v23.0/{graph.phone_number_id}/messages")[-1].json
     assert wire["to"] == "14155552671" and wire["text"]["body"] == "hi Ada"
     assert wire["context"] == {"message_id": wamid}  # our id became the provider's
     pmid = api.get(f"/v1/messages/{sent['id']}").json()["data"]["provider_message_id"]
@@ -115,7 +115,7 @@ def test_assets_are_sent_as_links_and_outages_are_retried(api: Api, graph: FakeG
         messages.deliver(get_store(), api.org_id, sent["id"])
     assert api.get(f"/v1/messages/{sent['id']}").json()["data"]["status"] == "pending"  # the queue retries it
     assert messages.deliver(get_store(), api.org_id, sent["id"]) == "sent"
-    wire = graph.requests_to("POST", f"/v21.0/{graph.phone_number_id}/messages")[-1].json
+    wire = graph.requests_to("POST", f"/v23.0/{graph.phone_number_id}/messages")[-1].json
     assert wire["type"] == "image" and wire["image"]["caption"] == "look"
     assert wire["image"]["link"].startswith("http") and asset["id"] in wire["image"]["link"]
     graph.fail_next(status=503)
@@ -125,3 +125,82 @@ def test_assets_are_sent_as_links_and_outages_are_retried(api: Api, graph: FakeG
     unsupported = api.get(f"/v1/channels/{cloud['id']}/qr")
     api.assert_error(unsupported, 400, "unsupported_by_provider")
     assert json.dumps(wire)
+
+
+# The spec's routes on a whatsapp_cloud channel ------------------------------------------------------------------------
+def _inbound_from(api: Api, graph: FakeGraphApi, cloud: dict, phone: str) -> tuple[str, dict]:
+    wamid = graph.inbound_message(phone)
+    value = {
+        "messages": [{"from": phone, "id": wamid, "timestamp": "1763800000", "type": "text", "text": {"body": "hi"}}]
+    }
+    assert _callback(api, graph, cloud, value).status_code == 200
+    conv = api.get("/v1/conversations").json()["data"][0]
+    return wamid, api.get(f"/v1/conversations/{conv['id']}/messages").json()["data"][0]
+
+
+def test_interactive_contacts_and_preview_messages_go_out_as_metas_bodies(api: Api, graph: FakeGraphApi, cloud: dict):
+    interactive = {
+        "type": "button",
+        "body": {"text": "Pick"},
+        "action": {"buttons": [{"type": "reply", "reply": {"id": "y", "title": "Yes"}}]},
+    }
+    card = {"name": {"formatted_name": "Ada"}, "phones": [{"phone": "+14155552671", "type": "WORK"}]}
+    bodies = [
+        {"type": "interactive", "interactive": interactive},
+        {"type": "contacts", "contacts": [card]},
+        {"type": "text", "text": {"body": "https://example.com", "preview_url": True}},
+        {"type": "location", "location": {"latitude": 0, "longitude": 0}},
+    ]
+    for body in bodies:
+        sent = api.post("/v1/messages", json={"channel_id": cloud["id"], "to": "+14155552671", **body})
+        assert sent.status_code == 202, sent.text
+        assert messages.deliver(get_store(), api.org_id, sent.json()["data"]["id"]) == "sent"
+    wire = [r.json for r in graph.requests_to("POST", f"/v23.0/{graph.phone_number_id}/messages")[-4:]]
+    assert wire[0]["interactive"] == interactive
+    assert wire[1]["contacts"] == [card]
+    assert wire[2]["text"] == {"preview_url": True, "body": "https://example.com"}
+    assert wire[3]["location"] == {"latitude": "0.0", "longitude": "0.0"}
+    api.assert_error(
+        api.post("/v1/messages", json={"channel_id": cloud["id"], "to": "+14155552671", "type": "interactive"}),
+        400,
+        "validation_failed",
+    )
+
+
+def test_reaction_typing_block_and_call_reject_routes_reach_the_cloud_api(api: Api, graph: FakeGraphApi, cloud: dict):
+    wamid, message = _inbound_from(api, graph, cloud, "14155552671")
+    reacted = api.post("/v1/messages/react", json={"message_id": message["id"], "emoji": "👍"})
+    assert reacted.status_code == 200, reacted.text
+    sent = graph.requests_to("POST", f"/v23.0/{graph.phone_number_id}/messages")[-1].json
+    assert sent["to"] == "14155552671" and sent["reaction"] == {"message_id": wamid, "emoji": "👍"}
+
+    typing = api.post(
+        "/v1/messages/presence", json={"channel_id": cloud["id"], "to": "+14155552671", "state": "typing"}
+    )
+    assert typing.status_code == 200, typing.text
+    assert graph.typing == [wamid]
+    other = api.post("/v1/messages/presence", json={"channel_id": cloud["id"], "to": "+14155552671", "state": "paused"})
+    api.assert_error(other, 400, "unsupported_by_provider")
+    stranger = api.post(
+        "/v1/messages/presence", json={"channel_id": cloud["id"], "to": "+14155550000", "state": "typing"}
+    )
+    api.assert_error(stranger, 409, "conflict")
+
+    blocked = api.post(f"/v1/channels/{cloud['id']}/blocked-contacts", json={"phone": "+14155552671"})
+    assert blocked.status_code == 200, blocked.text
+    assert graph.blocked == ["14155552671"]
+    listed = api.get(f"/v1/channels/{cloud['id']}/blocked-contacts").json()["data"]
+    assert [b["phone"] for b in listed] == ["14155552671"]
+    unblocked = api.post(
+        f"/v1/channels/{cloud['id']}/blocked-contacts", json={"phone": "+14155552671", "blocked": False}
+    )
+    assert unblocked.status_code == 200 and graph.blocked == []
+
+    graph.calls["wacid.ABC123"] = "ringing"
+    rejected = api.post(
+        "/v1/calls/reject", json={"channel_id": cloud["id"], "call_id": "wacid.ABC123", "from": "+14155552671"}
+    )
+    assert rejected.status_code == 200, rejected.text
+    assert rejected.json()["data"]["status"] == "rejected" and graph.calls["wacid.ABC123"] == "reject"
+    no_caller = api.post("/v1/calls/reject", json={"channel_id": cloud["id"], "call_id": "wacid.ABC123"})
+    api.assert_error(no_caller, 400, "validation_failed")

@@ -179,7 +179,14 @@ def test_send_every_type(evo, linked):
     assert evo.last.path == f"/message/sendSticker/{CHANNEL}"
     linked.send(out("location", media={"latitude": 52.52, "longitude": 13.405, "name": "Office"}))
     assert evo.last.json == {"number": TO, "latitude": 52.52, "longitude": 13.405, "name": "Office"}
-    linked.send(out("contacts", media={"contacts": [{"name": "Ada", "phone": "4915112345678"}]}))
+    linked.send(
+        out(
+            "contacts",
+            contacts=[
+                {"name": {"formatted_name": "Ada"}, "phones": [{"phone": "+49 151 12345678", "wa_id": "4915112345678"}]}
+            ],
+        )
+    )
     assert evo.last.json["contact"] == [{"fullName": "Ada", "wuid": "4915112345678", "phoneNumber": "+4915112345678"}]
 
 

@@ -270,7 +270,14 @@ def test_send_location_and_contact_card(waha, linked):
         "longitude": 13.405,
         "title": "Office",
     }
-    linked.send(out("contacts", media={"contacts": [{"name": "Ada", "phone": "4915112345678"}]}))
+    linked.send(
+        out(
+            "contacts",
+            contacts=[
+                {"name": {"formatted_name": "Ada"}, "phones": [{"phone": "+49 151 12345678", "wa_id": "4915112345678"}]}
+            ],
+        )
+    )
     assert waha.last.path == "/api/sendContactVcard"
     assert waha.last.json["contacts"] == [
         {"fullName": "Ada", "organization": "", "phoneNumber": "+4915112345678", "whatsappId": "4915112345678"}
@@ -302,7 +309,17 @@ def test_noweb_answers_are_read_and_an_answer_without_id_is_uncertain():
         sent = adapter.send(out(text="hi")).provider_message_id
         assert sent == waha.last_sent(CHANNEL)[0]  # `{key: {id}}` became WAHA's serialized id
         with pytest.raises(SendUncertain, match="without its id"):
-            adapter.send(out("contacts", media={"contacts": [{"name": "Ada", "phone": "4915112345678"}]}))
+            adapter.send(
+                out(
+                    "contacts",
+                    contacts=[
+                        {
+                            "name": {"formatted_name": "Ada"},
+                            "phones": [{"phone": "+49 151 12345678", "wa_id": "4915112345678"}],
+                        }
+                    ],
+                )
+            )
 
 
 def test_a_send_whose_answer_is_lost_is_uncertain_but_a_refused_connection_is_not(waha, linked):

@@ -76,7 +76,7 @@ def test_embedded_signup_end_to_end_ends_with_a_connected_channel(api: Api, grap
         "error": None,
     }
     assert flow["state"] and flow["app_id"] == graph.app_id
-    assert flow["authorize_url"].startswith("https://www.facebook.com/v21.0/dialog/oauth?")
+    assert flow["authorize_url"].startswith("https://www.facebook.com/v23.0/dialog/oauth?")
     assert f"client_id={graph.app_id}" in flow["authorize_url"] and "config_id=998877665544" in flow["authorize_url"]
     assert "app_secret" not in json.dumps(flow) and graph.app_secret not in json.dumps(flow)
 
@@ -91,20 +91,30 @@ def test_embedded_signup_end_to_end_ends_with_a_connected_channel(api: Api, grap
     assert exchanged["token_obtained"] is True and exchanged["next_step"] == "register_phone"
     assert "whatsapp_business_management" in exchanged["granted_scopes"]
     assert [p["id"] for p in exchanged["phone_numbers"]] == [graph.phone_number_id]
-    wire = graph.requests_to("GET", "/v21.0/oauth/access_token")[-1]
+    wire = graph.requests_to("GET", "/v23.0/oauth/access_token")[-1]
     assert wire.query == {"client_id": graph.app_id, "client_secret": graph.app_secret, "code": code}
-    debug = graph.requests_to("GET", "/v21.0/debug_token")[-1]
+    debug = graph.requests_to("GET", "/v23.0/debug_token")[-1]
     assert debug.headers["authorization"] == f"Bearer {graph.app_id}|{graph.app_secret}"
     assert debug.query == {"input_token": TOKEN}
 
     registered = _ok(api.post("/v1/waba/register-phone", json={"progress_id": flow["id"], "pin": PIN}))
     assert registered["next_step"] == "subscribe_webhook"
-    register_call = graph.requests_to("POST", f"/v21.0/{graph.phone_number_id}/register")[-1]
+    register_call = graph.requests_to("POST", f"/v23.0/{graph.phone_number_id}/register")[-1]
     assert register_call.json == {"messaging_product": "whatsapp", "pin": PIN}
     assert register_call.headers["authorization"] == f"Bearer {TOKEN}"
 
     subscribed = _ok(api.post("/v1/waba/subscribe-webhook", json={"progress_id": flow["id"]}))
     assert subscribed["next_step"] == "sync_meta" and graph.subscribed_apps == [graph.app_id]
+    # The app is subscribed with this deployment's app-level callback and a fresh verify token, which Meta's
+    # handshake can check at once (before the channel exists) and which is stored only sealed.
+    subscription = graph.requests_to("POST", f"/v23.0/{graph.waba_id}/subscribed_apps")[-1].json
+    assert subscription["override_callback_uri"].endswith("/v1/providers/whatsapp_cloud/webhook")
+    verify_token = subscription["verify_token"]
+    assert len(verify_token) >= 32
+    handshake = {"hub.mode": "subscribe", "hub.verify_token": verify_token, "hub.challenge": "31337"}
+    early = api.get("/v1/providers/whatsapp_cloud/webhook", params=handshake, headers={})
+    assert early.status_code == 200 and early.text == "31337"
+    assert verify_token not in json.dumps(_ok(api.get(f"/v1/waba/progress/{flow['id']}")))
 
     done = _ok(api.post("/v1/waba/sync-meta", json={"progress_id": flow["id"]}))
     assert done["status"] == "completed" and done["next_step"] is None and done["completed_at"]
@@ -119,6 +129,9 @@ def test_embedded_signup_end_to_end_ends_with_a_connected_channel(api: Api, grap
     assert channel["config"]["phone_number_id"] == graph.phone_number_id
     assert channel["config"]["waba_id"] == graph.waba_id
     assert TOKEN not in json.dumps(channel) and graph.app_secret not in json.dumps(channel)
+    assert verify_token not in json.dumps(channel) and channel["config"]["verify_token"].startswith("••••")
+    later = api.get("/v1/providers/whatsapp_cloud/webhook", params=handshake, headers={})
+    assert later.status_code == 200 and later.text == "31337"  # now through the channel's own (sealed) token
     assert _ok(api.get(f"/v1/waba/progress/{flow['id']}")) == done
 
     # The channel really works with the onboarded token: a message goes out through Graph.
@@ -127,7 +140,7 @@ def test_embedded_signup_end_to_end_ends_with_a_connected_channel(api: Api, grap
         202,
     )
     assert messages.deliver(get_store(), api.org_id, sent["id"]) == "sent"
-    send = graph.requests_to("POST", f"/v21.0/{graph.phone_number_id}/messages")[-1]
+    send = graph.requests_to("POST", f"/v23.0/{graph.phone_number_id}/messages")[-1]
     assert send.headers["authorization"] == f"Bearer {TOKEN}"
 
     # Meta's callbacks for the number verify with the (sealed) app secret and land in the channel.
@@ -296,7 +309,7 @@ def test_the_waba_is_found_from_the_token_when_no_finish_event_came(api: Api, gr
     )
     assert exchanged["waba_id"] == graph.waba_id and exchanged["phone_number_id"] is None
     assert exchanged["steps"][1]["status"] == "skipped"
-    assert graph.requests_to("GET", "/v21.0/oauth/access_token")[-1].query["redirect_uri"].endswith("/callback")
+    assert graph.requests_to("GET", "/v23.0/oauth/access_token")[-1].query["redirect_uri"].endswith("/callback")
     missing = api.assert_error(
         api.post("/v1/waba/register-phone", json={"progress_id": flow["id"], "pin": PIN}), 400, "validation_failed"
     )
@@ -449,7 +462,7 @@ def test_an_idempotent_retry_replays_the_answer_instead_of_refusing(api: Api, gr
     again = api.post("/v1/waba/exchange-code", json=exchange, headers={**api.owner_headers, "Idempotency-Key": "x-1"})
     assert first.status_code == again.status_code == 200, again.text
     assert again.headers.get("Idempotent-Replayed") == "true" and again.json() == first.json()
-    assert len(graph.requests_to("GET", "/v21.0/oauth/access_token")) == 1
+    assert len(graph.requests_to("GET", "/v23.0/oauth/access_token")) == 1
     api.assert_error(api.post("/v1/waba/exchange-code", json=exchange), 409, "conflict")  # without the key: a replay
 
 

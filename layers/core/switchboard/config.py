@@ -54,7 +54,9 @@ class Settings(BaseModel):
     git_commit: str = "unknown"
     # Business-account onboarding (/v1/waba): the Graph API base URL and the platform's Meta app (a flow may bring
     # its own app id and secret instead; see switchboard/waba).
-    graph_api_base_url: str = Field(default="https://graph.facebook.com/v21.0", min_length=8)
+    # Meta's Graph API version every whatsapp_cloud request uses (stack parameter GraphApiVersion).
+    graph_api_version: str = Field(default="v23.0", pattern=r"^v[0-9]+\.[0-9]+$")
+    graph_api_base_url: str | None = Field(default=None, min_length=8)
     meta_app_id: str | None = None
     meta_app_secret: SecretStr | None = None
     meta_config_id: str | None = None
@@ -69,6 +71,11 @@ class Settings(BaseModel):
     @property
     def is_local(self) -> bool:
         return self.stage in ("local", "test")
+
+    @property
+    def graph_root(self) -> str:
+        """Meta's Graph API with the pinned version (`GRAPH_API_BASE_URL` replaces it, e.g. a local fake)."""
+        return (self.graph_api_base_url or f"https://graph.facebook.com/{self.graph_api_version}").rstrip("/")
 
 
 def _from_environ(model: type[BaseModel]) -> dict[str, str]:

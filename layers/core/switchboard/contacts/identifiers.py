@@ -1,7 +1,8 @@
 """Identity normalisation (CONVENTIONS "Identifiers and data").
 
 `phone`, `whatsapp` and `wa_id` share one number space: digits with country code, no plus sign. E-mails are trimmed
-and lower-cased, Instagram handles lower-cased without `@`, external ids are unique per `(source, value)`. Each
+and lower-cased, Instagram handles lower-cased without `@`, external ids are unique per `(source, value)`, WhatsApp
+business-scoped user ids (`whatsapp_user_id`, e.g. `US.13491208655302741918`) are kept exactly as Meta sends them. Each
 normalised identity has one sentinel key, the database's guarantee that it belongs to at most one contact.
 """
 
@@ -14,11 +15,22 @@ from typing import Literal
 
 from switchboard.errors import ValidationFailed
 
-IdentityType = Literal["phone", "whatsapp", "wa_id", "email", "external_id", "instagram"]
-IDENTITY_TYPES: tuple[str, ...] = ("phone", "whatsapp", "wa_id", "email", "external_id", "instagram")
+IdentityType = Literal["phone", "whatsapp", "wa_id", "email", "external_id", "instagram", "whatsapp_user_id"]
+IDENTITY_TYPES: tuple[str, ...] = (
+    "phone",
+    "whatsapp",
+    "wa_id",
+    "email",
+    "external_id",
+    "instagram",
+    "whatsapp_user_id",
+)
 NUMBER_TYPES = ("phone", "whatsapp", "wa_id")
 _WA_SUFFIX = re.compile(r"@(s\.whatsapp\.net|c\.us)$", re.IGNORECASE)
 _INSTAGRAM = re.compile(r"^[a-z0-9._]{1,30}$")
+# Meta's business-scoped user id (BSUID): a two-letter country code, a period, up to 128 letters and digits; a parent
+# BSUID (shared by the portfolios of one managed business) has `ENT.` after the country code.
+_WHATSAPP_USER_ID = re.compile(r"^[A-Z]{2}\.(?:ENT\.)?[A-Za-z0-9]{1,128}$")
 _SOURCE = re.compile(r"^[A-Za-z0-9_.:-]{1,64}$")
 _SEPARATORS = re.compile(r"[\s().\-/]")
 _INTERNATIONAL = re.compile(r"\+\d{4,17}")
@@ -142,6 +154,10 @@ def normalize(type_: str, value: str, source: str | None = None, field: str = "i
         if not _INSTAGRAM.fullmatch(handle):
             raise _invalid(f"{field}.value", "is not an Instagram handle")
         return Identifier(type_, handle)
+    if type_ == "whatsapp_user_id":
+        if not _WHATSAPP_USER_ID.fullmatch(value):
+            raise _invalid(f"{field}.value", "is not a WhatsApp business-scoped user id (e.g. US.13491208655302741918)")
+        return Identifier(type_, value)
     # external_id
     if not source:
         raise _invalid(f"{field}.source", "is required for external_id identifiers")

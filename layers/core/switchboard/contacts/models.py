@@ -8,8 +8,10 @@ from pydantic import ConfigDict, Field
 
 from switchboard.models import BaseModel, Name, Storable, Strict
 
-ResolveType = Literal["contact_id", "phone", "whatsapp", "wa_id", "email", "external_id", "instagram"]
-IdentityTypeIn = Literal["phone", "whatsapp", "wa_id", "email", "external_id", "instagram"]
+ResolveType = Literal[
+    "contact_id", "phone", "whatsapp", "wa_id", "email", "external_id", "instagram", "whatsapp_user_id"
+]
+IdentityTypeIn = Literal["phone", "whatsapp", "wa_id", "email", "external_id", "instagram", "whatsapp_user_id"]
 ConsentStatus = Literal["opted_in", "opted_out", "unknown"]
 ChannelKind = Field(pattern=r"^[a-z][a-z0-9_]{1,31}$", description="channel kind: whatsapp, sms, email, instagram, …")
 

@@ -11,7 +11,7 @@ from switchboard.contacts.identifiers import normalize_phone
 from switchboard.errors import NotFound, UnsupportedByProvider, ValidationFailed
 from switchboard.identity import repository as identity_repository
 from switchboard.ids import new_ulid
-from switchboard.messaging import channels, messages, models
+from switchboard.messaging import channels, cloud_webhook, messages, models
 from switchboard.providers import provider_for
 from switchboard.providers.base import GroupEvent, InboundMessage, LabelEvent, SessionStatus, StatusCallback
 from switchboard.store import Store
@@ -63,6 +63,8 @@ def provider_callback(store: Store, channel_id: str, headers: dict[str, str], bo
     engine's session, group and chat-label events."""
     limit_callbacks(store, channel_id)
     channel = _channel(store, channel_id)
+    if channel.get("platform") == cloud_webhook.PLATFORM:
+        return cloud_webhook.receive(store, headers, body, default=channel)
     adapter = provider_for(channel)
     adapter.verify_callback(headers, body)
     received, statuses = 0, 0

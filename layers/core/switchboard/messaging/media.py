@@ -12,7 +12,7 @@ from switchboard.api.auth import AuthContext
 from switchboard.api.pagination import decode_cursor, encode_cursor, query_fingerprint
 from switchboard.config import get_settings
 from switchboard.contacts.identifiers import normalize_phone
-from switchboard.errors import Conflict, NotFound, ValidationFailed
+from switchboard.errors import Conflict, NotFound, UnsupportedByProvider, ValidationFailed
 from switchboard.ids import new_id
 from switchboard.messaging import channels, messages
 from switchboard.models import MEDIA_ID_MAX, MEDIA_ID_PATTERN, BaseModel, Strict
@@ -101,7 +101,12 @@ def message_action(store: Store, auth: AuthContext, action: str, body: MessageRe
         changes = {"deleted": True, "deleted_at": clock.now_iso()}
     elif action == "react":
         assert isinstance(body, ReactRequest)
-        adapter.react(pmid, body.emoji)
+        in_chat = getattr(adapter, "react_in_chat", None)  # adapters that address a reaction to its chat
+        if callable(in_chat):
+            inbound = message.get("direction") == "inbound"
+            in_chat(pmid, body.emoji, (message.get("from_phone") if inbound else message.get("to_phone")) or "")
+        else:
+            adapter.react(pmid, body.emoji)
         changes = {"reaction": body.emoji or None}
     else:
         adapter.read(pmid)
@@ -122,10 +127,42 @@ def status_key(org: str, message_id: str) -> dict[str, str]:
 
 
 def presence(store: Store, auth: AuthContext, body: PresenceRequest) -> dict[str, Any]:
+    """A presence state to the chat. Adapters with a typing indicator tied to the customer's last message (the Cloud
+    API) get that message's provider id; they have no other state."""
     _, adapter = channels.provider(store, auth, body.channel_id)
     to = normalize_phone(body.to, "body.to")
-    adapter.presence(to, body.state)
+    typing = getattr(adapter, "typing_indicator", None)
+    if callable(typing):
+        if body.state != "typing":
+            raise UnsupportedByProvider(
+                f"The {adapter.platform} provider shows only the typing state.",
+                details=[{"platform": adapter.platform, "operation": f"presence {body.state}"}],
+            )
+        typing(_last_inbound(store, auth.org_id, body.channel_id, to))
+    else:
+        adapter.presence(to, body.state)
     return {"channel_id": body.channel_id, "to": to, "state": body.state}
+
+
+def _last_inbound(store: Store, org: str, channel_id: str, phone: str) -> str:
+    """The provider id of the chat's latest inbound message: phone sentinel → conversation key → the newest 20
+    messages of the conversation (GSI2, descending); 3 round trips."""
+    from switchboard.contacts import repository as contacts_repo
+    from switchboard.contacts.identifiers import Identifier
+    from switchboard.messaging import conversations
+
+    none = Conflict("This chat has no message from the customer to show typing against.")
+    owner = store.get(contacts_repo.sentinel_key(org, Identifier("phone", phone).sentinel_sk))
+    pointer = store.get(conversations.pair_key(org, channel_id, owner["contact_id"])) if owner else None
+    if not pointer:
+        raise none
+    page = store.query(
+        conversations.messages_pk(org, pointer["conversation_id"]), index="GSI2", forward=False, limit=20
+    )
+    for item in page.items:
+        if item.get("direction") == "inbound" and item.get("provider_message_id"):
+            return str(item["provider_message_id"])
+    raise none
 
 
 # Uploads and assets ------------------------------------------------------------------------------------------------

@@ -57,19 +57,22 @@ def _content(body: models.SendMessage) -> tuple[str | None, dict[str, Any] | Non
     if body.type == "text":
         if not body.text:
             raise ValidationFailed.field("body.text", "is required for text messages")
-        return body.text.body, None, body.text.body
+        return body.text.body, ({"preview_url": True} if body.text.preview_url else None), body.text.body
+    if body.type == "interactive":
+        if not body.interactive or not isinstance(body.interactive.get("type"), str):
+            raise ValidationFailed.field("body.interactive", "is required for interactive messages, with its type")
+        text = (
+            (body.interactive.get("body") or {}).get("text") if isinstance(body.interactive.get("body"), dict) else None
+        )
+        return text, {"interactive": body.interactive}, text or f"[interactive {body.interactive['type']}]"
+    if body.type == "contacts":
+        if not body.contacts:
+            raise ValidationFailed.field("body.contacts", "is required for contacts messages")
+        return None, {"contacts": body.contacts}, "[contacts]"
     if body.type == "template":
         if not body.template:
             raise ValidationFailed.field("body.template", "is required for template messages")
         return None, {"template": body.template.model_dump()}, f"[template {body.template.name}]"
-    if body.type == "contacts":
-        if not body.contacts:
-            raise ValidationFailed.field("body.contacts", "is required for contacts messages")
-        cards = [
-            {**card.model_dump(exclude_none=True), "phone": normalize_phone(card.phone, f"body.contacts.{n}.phone")}
-            for n, card in enumerate(body.contacts)
-        ]
-        return None, {"contacts": cards}, "[contacts]"
     if body.type == "location":
         if not body.location:
             raise ValidationFailed.field("body.location", "is required for location messages")
@@ -294,6 +297,9 @@ def _hand_off(store: Store, org: str, message: Item, channel: Item) -> str:
         media=_provider_media(store, org, content),
         template=content.get("template"),
         reply_to=_provider_reply_to(store, org, message.get("reply_to")),
+        preview_url=bool(content.get("preview_url")),
+        interactive=content.get("interactive"),
+        contacts=content.get("contacts"),
     )
     return provider_for(channel).send(outbound).provider_message_id
 
@@ -466,6 +472,33 @@ def advance_sandbox(store: Store, org: str, message_id: str, next_status: str) -
 
 
 # Inbound -------------------------------------------------------------------------------------------------------------
+def _sender(store: Store, auth: AuthContext, channel: Item, inbound: InboundMessage) -> tuple[Any, bool]:
+    """The sender's contact (created if new) from the phone and/or WhatsApp user id the provider gave. When both
+    arrive and each already belongs to a different contact, the user-id contact is merged into the phone one: Meta
+    vouches that they are one person."""
+    idents = []
+    if inbound.from_phone:
+        idents.append(contact_models.IdentityIn(type="whatsapp", value=inbound.from_phone, channel_id=channel["id"]))
+    if inbound.from_user_id:
+        idents.append(
+            contact_models.IdentityIn(type="whatsapp_user_id", value=inbound.from_user_id, channel_id=channel["id"])
+        )
+    if not idents:
+        raise ValidationFailed.field("body", "the sender has neither a phone number nor a WhatsApp user id")
+    body = contact_models.ContactCreate(identities=idents)
+    try:
+        return contacts.upsert(store, auth, body)
+    except contacts.IdentityConflict:
+        if len(idents) < 2:
+            raise
+    from switchboard.contacts import children
+
+    phone_owner = contacts.resolve(store, auth, [idents[0]])
+    user_owner = contacts.resolve(store, auth, [idents[1]])
+    children.merge(store, auth, phone_owner["id"], contact_models.MergeRequest(from_contact_id=user_owner["id"]))
+    return contacts.upsert(store, auth, body)
+
+
 def receive(store: Store, org: str, channel: Item, inbound: InboundMessage) -> models.InboundAccepted:
     """A customer's message: stored once (duplicate callbacks are no-ops), resolved or created as a contact,
     threaded into the conversation, announced as `message.new`."""
@@ -479,8 +512,7 @@ def receive(store: Store, org: str, channel: Item, inbound: InboundMessage) -> m
             duplicate=True,
         )
     auth = system_auth(org)
-    identity = contact_models.IdentityIn(type="whatsapp", value=inbound.from_phone, channel_id=channel["id"])
-    contact, created = contacts.upsert(store, auth, contact_models.ContactCreate(identities=[identity]))
+    contact, created = _sender(store, auth, channel, inbound)
     if created and inbound.contact_name:
         contacts.update(store, auth, contact.id, contact_models.ContactUpdate(name=inbound.contact_name), None)
     conv = conversations.get_or_create(store, org, channel["id"], contact.id)
@@ -495,7 +527,8 @@ def receive(store: Store, org: str, channel: Item, inbound: InboundMessage) -> m
         "conversation_id": conv["id"],
         "contact_id": contact.id,
         "direction": "inbound",
-        "from_phone": inbound.from_phone,
+        "from_phone": inbound.from_phone or None,
+        "from_user_id": inbound.from_user_id,
         "to_phone": channel.get("phone_number"),
         "type": inbound.type,
         "text": inbound.text,

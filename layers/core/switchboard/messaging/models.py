@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import Field, model_validator
+from pydantic import AfterValidator, Field, model_validator
 
 from switchboard.models import BaseModel, Name, Storable, Strict, check_storable
 
@@ -138,7 +138,9 @@ class InboundAccepted(BaseModel):
 
 
 # Messages ----------------------------------------------------------------------------------------------------------
-MessageType = Literal["text", "image", "audio", "video", "document", "sticker", "location", "contacts", "template"]
+MessageType = Literal[
+    "text", "image", "audio", "video", "document", "sticker", "location", "template", "interactive", "contacts"
+]
 
 
 class TextContent(Strict):
@@ -168,12 +170,20 @@ class LocationContent(Strict):
     address: str | None = Field(default=None, max_length=500)
 
 
-class ContactCard(Strict):
-    """One contact card of a `contacts` message."""
+def _contact_card(card: dict[str, Any]) -> dict[str, Any]:
+    """A contact card is Meta's contact object (`name.formatted_name` required; `phones`, `emails`, `org`, `urls`,
+    `addresses`, `birthday` as Meta defines them): the Cloud API takes it as it is, the linked-device engines read
+    its name, first phone and company."""
+    name = card.get("name")
+    if not isinstance(name, dict) or not isinstance(name.get("formatted_name"), str) or not name["formatted_name"]:
+        raise ValueError("each contact card needs name.formatted_name")
+    phones = card.get("phones", [])
+    if not isinstance(phones, list) or not all(isinstance(p, dict) for p in phones):
+        raise ValueError("a contact card's phones is a list of {phone, wa_id?, type?}")
+    return card
 
-    name: str = Field(min_length=1, max_length=200)
-    phone: str = Field(min_length=3, max_length=40)
-    organization: str | None = Field(default=None, max_length=200)
+
+ContactCard = Annotated[dict[str, Any], AfterValidator(_contact_card)]
 
 
 class SendMessage(Strict):
@@ -186,7 +196,12 @@ class SendMessage(Strict):
     media: MediaContent | None = None
     template: TemplateContent | None = None
     location: LocationContent | None = None
-    contacts: list[ContactCard] | None = Field(default=None, min_length=1, max_length=10)
+    interactive: dict[str, Any] | None = Field(
+        default=None, description="Meta's interactive object (button, list, cta_url, flow, product…)"
+    )
+    contacts: list[ContactCard] | None = Field(
+        default=None, min_length=1, max_length=5, description="Meta's contact cards (name, phones, emails, …)"
+    )
     reply_to: str | None = Field(default=None, max_length=64, description="id of a message in the conversation")
 
 
@@ -215,6 +230,7 @@ class ConversationMessage(BaseModel):
     contact_id: str | None = None
     direction: str
     from_phone: str | None = None
+    from_user_id: str | None = Field(default=None, description="the sender's WhatsApp business-scoped user id")
     to_phone: str | None = None
     type: str
     text: str | None = None
@@ -283,3 +299,10 @@ class ConversationLock(BaseModel):
     draft_id: str | None = None
     expires_at: str
     updated_at: str
+
+
+class CloudWebhook(BaseModel):
+    """Meta's webhook body as the app-level callback reads it (unknown fields kept for the adapter, never refused)."""
+
+    object: Literal["whatsapp_business_account"]
+    entry: list[dict[str, Any]] = Field(max_length=1000)

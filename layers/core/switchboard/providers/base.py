@@ -70,6 +70,24 @@ class OutboundMessage:
     media: dict[str, Any] | None = None
     template: dict[str, Any] | None = None
     reply_to: str | None = None
+    preview_url: bool = False  # text: render a link preview
+    interactive: dict[str, Any] | None = None  # Meta's interactive object
+    contacts: list[dict[str, Any]] | None = None  # Meta's contact cards
+
+
+def contact_cards(message: OutboundMessage) -> list[tuple[str, str, str]]:
+    """A contacts message's cards as (full name, phone digits, company), for engines that take a name and a number
+    rather than Meta's contact object (the API's card: `name.formatted_name`, `phones[].wa_id | phone`, `org`)."""
+    cards = message.contacts or (message.media or {}).get("contacts") or []
+    out = []
+    for card in cards:
+        name = card["name"] if isinstance(card.get("name"), dict) else {}
+        phones = [p for p in card.get("phones") or [] if isinstance(p, dict)]
+        first = phones[0] if phones else {}
+        number = "".join(ch for ch in str(first.get("wa_id") or first.get("phone") or "") if ch.isdigit())
+        company = (card.get("org") or {}).get("company") if isinstance(card.get("org"), dict) else None
+        out.append((str(name.get("formatted_name") or ""), number, str(company or "")))
+    return out
 
 
 @dataclass(frozen=True)
@@ -82,12 +100,13 @@ class InboundMessage:
     """A customer's message as the provider reported it, normalised."""
 
     provider_message_id: str
-    from_phone: str  # digits with country code
+    from_phone: str  # digits with country code ("" when the provider gave only `from_user_id`)
     type: str  # text, image, audio, video, document, location, …
     text: str | None = None
     media: dict[str, Any] | None = None
     contact_name: str | None = None
     timestamp: str | None = None  # ISO 8601
+    from_user_id: str | None = None  # WhatsApp's business-scoped user id (identity type `whatsapp_user_id`)
 
 
 @dataclass(frozen=True)

@@ -50,6 +50,7 @@ from switchboard.providers.base import (
     SendUncertain,
     SessionStatus,
     StatusCallback,
+    contact_cards,
 )
 from switchboard.providers.http import HttpApi, ProviderError, Reply, segment
 from switchboard.providers.whatsapp_web import LinkedDeviceProvider, callback_url, digits, header, iso, obj, phone_of
@@ -264,17 +265,17 @@ class EvolutionProvider(LinkedDeviceProvider):
                 raise ProviderRejected("A location message needs latitude and longitude.")
             body |= {k: media[k] for k in ("latitude", "longitude", "name", "address") if media.get(k) is not None}
         elif kind == "contacts":
-            cards = media.get("contacts") or []
-            if not cards:
-                raise ProviderRejected("A contacts message needs at least one contact card.")
+            cards = contact_cards(message)
+            if not cards or not all(number for _, number, _ in cards):
+                raise ProviderRejected("A contacts message needs contact cards with a phone number each.")
             body["contact"] = [
                 {
-                    "fullName": str(card.get("name") or ""),
-                    "wuid": digits(card.get("phone")),
-                    "phoneNumber": "+" + digits(card.get("phone")),
-                    **({"organization": str(card["organization"])} if card.get("organization") else {}),
+                    "fullName": name,
+                    "wuid": number,
+                    "phoneNumber": "+" + number,
+                    **({"organization": company} if company else {}),
                 }
-                for card in cards
+                for name, number, company in cards
             ]
         else:
             url = media.get("url") or media.get("link")

@@ -129,6 +129,8 @@ class HttpApi:
         max_bytes: int = MAX_BODY,
         deadline: float | None = None,
         delivers: bool = False,
+        form: Mapping[str, str] | None = None,
+        files: Mapping[str, tuple[str, bytes, str]] | None = None,
     ) -> Reply:
         """`path` is relative to the base URL, or an absolute URL (a media link the provider handed out).
         `delivers`: the request hands a message over, so an answer lost after the request left (a read timeout, a
@@ -146,6 +148,8 @@ class HttpApi:
                 method,
                 target.url_for(address),
                 json=json_body,
+                data=dict(form) if form else None,
+                files=dict(files) if files else None,
                 params=dict(params) if params else None,
                 headers={**HEADERS, **self.headers, "host": target.host_header},
                 extensions=netguard.sni(target),
@@ -189,9 +193,12 @@ class HttpApi:
         *,
         json_body: Any = None,
         params: Mapping[str, str] | None = None,
+        form: Mapping[str, str] | None = None,
+        files: Mapping[str, tuple[str, bytes, str]] | None = None,
     ) -> dict[str, Any]:
-        """A request whose successful answer is a JSON object (an empty body counts as `{}`)."""
-        reply = self.request(method, path, json_body=json_body, params=params)
+        """A request whose successful answer is a JSON object (an empty body counts as `{}`); `form` and `files`
+        make a multipart body."""
+        reply = self.request(method, path, json_body=json_body, params=params, form=form, files=files)
         if not reply.content.strip():
             return {}
         data = reply.json()

@@ -45,6 +45,7 @@ from switchboard.providers.base import (
     SendUncertain,
     SessionStatus,
     StatusCallback,
+    contact_cards,
 )
 from switchboard.providers.http import MAX_MEDIA, MEDIA_DEADLINE, HttpApi, ProviderError, Reply, segment
 from switchboard.providers.whatsapp_web import (
@@ -285,17 +286,12 @@ class WahaProvider(LinkedDeviceProvider):
             body |= {"latitude": media["latitude"], "longitude": media["longitude"]}
             body["title"] = str(media.get("name") or media.get("address") or "")
         elif kind == "contacts":
-            cards = media.get("contacts") or []
-            if not cards:
-                raise ProviderRejected("A contacts message needs at least one contact card.")
+            cards = contact_cards(message)
+            if not cards or not all(number for _, number, _ in cards):
+                raise ProviderRejected("A contacts message needs contact cards with a phone number each.")
             body["contacts"] = [
-                {
-                    "fullName": str(card.get("name") or ""),
-                    "organization": str(card.get("organization") or ""),
-                    "phoneNumber": "+" + digits(card.get("phone")),
-                    "whatsappId": digits(card.get("phone")),
-                }
-                for card in cards
+                {"fullName": name, "organization": company, "phoneNumber": "+" + number, "whatsappId": number}
+                for name, number, company in cards
             ]
         else:
             body["file"] = self._file(message)

@@ -1,7 +1,8 @@
 """WhatsApp Business Platform, Cloud API (Meta Graph API) adapter.
 
-Channel config: `base_url` (default `https://graph.facebook.com/v21.0`), `access_token` (a system-user token, sent as
-`Authorization: Bearer`), `phone_number_id`, `waba_id` (templates), `app_secret` (callback signatures) and
+Channel config: `base_url` (Meta's Graph root with the stack's pinned version, `GRAPH_API_VERSION`; another URL only
+on the local stage, e.g. the tests' fake), `access_token` (a system-user token, sent as `Authorization: Bearer`),
+`phone_number_id`, `waba_id` (templates), `app_secret` (callback signatures) and
 `verify_token` (Meta's subscription handshake).
 
 Wire format (Graph API):
@@ -16,21 +17,27 @@ Wire format (Graph API):
   `is_transient`, are treated as "retry later" rather than a refusal.
 - callbacks: `POST` signed with `X-Hub-Signature-256: sha256=<hex HMAC-SHA256(app_secret, raw body)>`; the body is
   `{"object": "whatsapp_business_account", "entry": [{"id", "changes": [{"field": "messages", "value": {...}}]}]}`.
-  Changes for another phone number of the same app (`value.metadata.phone_number_id`) are ignored.
+  A channel's adapter reads the changes of its own number; `switchboard.messaging.cloud_webhook` routes an
+  app-level callback's changes by `value.metadata.phone_number_id`.
 
-The Cloud API has no edit, delete, presence, QR, pairing code, privacy, contact lookup or block, so those stay
-unsupported (`400 unsupported_by_provider`).
+- typing indicator: `POST /{phone_number_id}/messages` `{status: "read", message_id, typing_indicator: {type: "text"}}`.
+- media upload: `POST /{phone_number_id}/media` (multipart `file`, `type`, `messaging_product`).
+- block users: `POST|DELETE /{phone_number_id}/block_users` `{messaging_product, block_users: [{user}]}`.
+- calls: `POST /{phone_number_id}/calls` `{messaging_product, to, call_id, action: "reject"}`.
+
+The Cloud API has no edit, delete, presence states other than typing, QR, pairing code, privacy or contact lookup,
+so those stay unsupported (`400 unsupported_by_provider`).
 """
 
 from __future__ import annotations
 
 import base64
-import binascii
 import contextlib
 import hashlib
 import hmac
 import json
 import re
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 from urllib.parse import urlsplit
@@ -60,7 +67,6 @@ from switchboard.providers.http import (
 )
 
 PROVIDER = "WhatsApp Cloud API"
-DEFAULT_BASE_URL = "https://graph.facebook.com/v21.0"
 GRAPH_HOST = "graph.facebook.com"
 _GRAPH_PATH = re.compile(r"(/v\d+\.\d+)?/?")
 SIGNATURE_HEADER = "x-hub-signature-256"
@@ -99,7 +105,7 @@ def base_url_refusal(value: Any, *, local: bool) -> str | None:
         or parts.fragment
         or not _GRAPH_PATH.fullmatch(parts.path)
     ):
-        return f"must be Meta's Graph API root, {DEFAULT_BASE_URL} (other hosts only on the local stack)"
+        return f"must be Meta's Graph API root, https://{GRAPH_HOST}[/vNN.N] (other hosts only on the local stack)"
     return None
 
 
@@ -117,26 +123,6 @@ def graph_error(reply: Reply) -> ProviderError:
     details = {k: error[k] for k in ("code", "error_subcode", "type", "fbtrace_id") if error.get(k) is not None}
     transient = bool(error.get("is_transient")) or code in TRANSIENT_CODES
     return ProviderError(message, transient=transient, details={f"provider_{k}": v for k, v in details.items()})
-
-
-def recipient_of(wamid: str) -> str | None:
-    """The counterpart's phone number inside a `wamid.…` id (base64 of a Thrift struct whose first field is the
-    phone number), or None when the id does not have that shape. The Cloud API wants `to` on a reaction, and the
-    protocol's `react()` only gets the message id."""
-    if not wamid.startswith("wamid."):
-        return None
-    raw = wamid.removeprefix("wamid.").replace("-", "+").replace("_", "/")
-    try:
-        data = base64.b64decode(raw + "=" * (-len(raw) % 4), validate=True)
-    except (binascii.Error, ValueError):
-        return None
-    if len(data) < 4 or data[0] != 0x1C or data[1] != 0x18:
-        return None
-    size = data[2]
-    phone = data[3 : 3 + size]
-    if len(phone) != size or not phone.isdigit():
-        return None
-    return phone.decode("ascii")
 
 
 def _iso(epoch: Any) -> str | None:
@@ -198,20 +184,26 @@ class WhatsAppCloudProvider(Provider):
         if reason is not None:
             raise ValidationFailed.field("body.config.base_url", reason)
 
-    def _api(self) -> HttpApi:
-        base = self.config.get("base_url") or DEFAULT_BASE_URL
+    def _base_url(self) -> str:
+        """Meta's Graph root with the stack's pinned version (a channel naming Meta's root, with any version, gets
+        that); a channel's own `base_url` elsewhere counts only on the local stage, checked again before each call
+        (a stored item cannot send the access token elsewhere)."""
         from switchboard.config import get_settings
 
-        reason = base_url_refusal(base, local=get_settings().is_local)
+        settings = get_settings()
+        given = str(self.config.get("base_url") or "").strip()
+        if not given or base_url_refusal(given, local=False) is None:
+            return settings.graph_root
+        reason = base_url_refusal(given, local=settings.is_local)
         if reason is not None:
             raise ProviderRejected(f"{PROVIDER}: config.base_url {reason}.")
-        return HttpApi(
-            PROVIDER,
-            str(base),
-            {"Authorization": f"Bearer {self._setting('access_token')}"},
-            timeout=self.timeout,
-            read_error=graph_error,
-        )
+        return given
+
+    def _api(self, *, json_content: bool = True) -> HttpApi:
+        headers = {"Authorization": f"Bearer {self._setting('access_token')}"}
+        if json_content:  # Meta's document requires it on most operations, GETs included
+            headers["Content-Type"] = "application/json"
+        return HttpApi(PROVIDER, self._base_url(), headers, timeout=self.timeout, read_error=graph_error)
 
     def _phone_path(self, suffix: str = "") -> str:
         return f"/{segment(self._setting('phone_number_id'))}{suffix}"
@@ -253,48 +245,44 @@ class WhatsAppCloudProvider(Provider):
         return SendResult(str(messages[0]["id"]))
 
     def _content(self, message: OutboundMessage) -> dict[str, Any]:
+        """The type's part of Meta's message body (`Message` in Meta's OpenAPI document)."""
         kind = message.type
         if kind == "text":
             if not message.text:
                 raise ProviderRejected("A text message needs a body.")
-            preview = bool(getattr(message, "preview_url", False))
-            return {"text": {"preview_url": preview, "body": message.text}}
+            return {"text": {"preview_url": bool(message.preview_url), "body": message.text}}
         if kind in MEDIA_TYPES:
-            media = message.media or {}
-            obj: dict[str, Any] = {}
-            if media.get("id"):
-                obj["id"] = str(media["id"])
-            elif media.get("url"):
-                obj["link"] = str(media["url"])
-            else:
-                raise ProviderRejected(f"A {kind} message needs media.url or media.id for the {PROVIDER}.")
-            caption = media.get("caption") or message.text
-            if kind in CAPTIONED and caption:
-                obj["caption"] = str(caption)
-            if kind == "document" and media.get("filename"):
-                obj["filename"] = str(media["filename"])
-            return {kind: obj}
+            return {kind: _media_object(kind, message)}
         if kind == "template":
-            template = message.template or {}
-            if not template.get("name"):
-                raise ProviderRejected("A template message needs template.name.")
-            language = template.get("language") or "en_US"
-            code = language.get("code") if isinstance(language, dict) else language
-            out: dict[str, Any] = {"name": str(template["name"]), "language": {"code": str(code)}}
-            if template.get("components"):
-                out["components"] = template["components"]
-            return {"template": out}
+            return {"template": _template_object(message.template or {})}
         if kind == "location":
             where = message.media or {}
-            if "latitude" not in where or "longitude" not in where:
+            if where.get("latitude") is None or where.get("longitude") is None:
                 raise ProviderRejected("A location message needs latitude and longitude.")
-            return {"location": {k: where[k] for k in ("latitude", "longitude", "name", "address") if where.get(k)}}
+            # Meta's document types the coordinates as strings; 0 is a coordinate like any other.
+            out = {k: _coordinate(where[k]) for k in ("latitude", "longitude")}
+            out.update({k: str(where[k]) for k in ("name", "address") if where.get(k)})
+            return {"location": out}
+        if kind == "interactive":
+            if not isinstance(message.interactive, dict) or not message.interactive.get("type"):
+                raise ProviderRejected("An interactive message needs Meta's interactive object with its type.")
+            return {"interactive": message.interactive}
+        if kind == "contacts":
+            if not message.contacts:
+                raise ProviderRejected("A contacts message needs at least one contact card.")
+            return {"contacts": list(message.contacts)}
         raise ProviderRejected(f"The {PROVIDER} cannot send messages of type {kind!r}.")
 
     def react(self, provider_message_id: str, emoji: str) -> None:
-        to = recipient_of(provider_message_id)
-        if to is None:
-            raise ProviderRejected(f"Cannot tell the recipient of {provider_message_id!r}: not a WhatsApp message id.")
+        """The Cloud API addresses a reaction to the chat's other party: `react_in_chat` with the stored one."""
+        raise ProviderRejected(f"{PROVIDER}: a reaction needs the chat's other party (react_in_chat).")
+
+    def react_in_chat(self, provider_message_id: str, emoji: str, to_phone: str) -> None:
+        """React to a message of the chat with `to_phone` (the stored counterpart of the message); an empty emoji
+        removes the reaction."""
+        to = _digits(to_phone)
+        if not to:
+            raise ProviderRejected("The message's chat has no phone number to address the reaction to.")
         self._post_message(
             {
                 "recipient_type": "individual",
@@ -306,6 +294,38 @@ class WhatsAppCloudProvider(Provider):
 
     def read(self, provider_message_id: str) -> None:
         self._post_message({"status": "read", "message_id": provider_message_id})
+
+    def typing_indicator(self, message_id: str) -> None:
+        """Meta's typing indicator: shown for up to 25 s (or until our reply), tied to the customer's last message,
+        which it also marks read."""
+        self._post_message({"status": "read", "message_id": message_id, "typing_indicator": {"type": "text"}})
+
+    def upload_media(self, data: bytes, mime_type: str, file_name: str) -> str:
+        """`POST /{phone_number_id}/media` (multipart): the media id a message can then send by `id`."""
+        answer = self._api(json_content=False).call(
+            "POST",
+            self._phone_path("/media"),
+            form={"messaging_product": "whatsapp", "type": mime_type},
+            files={"file": (file_name, data, mime_type)},
+        )
+        if not answer.get("id"):
+            raise ProviderUnavailable(f"{PROVIDER} accepted the upload but answered without its id.")
+        return str(answer["id"])
+
+    def block(self, phone: str, blocked: bool) -> None:
+        """`POST` (block) or `DELETE` (unblock) `/{phone_number_id}/block_users`: only users who wrote to the
+        business in the last 24 hours can be blocked."""
+        body = {"messaging_product": "whatsapp", "block_users": [{"user": _digits(phone)}]}
+        self._api().call("POST" if blocked else "DELETE", self._phone_path("/block_users"), json_body=body)
+
+    def reject_call(self, call_id: str, from_phone: str | None = None) -> dict[str, Any]:
+        """`POST /{phone_number_id}/calls` with `action: "reject"` for an incoming call; Meta's document asks for the
+        other party (`to`) on every call action but `terminate`, so the caller's number is required."""
+        if not from_phone:
+            raise ValidationFailed.field("body.from", "is required to reject a call on a whatsapp_cloud channel")
+        body = {"messaging_product": "whatsapp", "to": _digits(from_phone), "call_id": call_id, "action": "reject"}
+        answer = self._api().call("POST", self._phone_path("/calls"), json_body=body)
+        return {"success": bool(answer.get("success", True))}
 
     def download_media(self, media_id: str, message_id: str, payload: str) -> DownloadedMedia:
         api = self._api()
@@ -390,41 +410,102 @@ class WhatsAppCloudProvider(Provider):
         secret = self.config.get("app_secret")
         if not isinstance(secret, str) or not secret:
             raise Unauthenticated("This channel has no app_secret, so its callbacks cannot be verified.")
-        given = (_header(headers, SIGNATURE_HEADER) or "").strip()
-        if not given.lower().startswith("sha256="):
+        given = signature_of(headers)
+        if not given:
             raise Unauthenticated("Missing or malformed X-Hub-Signature-256 header.")
         expected = hmac.new(secret.encode(), body, hashlib.sha256).hexdigest()
-        if not hmac.compare_digest(given[len("sha256=") :].lower().encode(), expected.encode()):
+        if not hmac.compare_digest(given.encode(), expected.encode()):
             raise Unauthenticated("The X-Hub-Signature-256 signature does not match the body.")
 
     def parse_callback(self, body: bytes) -> list[InboundMessage | StatusCallback]:
-        try:
-            doc = json.loads(body)
-        except ValueError:
-            raise ValidationFailed.field("body", "is not valid JSON") from None
-        if not isinstance(doc, dict) or doc.get("object") != "whatsapp_business_account":
-            raise ValidationFailed.field("body.object", "must be whatsapp_business_account")
-        entries = doc.get("entry")
-        if not isinstance(entries, list):
-            raise ValidationFailed.field("body.entry", "must be a list")
+        """The events of this channel's number (and of changes without metadata); other numbers' changes are the
+        app-level router's (`switchboard.messaging.cloud_webhook`)."""
         own_number = str(self.config.get("phone_number_id") or "")
         events: list[InboundMessage | StatusCallback] = []
-        for entry in entries:
-            changes = entry.get("changes") if isinstance(entry, dict) else None
-            if not isinstance(changes, list):
-                raise ValidationFailed.field("body.entry.changes", "must be a list")
-            for change in changes:
-                value = change.get("value") if isinstance(change, dict) else None
-                if not isinstance(value, dict) or change.get("field", "messages") != "messages":
-                    continue  # template, account and quality updates: nothing to store
-                metadata = _obj(value.get("metadata"))
-                number = str(metadata.get("phone_number_id") or "")
-                if own_number and number and number != own_number:
-                    continue  # another number of the same app
-                names = _contact_names(value.get("contacts"))
-                events.extend(_inbound(m, names) for m in _list(value, "messages"))
-                events.extend(s for s in (_status(s) for s in _list(value, "statuses")) if s is not None)
+        for number, changes in changes_by_number(body).items():
+            if not own_number or number in ("", own_number):
+                events.extend(self.events([value for field, value in changes if field == "messages"]))
         return events
+
+    def events(self, values: list[dict[str, Any]]) -> list[InboundMessage | StatusCallback]:
+        """Inbound messages and statuses of `messages` change values of this channel's number."""
+        events: list[InboundMessage | StatusCallback] = []
+        for value in values:
+            senders = _senders(value.get("contacts"))
+            events.extend(_inbound(m, senders) for m in _list(value, "messages"))
+            events.extend(s for s in (_status(s) for s in _list(value, "statuses")) if s is not None)
+        return events
+
+
+def signature_of(headers: dict[str, str]) -> str:
+    """The lower-case hex digest of `X-Hub-Signature-256: sha256=<hex>`, or "" when absent or malformed."""
+    given = (_header(headers, SIGNATURE_HEADER) or "").strip()
+    if not given.lower().startswith("sha256="):
+        return ""
+    return given[len("sha256=") :].lower()
+
+
+def changes_by_number(body: bytes) -> dict[str, list[tuple[str, dict[str, Any]]]]:
+    """A callback body's changes as `(field, value)`, grouped by `value.metadata.phone_number_id` ("" when a change
+    names no number). `messages` changes carry messages and statuses; the other fields (group, template, account
+    and quality updates) are events about the number."""
+    try:
+        doc = json.loads(body)
+    except ValueError:
+        raise ValidationFailed.field("body", "is not valid JSON") from None
+    if not isinstance(doc, dict) or doc.get("object") != "whatsapp_business_account":
+        raise ValidationFailed.field("body.object", "must be whatsapp_business_account")
+    entries = doc.get("entry")
+    if not isinstance(entries, list):
+        raise ValidationFailed.field("body.entry", "must be a list")
+    grouped: dict[str, list[tuple[str, dict[str, Any]]]] = {}
+    for entry in entries:
+        changes = entry.get("changes") if isinstance(entry, dict) else None
+        if not isinstance(changes, list):
+            raise ValidationFailed.field("body.entry.changes", "must be a list")
+        for change in changes:
+            value = change.get("value") if isinstance(change, dict) else None
+            if not isinstance(value, dict):
+                continue
+            number = str(_obj(value.get("metadata")).get("phone_number_id") or "")
+            grouped.setdefault(number, []).append((str(change.get("field") or "messages"), value))
+    return grouped
+
+
+def _media_object(kind: str, message: OutboundMessage) -> dict[str, Any]:
+    media = message.media or {}
+    obj: dict[str, Any] = {}
+    if media.get("id"):
+        obj["id"] = str(media["id"])
+    elif media.get("link") or media.get("url"):
+        obj["link"] = str(media.get("link") or media["url"])
+    else:
+        raise ProviderRejected(f"A {kind} message needs media.url or media.id for the {PROVIDER}.")
+    caption = media.get("caption") or message.text
+    if kind in CAPTIONED and caption:
+        obj["caption"] = str(caption)
+    if kind == "document" and media.get("filename"):
+        obj["filename"] = str(media["filename"])
+    return obj
+
+
+def _template_object(template: dict[str, Any]) -> dict[str, Any]:
+    """CONVENTIONS: the API takes `language: "<code>"`; Meta wants `{policy: "deterministic", code}`."""
+    if not template.get("name"):
+        raise ProviderRejected("A template message needs template.name.")
+    language = template.get("language") or "en_US"
+    code = language.get("code") if isinstance(language, dict) else language
+    out: dict[str, Any] = {"name": str(template["name"]), "language": {"policy": "deterministic", "code": str(code)}}
+    if template.get("components"):
+        out["components"] = template["components"]
+    return out
+
+
+def _coordinate(value: Any) -> str:
+    try:
+        return repr(float(value))
+    except (TypeError, ValueError):
+        raise ProviderRejected("Location coordinates must be numbers.") from None
 
 
 # Callback parsing helpers ---------------------------------------------------------------------------------------------
@@ -437,28 +518,60 @@ def _list(value: dict[str, Any], key: str) -> list[dict[str, Any]]:
     return items
 
 
-def _contact_names(contacts: Any) -> dict[str, str]:
-    names: dict[str, str] = {}
+@dataclass(frozen=True)
+class _Sender:
+    phone: str
+    user_id: str | None
+    name: str | None
+
+
+def _senders(contacts: Any) -> list[_Sender]:
+    """`value.contacts`: each sender's phone (`wa_id`, absent for a user with a username), business-scoped user id
+    (`user_id`) and profile name."""
+    found: list[_Sender] = []
     for contact in contacts if isinstance(contacts, list) else []:
         if not isinstance(contact, dict):
             continue
         profile = _obj(contact.get("profile"))
-        if contact.get("wa_id") and profile.get("name"):
-            names[_digits(contact["wa_id"])] = str(profile["name"])
-    return names
+        user_id = contact.get("user_id")
+        found.append(
+            _Sender(
+                phone=_digits(contact.get("wa_id")),
+                user_id=str(user_id) if isinstance(user_id, str) and user_id else None,
+                name=str(profile["name"]) if profile.get("name") else None,
+            )
+        )
+    return found
 
 
-def _inbound(message: dict[str, Any], names: dict[str, str]) -> InboundMessage:
-    sender, message_id = _digits(message.get("from")), message.get("id")
-    if not sender or not message_id:
-        raise ValidationFailed.field("body.entry.changes.value.messages", "every message needs from and id")
+def _sender_of(message: dict[str, Any], senders: list[_Sender]) -> _Sender:
+    phone = _digits(message.get("from"))
+    user_id = message.get("from_user_id")
+    user_id = str(user_id) if isinstance(user_id, str) and user_id else None
+    match = next(
+        (s for s in senders if (phone and s.phone == phone) or (user_id and s.user_id == user_id)),
+        senders[0] if len(senders) == 1 and not phone and not user_id else None,
+    )
+    if match:
+        return _Sender(phone or match.phone, user_id or match.user_id, match.name)
+    return _Sender(phone, user_id, None)
+
+
+# The part of each inbound type that becomes the message's text.
+_TEXT_OF = {"text": "body", "system": "body", "button": "text", "reaction": "emoji", "order": "text"}
+
+
+def _inbound(message: dict[str, Any], senders: list[_Sender]) -> InboundMessage:
+    sender, message_id = _sender_of(message, senders), message.get("id")
+    if not (sender.phone or sender.user_id) or not message_id:
+        raise ValidationFailed.field(
+            "body.entry.changes.value.messages", "every message needs an id and from or from_user_id"
+        )
     kind = str(message.get("type") or "unknown")
     part = _obj(message.get(kind))
-    text: str | None = None
+    text: str | None = part.get(_TEXT_OF[kind]) if kind in _TEXT_OF else None
     media: dict[str, Any] | None = None
-    if kind == "text":
-        text = part.get("body")
-    elif kind in MEDIA_TYPES:
+    if kind in MEDIA_TYPES:
         media = {k: part[k] for k in ("id", "mime_type", "sha256", "filename", "voice", "animated") if k in part}
         text = part.get("caption")
         if text:
@@ -466,27 +579,44 @@ def _inbound(message: dict[str, Any], names: dict[str, str]) -> InboundMessage:
     elif kind == "location":
         media = {k: part[k] for k in ("latitude", "longitude", "name", "address", "url") if k in part}
     elif kind == "button":
-        text, media = part.get("text"), {"payload": part.get("payload")}
+        media = {"payload": part.get("payload")}
     elif kind == "interactive":
-        reply = part.get("button_reply") or part.get("list_reply") or {}
-        text, media = reply.get("title"), {"reply_type": part.get("type"), "reply_id": reply.get("id")}
+        reply_type = str(part.get("type") or "")
+        reply = _obj(part.get(reply_type))
+        if reply_type == "nfm_reply":  # a WhatsApp Flow's answer: `response_json` is the flow's own JSON text
+            text = reply.get("body")
+            media = {"reply_type": reply_type, "name": reply.get("name"), "response_json": reply.get("response_json")}
+        else:
+            text = reply.get("title")
+            media = {"reply_type": reply_type, "reply_id": reply.get("id"), "description": reply.get("description")}
     elif kind == "reaction":
-        text, media = part.get("emoji"), {"reaction_to": part.get("message_id")}
+        media = {"reaction_to": part.get("message_id")}
     elif kind == "contacts":
         media = {"contacts": message.get("contacts") or []}
+    elif kind == "order":
+        media = {"catalog_id": part.get("catalog_id"), "product_items": part.get("product_items") or []}
     elif kind == "system":
-        text = part.get("body")
+        media = {k: part[k] for k in ("type", "wa_id", "customer", "identity") if k in part} or None
+    if message.get("errors"):  # `unsupported` messages (and others Meta could not process) say why
+        media = {**(media or {}), "errors": message["errors"]}
+    if kind == "unsupported" and isinstance(message.get("unsupported"), dict):
+        media = {**(media or {}), "unsupported": message["unsupported"]}
+    if isinstance(message.get("referral"), dict):  # click-to-WhatsApp ads
+        media = {**(media or {}), "referral": message["referral"]}
     context = message.get("context")
     if isinstance(context, dict) and context.get("id"):
         media = {**(media or {}), "context": {"message_id": context["id"], "from": context.get("from")}}
+    if media is not None:
+        media = {k: v for k, v in media.items() if v is not None}
     return InboundMessage(
         provider_message_id=str(message_id),
-        from_phone=sender,
+        from_phone=sender.phone,
         type=kind,
         text=str(text) if text is not None else None,
         media=media,
-        contact_name=names.get(sender),
+        contact_name=sender.name,
         timestamp=_iso(message.get("timestamp")),
+        from_user_id=sender.user_id,
     )
 
 

@@ -118,8 +118,11 @@ class Graph:
         if data.get("success") is False:
             raise ProviderRejected(f"{PROVIDER} did not register the phone number.")
 
-    def subscribe(self, waba_id: str) -> None:
-        data = self.api.call("POST", f"/{segment(waba_id)}/subscribed_apps")
+    def subscribe(self, waba_id: str, callback_uri: str | None = None, verify_token: str | None = None) -> None:
+        """`POST /{waba_id}/subscribed_apps`; with `callback_uri`, Meta sends this account's webhooks there
+        (`override_callback_uri`), after checking it with `verify_token` (its `GET` handshake)."""
+        body = {"override_callback_uri": callback_uri, "verify_token": verify_token} if callback_uri else None
+        data = self.api.call("POST", f"/{segment(waba_id)}/subscribed_apps", json_body=body)
         if data.get("success") is False:
             raise ProviderRejected(f"{PROVIDER} did not subscribe the app to the business account.")
 

@@ -132,7 +132,7 @@ def _base_url(body: models.OAuthStart) -> str:
 
     settings = get_settings()
     if body.graph_base_url is None:
-        return settings.graph_api_base_url.rstrip("/")
+        return settings.graph_root
     if not settings.is_local:
         raise ValidationFailed.field("body.graph_base_url", "can only be set on the local and test stages")
     parts = urlsplit(body.graph_base_url)
@@ -160,7 +160,10 @@ def _app_credentials(org: str, body: models.OAuthStart) -> tuple[str, str | None
 
 def _authorize_url(base_url: str, app_id: str, config_id: str | None, redirect_uri: str | None, state: str) -> str:
     version = base_url.rsplit("/", 1)[-1]
-    version = version if re.fullmatch(r"v[0-9]+\.[0-9]+", version) else "v21.0"
+    if not re.fullmatch(r"v[0-9]+\.[0-9]+", version):
+        from switchboard.config import get_settings
+
+        version = get_settings().graph_api_version
     params = {"client_id": app_id, "state": state, "response_type": "code", "override_default_response_type": "true"}
     if redirect_uri:
         params["redirect_uri"] = redirect_uri
@@ -540,19 +543,33 @@ def register_phone(store: Store, auth: AuthContext, body: models.RegisterPhone) 
 
 
 # subscribe-webhook ----------------------------------------------------------------------------------------------------
-def subscribe_webhook(store: Store, auth: AuthContext, body: models.ProgressStep) -> models.Progress:
-    item = get_item(store, auth.org_id, body.progress_id, consistent=True)
+def subscribe_webhook(
+    store: Store, auth: AuthContext, body: models.ProgressStep, callback_url: str | None = None
+) -> models.Progress:
+    """Subscribes the app to the business account; with `callback_url` (the app-level whatsapp_cloud webhook of
+    this deployment) Meta sends the account's traffic there, checked with a fresh verify token. The token is stored
+    sealed on the flow (then in the channel's config), and indexed by its hash first, so Meta's handshake during
+    the subscription finds it (`messaging.cloud_webhook.subscription`)."""
+    from switchboard.messaging import cloud_webhook
+
+    org = auth.org_id
+    item = get_item(store, org, body.progress_id, consistent=True)
     _check_step(item, "subscribe_webhook")
     item = _claim(store, item, "subscribe_webhook")
+    token = secrets.token_urlsafe(32) if callback_url else None
+    if token:
+        saved = _next_version(item, {"verify_token_sealed": sealed.seal(token, org)})
+        store.transact([*_put_flow(item, saved), cloud_webhook.flow_token_put(org, item["id"], token)])
+        item = saved
     try:
         graph = _graph(item)
-        graph.subscribe(item["waba_id"])
+        graph.subscribe(item["waba_id"], callback_url, token)
         if item["app_id"] not in graph.subscribed_app_ids(item["waba_id"]):
             raise ProviderRejected("Meta does not list this app among the business account's subscribed apps.")
     except (ProviderRejected, ProviderUnavailable) as err:
         _record_failure(store, item, "subscribe_webhook", err)
         raise
-    new = _done(item, "subscribe_webhook", {})
+    new = _done(item, "subscribe_webhook", {"callback_url": callback_url} if callback_url else {})
     audit = audit_put(auth, "waba.webhook_subscribed", "waba_onboarding", item["id"], after={"app_id": item["app_id"]})
     store.transact(_put_flow(item, new, [audit]))
     return view(new)
@@ -632,6 +649,7 @@ def _channel_request(item: Item, phone: dict[str, Any]) -> Any:
                 "phone_number_id": item["phone_number_id"],
                 "waba_id": item["waba_id"],
                 "onboarding_id": item["id"],
+                **({"verify_token": item["verify_token_sealed"]} if item.get("verify_token_sealed") else {}),
             },
         }
     )

@@ -1,0 +1,232 @@
+"""Meta's app-level callback for `whatsapp_cloud` channels, and the platform-wide claim of a `phone_number_id`.
+
+One Meta app sends the traffic of all its phone numbers to one callback URL. `POST
+/v1/providers/whatsapp_cloud/webhook` routes each change by `value.metadata.phone_number_id` to the channel that
+claimed that number and checks `X-Hub-Signature-256` with that channel's `app_secret` before anything is stored (a
+body whose signature fails for any of its numbers is refused whole: 401, nothing stored). `messages` changes become
+messages and statuses; the number's other updates (groups, templates, account) become channel log entries
+(`whatsapp.<field>`). Changes of numbers no channel claims are ignored. The per-channel URL
+(`/v1/providers/{channel_id}/callback`) goes through the same routing, with changes that carry no `metadata` going
+to that channel.
+
+Items (global, outside any organization):
+- claim `WAPHONE#<phone_number_id>` / `WAPHONE` → `{organization_id, channel_id}`: written with
+  `attribute_not_exists(PK)` in the channel's own create/update transaction, so a number belongs to at most one
+  channel on the whole platform (a second claim is 409 `conflict`); deleted with the channel or when its config
+  names another number.
+- verify-token index `WAVERIFY#<sha256 hex of verify_token>` / `CHANNEL#<channel_id>` (or `WABAFLOW#<progress_id>`
+  while an onboarding subscribes, TTL 7 days) → `{organization_id}`: the
+  app-level `GET` handshake finds a channel holding the given token with one key query, then compares the token
+  itself in constant time. Channels of one app usually share one token, hence one item per channel under the same key.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import json
+from typing import Any
+
+from switchboard import clock
+from switchboard.errors import Conflict, Forbidden, Unauthenticated, ValidationFailed
+from switchboard.providers.base import InboundMessage, StatusCallback
+from switchboard.store import Delete, Put, Store, TxOp, keys
+
+Item = dict[str, Any]
+PLATFORM = "whatsapp_cloud"
+
+
+def claim_key(phone_number_id: str) -> dict[str, str]:
+    return keys.key(f"WAPHONE#{phone_number_id}", "WAPHONE")
+
+
+def _token_pk(token: str) -> str:
+    return f"WAVERIFY#{hashlib.sha256(token.encode()).hexdigest()}"
+
+
+def verify_key(token: str, channel_id: str) -> dict[str, str]:
+    return keys.key(_token_pk(token), f"CHANNEL#{channel_id}")
+
+
+def _config(channel: Item | None) -> dict[str, Any]:
+    """The channel's config with sealed values opened, read through the adapter (the one accessor of its secrets)."""
+    if not channel or channel.get("platform") != PLATFORM:
+        return {}
+    from switchboard.providers.whatsapp_cloud import WhatsAppCloudProvider
+
+    return WhatsAppCloudProvider(channel).config
+
+
+def _text(config: dict[str, Any], key: str) -> str:
+    value = config.get(key)
+    return value.strip() if isinstance(value, str) else ""
+
+
+def claim_ops(old: Item | None, new: Item | None) -> list[TxOp]:
+    """The claim and index writes that move a channel from `old` to `new` (None: created / deleted), to be put in
+    the channel's own transaction."""
+    before, after = _config(old), _config(new)
+    channel = new or old or {}
+    channel_id, org = str(channel.get("id") or ""), str(channel.get("organization_id") or "")
+    ops: list[TxOp] = []
+    old_number, new_number = _text(before, "phone_number_id"), _text(after, "phone_number_id")
+    if old_number != new_number:
+        if old_number:
+            ops.append(
+                Delete(
+                    key=claim_key(old_number),
+                    condition="attribute_not_exists(PK) OR channel_id = :c",
+                    values={":c": channel_id},
+                )
+            )
+        if new_number:
+            ops.append(
+                Put(
+                    item={
+                        **claim_key(new_number),
+                        "entity": "WhatsAppNumberClaim",
+                        "organization_id": org,
+                        "channel_id": channel_id,
+                    },
+                    condition="attribute_not_exists(PK)",
+                    error=Conflict(
+                        "This phone_number_id already belongs to a channel.",
+                        details=[{"field": "body.config.phone_number_id", "phone_number_id": new_number}],
+                    ),
+                )
+            )
+    old_token, new_token = _text(before, "verify_token"), _text(after, "verify_token")
+    if old_token != new_token:
+        if old_token:
+            ops.append(Delete(key=verify_key(old_token, channel_id)))
+        if new_token:
+            ops.append(
+                Put(item={**verify_key(new_token, channel_id), "entity": "WhatsAppVerifyToken", "organization_id": org})
+            )
+    return ops
+
+
+def flow_token_put(org: str, progress_id: str, token: str) -> Put:
+    """The index row of an onboarding flow's verify token (Meta checks the callback while the flow subscribes,
+    before the channel exists); it expires with the flow."""
+    return Put(
+        item={
+            **keys.key(_token_pk(token), f"WABAFLOW#{progress_id}"),
+            "entity": "WhatsAppVerifyToken",
+            "organization_id": org,
+            "ttl": clock.epoch(clock.now()) + 7 * 86400,
+        }
+    )
+
+
+def _token_of(store: Store, row: Item) -> str:
+    """The verify token an index row stands for, read from its channel (opened config) or onboarding flow."""
+    from switchboard.messaging import channels
+
+    org, sk = row["organization_id"], str(row["SK"])
+    if sk.startswith("CHANNEL#"):
+        return _text(_config(store.get(channels.channel_key(org, sk.removeprefix("CHANNEL#")))), "verify_token")
+    if sk.startswith("WABAFLOW#"):
+        from switchboard import sealed
+        from switchboard.waba import service as waba
+
+        flow = store.get(waba.flow_key(org, sk.removeprefix("WABAFLOW#")))
+        value = (flow or {}).get("verify_token_sealed")
+        try:
+            return sealed.unseal(value, org) if isinstance(value, str) else ""
+        except ValueError:
+            return ""
+    return ""
+
+
+def channel_for_number(store: Store, phone_number_id: str) -> Item | None:
+    from switchboard.messaging import channels
+
+    claim = store.get(claim_key(phone_number_id))
+    if not claim:
+        return None
+    org = claim["organization_id"]
+    found = {
+        i["SK"]: i for i in store.batch_get([channels.channel_key(org, claim["channel_id"]), keys.organization(org)])
+    }
+    channel = found.get(channels.channel_key(org, claim["channel_id"])["SK"])
+    organization = found.get("ORG") or {}
+    if organization.get("status") == "pending_deletion":  # CONVENTIONS: its channel callbacks stop at once
+        return None
+    return channel if channel and channel.get("platform") == PLATFORM else None
+
+
+def subscription(store: Store, params: dict[str, str]) -> str:
+    """Meta's `GET` handshake for the app-level URL: `hub.challenge` when `hub.verify_token` is the verify_token of
+    a whatsapp_cloud channel, else 403."""
+    if params.get("hub.mode") != "subscribe" or "hub.challenge" not in params:
+        raise ValidationFailed("Expected hub.mode=subscribe with hub.verify_token and hub.challenge.")
+    given = str(params.get("hub.verify_token") or "")
+    if given:
+        for row in store.query(_token_pk(given), limit=5).items:
+            token = _token_of(store, row)
+            if token and hmac.compare_digest(given.encode(), token.encode()):
+                return str(params["hub.challenge"])
+    raise Forbidden("The verify token does not match the verify_token of any whatsapp_cloud channel.")
+
+
+Routed = tuple[Item, list[InboundMessage | StatusCallback], list[tuple[str, dict[str, Any]]]]
+
+
+def route(store: Store, headers: dict[str, str], body: bytes, *, default: Item | None = None) -> list[Routed]:
+    """Each channel the body speaks for, with its message events and its other updates (`(field, value)`: group,
+    template, account changes); every channel's signature is checked before any is returned. `default` receives
+    changes without `metadata.phone_number_id` (the per-channel URL)."""
+    from switchboard.providers.whatsapp_cloud import WhatsAppCloudProvider, changes_by_number, signature_of
+
+    grouped = changes_by_number(body)  # a body that is not Meta's shape is 400 before anything else
+    if not signature_of(headers):
+        raise Unauthenticated("Missing or malformed X-Hub-Signature-256 header.")
+    own = _text(_config(default), "phone_number_id")
+    routed: list[Routed] = []
+    for number, changes in grouped.items():
+        channel = default if default is not None and number in ("", own) else None
+        if channel is None and number:
+            channel = channel_for_number(store, number)
+        if channel is None:
+            continue  # a number no channel claims (yet)
+        adapter = WhatsAppCloudProvider(channel)
+        adapter.verify_callback(headers, body)
+        messages = [value for field, value in changes if field == "messages"]
+        updates = [(field, value) for field, value in changes if field != "messages"]
+        routed.append((channel, adapter.events(messages), updates))
+    return routed
+
+
+MAX_LOGGED_UPDATE = 8 * 1024  # characters of an update's JSON kept in the channel log
+
+
+def _update_log(channel: Item, field: str, value: dict[str, Any]) -> Put:
+    """A group, template or account update of the number, as a channel log entry (`GET /v1/channels/{id}/logs`)."""
+    from switchboard.messaging import channels
+
+    detail: dict[str, Any] = {"field": field}
+    kept = {k: v for k, v in value.items() if k not in ("messaging_product", "metadata")}
+    if len(json.dumps(kept, default=str)) <= MAX_LOGGED_UPDATE:
+        detail["value"] = kept
+    else:
+        detail["keys"] = sorted(kept)
+    return channels.log_entry(channel["organization_id"], channel["id"], f"whatsapp.{field}", detail)
+
+
+def receive(store: Store, headers: dict[str, str], body: bytes, *, default: Item | None = None) -> dict[str, Any]:
+    """Store each routed inbound message once and apply each status, per channel."""
+    from switchboard.messaging import messages
+
+    received, statuses = 0, 0
+    for channel, events, updates in route(store, headers, body, default=default):
+        org = channel["organization_id"]
+        if updates:
+            store.transact([_update_log(channel, field, value) for field, value in updates[:25]])
+        for event in events:
+            if isinstance(event, InboundMessage):
+                messages.receive(store, org, channel, event)
+                received += 1
+            else:
+                statuses += int(messages.status_callback(store, org, channel, event))
+    return {"received": received, "statuses_applied": statuses}
