@@ -29,7 +29,7 @@ from switchboard.errors import Conflict
 from switchboard.identity.lifecycle import PENDING, PURGING, purge_due_sk
 from switchboard.jobs import service
 from switchboard.jobs.service import Chunk
-from switchboard.store import Store, Update, keys
+from switchboard.store import Delete, Store, Update, keys
 
 KIND = "organization.purge"
 PAGE = 100  # items per chunk (4 BatchWriteItem requests, plus their pointers)
@@ -50,18 +50,32 @@ def _channel_pointer(org_id: str, item: Item) -> dict[str, str] | None:
 
 # SK prefix of an item in the organization's partition → the platform-wide item that points at it (None: none).
 # A new platform-wide item that names an organization must be added here (or expire by TTL within the window).
-POINTERS: tuple[tuple[str, Callable[[str, Item], dict[str, str] | None]], ...] = (
+def _cloud_claims(org_id: str, item: Item) -> list[dict[str, str]]:
+    """A Cloud API channel's platform-wide `phone_number_id` claim and verify-token index row."""
+    if item.get("entity") != "Channel" or item.get("platform") != "whatsapp_cloud":
+        return []
+    from switchboard.messaging import cloud_webhook
+
+    return [op.key for op in cloud_webhook.claim_ops(item, None) if isinstance(op, Delete)]
+
+
+POINTERS: tuple[tuple[str, Callable[[str, Item], dict[str, str] | list[dict[str, str]] | None]], ...] = (
     ("APIKEY#", lambda org, i: keys.credential(i["token_hash"]) if i.get("token_hash") else None),
     ("MEMBER#", lambda org, i: keys.key(keys.user_pk(i["user_id"]), f"MEMBERSHIP#{org}")),
     ("INVITE#", lambda org, i: keys.key(f"INVITE#{i['id']}", "INVITE") if i.get("id") else None),
     ("CHANNEL#", _channel_pointer),
+    ("CHANNEL#", _cloud_claims),
 )
 
 
 def pointers_of(org_id: str, item: Item) -> list[dict[str, str]]:
     sk = str(item["SK"])
-    found = [build(org_id, item) for prefix, build in POINTERS if sk.startswith(prefix)]
-    return [k for k in found if k is not None]
+    found: list[dict[str, str]] = []
+    for prefix, build in POINTERS:
+        if sk.startswith(prefix):
+            built = build(org_id, item)
+            found += built if isinstance(built, list) else [built] if built is not None else []
+    return found
 
 
 def start_due_purges(store: Store, now: datetime | None = None) -> list[str]:
