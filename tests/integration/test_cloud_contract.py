@@ -207,7 +207,7 @@ def test_a_channels_base_url_points_away_from_meta_only_on_the_local_stage(graph
     monkeypatch.setenv("STAGE", "prod")
     reset_settings()
     try:
-        with pytest.raises(ProviderRejected, match="only on the local stage"):
+        with pytest.raises(ProviderRejected, match="only on the local"):
             adapter.connect()
         meta = WhatsAppCloudProvider(
             {**adapter.channel, "config": {**adapter.config, "base_url": "https://graph.facebook.com/v21.0"}}
