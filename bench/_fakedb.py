@@ -20,6 +20,7 @@ each index's PK of the written item), for the key-distribution check.
 from __future__ import annotations
 
 import bisect
+import json
 import re
 from collections import Counter
 from collections.abc import Iterator
@@ -457,26 +458,9 @@ def _failed(operation: str) -> ClientError:
 
 
 def size_of(raw: Raw) -> int:
-    """Approximately DynamoDB's item size: names plus values (strings by length, numbers ~ digits / 2 + 1)."""
-    total = 0
-    for name, value in raw.items():
-        total += len(name) + _value_size(value)
-    return total
-
-
-def _value_size(value: Any) -> int:
-    (tag, inner), = value.items()
-    if tag == "S":
-        return len(inner)
-    if tag == "N":
-        return len(inner) // 2 + 2
-    if tag == "M":
-        return 3 + sum(len(k) + _value_size(v) + 1 for k, v in inner.items())
-    if tag == "L":
-        return 3 + sum(_value_size(v) + 1 for v in inner)
-    if tag in ("SS", "NS", "BS"):
-        return sum(len(str(v)) for v in inner)
-    return 1
+    """About DynamoDB's item size (names and values; the JSON's punctuation is taken off roughly)."""
+    text = json.dumps(raw, separators=(",", ":"))
+    return len(text) * 2 // 3
 
 
 class _Partition:
@@ -514,7 +498,7 @@ class FakeDynamoDB:
 
     def __init__(self) -> None:
         self.items: dict[tuple[str, str], Raw] = {}
-        self.sizes: dict[tuple[str, str], int] = {}
+        self.sizes: dict[tuple[str, str], int] = {}  # filled when a query first reads the item
         self.parts: dict[str, _Partition] = {}
         self.index_parts: dict[str, dict[str, _Partition]] = {name: {} for name in INDEXES}
         self.meter = Meter()
@@ -569,7 +553,7 @@ class FakeDynamoDB:
         if new is None:
             if old is not None:
                 del self.items[key]
-                del self.sizes[key]
+                self.sizes.pop(key, None)
                 self.parts[key[0]].remove((key[1],))
             return
         if old is None:
@@ -578,7 +562,7 @@ class FakeDynamoDB:
                 part = self.parts[key[0]] = _Partition()
             part.add((key[1],), self._bulk)
         self.items[key] = new
-        self.sizes[key] = size_of(new)
+        self.sizes.pop(key, None)
 
     def load(self, raw: Raw) -> None:
         """Put one item without a request (seeding): not metered."""
@@ -750,7 +734,10 @@ class FakeDynamoDB:
             table_key = (pk_value, entry[0]) if index is None else (entry[1], entry[2])
             item = self.items[table_key]
             scanned += 1
-            size += self.sizes[table_key]
+            item_size = self.sizes.get(table_key)
+            if item_size is None:
+                item_size = self.sizes[table_key] = size_of(item)
+            size += item_size
             if filter_tree is None or evaluate(filter_tree, item, ctx):
                 out.append(item)
             last = entry
