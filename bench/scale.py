@@ -584,7 +584,8 @@ def _shape(key: str, org: str) -> str:
 
 
 def key_distribution(burst: int, size: int) -> list[Spread]:
-    """A burst of `burst` sends (POST /v1/messages, to `size` contacts in turn), their deliveries (message_sender's
+    """A burst of `burst` sends (`messages.send`, the service of POST /v1/messages, to `size` contacts in turn; the
+    route's per-organization rate limit would stop a burst, and its one write per request is counted above), their deliveries (message_sender's
     `deliver` and the usage meter's `count_record` on each usage record) and `burst` webhook deliveries (fan-out of
     `burst` events to one endpoint): the writes per partition-key value (table PK and index PKs) of each phase."""
     from switchboard.billing.usage import count_record
@@ -597,13 +598,19 @@ def key_distribution(burst: int, size: int) -> list[Spread]:
         w = build_world(size)
         store = get_store()
         org_pk = f"ORG#{w.org}"
+        from switchboard.api.auth import AuthContext
+        from switchboard.messaging.models import SendMessage
+
+        auth = AuthContext("api_key", "key_b", None, w.org, "owner", "key_b")
         sent: list[str] = []
+        window, messages.SENDS_PER_MINUTE = messages.SENDS_PER_MINUTE, 2 * burst + 10  # where writes land, not how fast
         with w.fake.metered() as meter:
             for n in range(burst):
-                body = {"channel_id": w.channel_id, "to": f"+{_phone(RARE + 1 + n % len(w.contact_ids))}"}
-                resp = w.api("messaging", "POST", "/v1/messages", {**body, "text": {"body": f"m{n}"}})
-                sent.append(resp["data"]["id"])
-        out.append(_spread("sends (POST /v1/messages)", meter, w.org))
+                to = f"+{_phone(RARE + 1 + n % len(w.contact_ids))}"
+                body = SendMessage.model_validate({"channel_id": w.channel_id, "to": to, "text": {"body": f"m{n}"}})
+                sent.append(messages.send(store, auth, body).id)
+        messages.SENDS_PER_MINUTE = window
+        out.append(_spread("sends (messages.send)", meter, w.org))
         with w.fake.metered() as meter:
             for message_id in sent:
                 messages.deliver(store, w.org, message_id)
