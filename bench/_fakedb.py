@@ -153,12 +153,17 @@ class _Parser:
             inner = self.condition()
             self.take(")")
             return inner
-        if tok and self.peek(1) == "(" and tok.lower() in (
-            "attribute_exists",
-            "attribute_not_exists",
-            "begins_with",
-            "contains",
-            "attribute_type",
+        if (
+            tok
+            and self.peek(1) == "("
+            and tok.lower()
+            in (
+                "attribute_exists",
+                "attribute_not_exists",
+                "begins_with",
+                "contains",
+                "attribute_type",
+            )
         ):
             self.i += 2
             args = [self.operand()]
@@ -284,7 +289,7 @@ def _operand(item: Raw | None, node: Any, ctx: _Ctx) -> Any:
         value = _operand(item, args[0], ctx)
         if value is _MISSING:
             return _MISSING
-        (tag, inner), = value.items()
+        ((tag, inner),) = value.items()
         return {"N": str(len(inner.encode() if tag == "S" else inner))}
     raise ValueError(name)
 
@@ -296,7 +301,7 @@ def _num(value: Decimal) -> str:
 
 def _key(value: Any) -> Any:
     """A comparable form of a typed value (numbers as Decimal)."""
-    (tag, inner), = value.items()
+    ((tag, inner),) = value.items()
     if tag == "N":
         return ("N", Decimal(inner))
     if tag in ("SS", "NS", "BS"):
@@ -352,7 +357,7 @@ def evaluate(tree: Any, item: Raw | None, ctx: _Ctx) -> bool:
     if name == "begins_with":
         return "S" in value and "S" in other and value["S"].startswith(other["S"])
     if name == "contains":
-        (tag, inner), = value.items()
+        ((tag, inner),) = value.items()
         if tag == "S":
             return "S" in other and other["S"] in inner
         if tag in ("SS", "NS"):
@@ -365,7 +370,7 @@ def evaluate(tree: Any, item: Raw | None, ctx: _Ctx) -> bool:
 
 def _set_path(item: Raw, path: tuple[Any, ...], ctx: _Ctx, value: Any) -> None:
     """Write `value` at `path` in `item` (a fresh top-level dict), copying the maps and lists on the way."""
-    (kind, part), rest = path[0], path[1:]
+    (_kind, part), rest = path[0], path[1:]
     name = ctx.name(part)
     if not rest:
         if value is _MISSING:
@@ -428,7 +433,7 @@ def apply_update(old: Raw | None, key: Raw, expression: str, ctx: _Ctx) -> tuple
             target, source = action
             value = ctx.value(source[1])
             current = _resolve(new, target[1], ctx)
-            (tag, inner), = value.items()
+            ((tag, inner),) = value.items()
             if clause == "ADD" and tag == "N":
                 base = Decimal(current["N"]) if current is not _MISSING else Decimal(0)
                 result: Any = {"N": _num(base + Decimal(inner))}
@@ -466,7 +471,7 @@ def size_of(raw: Raw) -> int:
 class _Partition:
     """Sorted keys of one partition (table: `(SK,)`; index: `(index SK, PK, SK)`)."""
 
-    __slots__ = ("keys", "dirty")
+    __slots__ = ("dirty", "keys")
 
     def __init__(self) -> None:
         self.keys: list[tuple[str, ...]] = []
@@ -713,9 +718,7 @@ class FakeDynamoDB:
         start = kw.get("ExclusiveStartKey")
         if start:
             at: tuple[str, ...] = (
-                (start["SK"]["S"],)
-                if index is None
-                else (start[sk_attr]["S"], start["PK"]["S"], start["SK"]["S"])
+                (start["SK"]["S"],) if index is None else (start[sk_attr]["S"], start["PK"]["S"], start["SK"]["S"])
             )
             if forward:
                 lo = max(lo, bisect.bisect_right(keys, at))
@@ -747,7 +750,9 @@ class FakeDynamoDB:
         more = last is not None and (n != (hi - 1 if forward else lo))
         resp: dict[str, Any] = {"Count": len(out), "ScannedCount": scanned}
         if not count_only:
-            resp["Items"] = [_project(i, kw.get("ProjectionExpression"), kw.get("ExpressionAttributeNames")) for i in out]
+            resp["Items"] = [
+                _project(i, kw.get("ProjectionExpression"), kw.get("ExpressionAttributeNames")) for i in out
+            ]
         if more and last is not None:
             item = self.items[(pk_value, last[0]) if index is None else (last[1], last[2])]
             attrs = ("PK", "SK") if index is None else ("PK", "SK", pk_attr, sk_attr)
