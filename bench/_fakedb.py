@@ -690,17 +690,15 @@ class FakeDynamoDB:
                 planned.append((key, None))
         if failed:
             codes = ", ".join(r["Code"] for r in reasons)
-            raise ClientError(
-                {
-                    "Error": {
-                        "Code": "TransactionCanceledException",
-                        "Message": f"Transaction cancelled, please refer cancellation reasons for specific reasons "
-                        f"[{codes}]",
-                    },
-                    "CancellationReasons": reasons,
+            response: Any = {
+                "Error": {
+                    "Code": "TransactionCanceledException",
+                    "Message": f"Transaction cancelled, please refer cancellation reasons for specific reasons "
+                    f"[{codes}]",
                 },
-                "TransactWriteItems",
-            )
+                "CancellationReasons": reasons,
+            }
+            raise ClientError(response, "TransactWriteItems")
         for key, new in planned:
             self._store(key, new)
         return {}

@@ -156,13 +156,18 @@ def _captured(fake: FakeDynamoDB, tokens: Sequence[str]) -> list[dict[str, Any]]
     return out
 
 
+def _numbered_id(old: str) -> Callable[[int], str]:
+    """Copy `n` of an id: its last ten characters replaced by `n` (same length, same prefix, unique)."""
+    return lambda n: old[:-10] + f"{n:010d}"
+
+
 class Cloner:
     """Copies of a set of items with every occurrence of its ids and numbers replaced for copy `n`. A copy shares
     every value that holds none of them with the template (the table never changes a stored value in place), so
     10^5 contacts fit in memory and are made quickly."""
 
     def __init__(self, items: list[dict[str, Any]], ids: Sequence[str], numbered: dict[str, Callable[[int], str]]):
-        self.subs: dict[str, Callable[[int], str]] = {i: (lambda n, i=i: i[:-10] + f"{n:010d}") for i in ids}
+        self.subs: dict[str, Callable[[int], str]] = {i: _numbered_id(i) for i in ids}
         self.subs.update(numbered)
         self.pattern = re.compile("|".join(re.escape(k) for k in sorted(self.subs, key=len, reverse=True)))
         self.plans = [{name: self._plan(value) for name, value in item.items()} for item in items]
@@ -316,7 +321,6 @@ class Operation:
     name: str  # the API request, as in docs/data-model.md
     pattern: str  # the access pattern's number there
     run: Callable[[World], Any]
-    job: bool = False  # work that grows with the data by nature: per chunk and chunks, not a ratio
 
 
 def _new_contact(w: World) -> Any:
@@ -407,6 +411,11 @@ OPERATIONS: list[Operation] = [
         "M10",
         lambda w: w.api("messaging", "GET", f"/v1/channels/{w.channel_id}/contacts", query={"limit": "20"}),
     ),
+    Operation(
+        "GET /v1/settings/billing (first read: seeds the contact count)",
+        "B3",
+        lambda w: w.api("settings", "GET", "/v1/settings/billing"),
+    ),
     Operation("GET /v1/settings/billing (usage)", "B3", lambda w: w.api("settings", "GET", "/v1/settings/billing")),
     Operation(
         f"GET {WEBHOOKS}/deliveries?status=exhausted",
@@ -446,6 +455,22 @@ OPERATIONS: list[Operation] = [
         lambda w: w.api("cdp", "PATCH", f"/v1/cdp/segments/{w.segment_id}", {"name": f"rare {w.next()}"}),
     ),
     Operation(
+        "GET /v1/cdp/segments/{id}/members",
+        "D10",
+        lambda w: w.api("cdp", "GET", f"/v1/cdp/segments/{w.segment_id}/members", query={"limit": "20"}),
+    ),
+    Operation("cdp_segments: one contact.updated event", "D11", lambda w: _segment_event(w)),
+    Operation(
+        "POST /v1/contacts/{id}/tags",
+        "C12",
+        lambda w: w.api("contacts", "POST", f"/v1/contacts/{w.contact_ids[-7]}/tags", {"tag_id": w.tags["spare"]}),
+    ),
+    Operation(
+        "GET /v1/conversations/{id}/messages",
+        "M6",
+        lambda w: w.api("messaging", "GET", f"/v1/conversations/{_mid(w.conversation_ids)}/messages"),
+    ),
+    Operation(
         "DELETE /v1/labels/{id} (on every conversation)",
         "L5",
         lambda w: w.api("catalog", "DELETE", f"/v1/labels/{w.label_id}"),
@@ -456,6 +481,18 @@ OPERATIONS: list[Operation] = [
         lambda w: w.api("contacts", "DELETE", f"/v1/contact-tags/{w.tags['vip']}"),
     ),
 ]
+
+
+def _segment_event(w: World) -> Any:
+    """functions/cdp_segments' handler given one `contact.updated` event (the incremental membership)."""
+    import importlib
+
+    detail = {"organization_id": w.org, "event_type": "contact.updated", "data": {"contact_id": w.contact_ids[-3]}}
+    record = {"messageId": "m1", "body": json.dumps({"detail": detail})}
+    resp = importlib.import_module("functions.cdp_segments.app").handler({"Records": [record]}, w.api.ctx)
+    if resp["batchItemFailures"]:
+        raise ApiError(f"cdp_segments failed the record: {resp}")
+    return resp
 
 
 def _create_segment(w: World) -> Any:
@@ -477,6 +514,7 @@ class Cost:
     error: str = ""
     seconds: float = 0.0
     extrapolated: bool = False
+    rows: int | None = None  # items a list answered (its `data`)
 
 
 def _extrapolate(size: int, earlier: list[tuple[int, Cost]]) -> Cost:
@@ -513,7 +551,9 @@ def measure(size: int, only: Sequence[str] = (), earlier: dict[int, dict[str, Co
             start = time.perf_counter()
             with world.fake.metered() as meter:
                 try:
-                    op.run(world)
+                    answer = op.run(world)
+                    if isinstance(answer, dict) and isinstance(answer.get("data"), list):
+                        cost.rows = len(answer["data"])
                 except ApiError as err:
                     cost.error = str(err)
             cost.seconds = time.perf_counter() - start
@@ -544,13 +584,15 @@ def _cell(cost: Cost, attr: str) -> str:
 
 
 def report(results: dict[int, dict[str, Cost]], out: Callable[[str], None] = print) -> float:
-    """The table (`|`-separated; `~n` = extrapolated); the worst request ratio (reads or writes, largest size over
-    smallest). Every request over RATIO_LIMIT is a `FAIL` line, one that errs an `ERROR` line."""
+    """The table (`|`-separated; `~n` = extrapolated; `rows` = the items a list answered at the largest size, so a
+    filtered page that stops at its read budget shows as a short page); the worst request ratio (reads or writes,
+    largest size over smallest). Every request over RATIO_LIMIT is a `FAIL` line, one that errs an `ERROR` line."""
     sizes = sorted(results)
     lo = sizes[0]
     heads = " | ".join(f"reads@{_exp(s)}" for s in sizes)
     wheads = " | ".join(f"writes@{_exp(s)}" for s in sizes)
-    out(f"operation | pattern | {heads} | {wheads} | ratio {_exp(sizes[-1])}/{_exp(lo)} | result")
+    top = _exp(sizes[-1])
+    out(f"operation | pattern | {heads} | {wheads} | ratio {top}/{_exp(lo)} | result | rows@{top}")
     worst = 0.0
     for op in OPERATIONS:
         if op.name not in results[lo]:
@@ -565,7 +607,8 @@ def report(results: dict[int, dict[str, Cost]], out: Callable[[str], None] = pri
             verdict += " (O(N), extrapolated)"
         reads = " | ".join(_cell(c, "reads") for c in costs)
         writes = " | ".join(_cell(c, "writes") for c in costs)
-        out(f"{op.name} | {op.pattern} | {reads} | {writes} | {r:.2f} | {verdict}")
+        rows = "-" if costs[-1].rows is None else str(costs[-1].rows)
+        out(f"{op.name} | {op.pattern} | {reads} | {writes} | {r:.2f} | {verdict} | {rows}")
         for e in dict.fromkeys(errors):
             out(f"  error: {e}")
     return worst

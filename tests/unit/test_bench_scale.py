@@ -206,15 +206,16 @@ def test_report_prints_each_request_its_ratio_and_fail_over_the_limit():
     names = [op.name for op in scale.OPERATIONS[:3]]
     results = {
         1_000: {names[0]: _cost(2), names[1]: _cost(20), names[2]: _cost(5)},
-        100_000: {names[0]: _cost(2), names[1]: _cost(21), names[2]: _cost(500, extrapolated=True)},
+        100_000: {names[0]: _cost(2), names[1]: _cost(21, rows=20), names[2]: _cost(500, extrapolated=True)},
     }
     lines: list[str] = []
     worst = scale.report(results, lines.append)
     assert worst == 100.0
-    assert lines[0].startswith("operation | pattern | reads@1e3 | reads@1e5 | writes@1e3 | writes@1e5 | ratio 1e5/1e3")
-    assert lines[1].endswith("| 2 | 2 | 1 | 1 | 1.00 | PASS")
-    assert lines[2].endswith("| 20 | 21 | 1 | 1 | 1.05 | PASS")
-    assert lines[3].endswith("| 5 | ~500 | 1 | ~1 | 100.00 | FAIL (O(N), extrapolated)")
+    header = "operation | pattern | reads@1e3 | reads@1e5 | writes@1e3 | writes@1e5 | ratio 1e5/1e3 | result | rows@1e5"
+    assert lines[0] == header
+    assert lines[1].endswith("| 2 | 2 | 1 | 1 | 1.00 | PASS | -")
+    assert lines[2].endswith("| 20 | 21 | 1 | 1 | 1.05 | PASS | 20")
+    assert lines[3].endswith("| 5 | ~500 | 1 | ~1 | 100.00 | FAIL (O(N), extrapolated) | -")
 
 
 def test_quick_run_measures_the_operations_and_ends_with_the_worst_ratio(capsys):
@@ -222,9 +223,9 @@ def test_quick_run_measures_the_operations_and_ends_with_the_worst_ratio(capsys)
     assert scale.main(["--quick", "--burst", "20", "--only", *only]) == 0  # no --check: never fails make bench
     out = capsys.readouterr().out.strip().splitlines()
     assert re.fullmatch(r"scale: worst request ratio \d+\.\d\d", out[-1])
-    rows = {line.split(" | ")[0]: line.split(" | ") for line in out if line.count(" | ") == 7}
+    rows = {line.split(" | ")[0]: line.split(" | ") for line in out if line.count(" | ") == 8}
     assert rows["GET /v1/contacts/{id}"][2:4] == ["1", "1"]  # one GetItem at 100 and at 1,000 contacts
-    assert rows["POST /v1/contacts"][-1] == "PASS"
+    assert rows["POST /v1/contacts"][-2:] == ["PASS", "-"]
     spread = [line for line in out if line.startswith("sends (messages.send) |")]
     assert len(spread) == 1 and spread[0].split(" | ")[1] != "0"
 
