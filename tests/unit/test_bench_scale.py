@@ -218,6 +218,14 @@ def test_report_prints_each_request_its_ratio_and_fail_over_the_limit():
     assert lines[3].endswith("| 5 | ~500 | 1 | ~1 | 100.00 | FAIL (O(N), extrapolated) | -")
 
 
+def test_report_fails_a_filtered_page_that_answers_short():
+    op = next(o for o in scale.OPERATIONS if o.name == "GET /v1/conversations?assignee=none")
+    results = {1_000: {op.name: _cost(500, rows=scale.RARE)}, 100_000: {op.name: _cost(500, rows=0)}}
+    lines: list[str] = []
+    assert scale.report(results, lines.append) == 1.0
+    assert lines[1].endswith(f"| 500 | 500 | 1 | 1 | 1.00 | FAIL (short page: 0 of {scale.RARE} matches) | 0")
+
+
 def test_quick_run_measures_the_operations_and_ends_with_the_worst_ratio(capsys):
     only = ["GET /v1/contacts/{id}", "POST /v1/contacts"]
     assert scale.main(["--quick", "--burst", "20", "--only", *only]) == 0  # no --check: never fails make bench
