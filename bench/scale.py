@@ -32,6 +32,7 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from datetime import timedelta
 from typing import Any
 
 from bench._fakedb import FakeDynamoDB, Meter
@@ -257,13 +258,14 @@ def _seed_contacts(w: World, size: int) -> None:
 
 def _seed_deliveries(w: World, size: int) -> None:
     """`size` webhook deliveries of the endpoint: `RARE` exhausted (the oldest), the rest succeeded."""
+    from switchboard import clock
     from switchboard.store import get_store
     from switchboard.webhooks.fanout import fan_out
 
     store = get_store()
     endpoints = store.query_all(f"ORG#{w.org}", sk_prefix="WHEP#")
     templates = {}
-    for status in ("exhausted", "succeeded"):
+    for hours_ago, status in ((2, "exhausted"), (1, "succeeded")):
         detail = {
             "event_id": f"evt_template_{status}",
             "event_type": "message.sent",
@@ -274,7 +276,8 @@ def _seed_deliveries(w: World, size: int) -> None:
         (delivery_id,) = fan_out(store, detail, endpoints)
         raw = dict(w.fake.drop(f"ORG#{w.org}", f"DLV#{delivery_id}"))
         raw["status"] = {"S": status}
-        templates[status] = Cloner([raw], [delivery_id], {})
+        made = clock.iso(clock.now() - timedelta(hours=hours_ago))  # the exhausted ones are older, whatever the ms
+        templates[status] = Cloner([raw], [delivery_id], {raw["created_at"]["S"]: lambda _n, made=made: made})
     with w.fake.bulk():
         for n in range(1, size + 1):
             for raw in templates["exhausted" if n <= RARE else "succeeded"].copy(n):
