@@ -518,6 +518,9 @@ def _create_segment(w: World) -> Any:
 
 # Measuring --------------------------------------------------------------------------------------------------------
 CAP_SECONDS = 20.0  # an operation predicted to take longer on the fake is extrapolated, not run
+# The prediction is the previous size's time scaled linearly, times this: work that grows with the data costs the fake
+# more than linearly (every write into a partition of 10^6 keys moves its sorted key list).
+CAP_GROWTH = 3.0
 
 
 @dataclass
@@ -558,7 +561,7 @@ def measure(size: int, only: Sequence[str] = (), earlier: dict[int, dict[str, Co
             if only and not any(o in op.name for o in only):
                 continue
             before = [(n, r[op.name]) for n, r in sorted(earlier.items()) if op.name in r and not r[op.name].error]
-            if before and before[-1][1].seconds * size / before[-1][0] > CAP_SECONDS:
+            if before and before[-1][1].seconds * size / before[-1][0] * CAP_GROWTH > CAP_SECONDS:
                 out[op.name] = _extrapolate(size, before)
                 continue
             cost = Cost()
