@@ -139,6 +139,10 @@ def _script(store: Store) -> list[Any]:
     out.append(store.query(PK, sk_prefix="CONTACT#", limit=7, start_key=page.last_key).items)
     out.append(store.query(PK, sk_between=("CONTACT#ct010", "CONTACT#ct015"), forward=False).items)
     out.append(store.query(f"{PK}#CONTACTS", index="GSI1", forward=False, limit=5).items)
+    back = store.query(f"{PK}#CONTACTS", index="GSI1", forward=False, limit=6)
+    out.append(store.query(f"{PK}#CONTACTS", index="GSI1", forward=False, limit=6, start_key=back.last_key).items)
+    tail = store.query(PK, sk_prefix="CONTACT#", forward=False, limit=4)
+    out.append(store.query(PK, sk_prefix="CONTACT#", forward=False, limit=4, start_key=tail.last_key).items)
     gpage = store.query(f"{PK}#CONTACTS", index="GSI1", sk_between=("2026-11-02", "2026-11-05~"), limit=4)
     out.append(
         [
