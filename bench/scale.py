@@ -157,6 +157,10 @@ def _captured(fake: FakeDynamoDB, tokens: Sequence[str]) -> list[dict[str, Any]]
     return out
 
 
+def _constant(text: str) -> Callable[[int], str]:
+    return lambda _n: text
+
+
 def _numbered_id(old: str) -> Callable[[int], str]:
     """Copy `n` of an id: its last ten characters replaced by `n` (same length, same prefix, unique)."""
     return lambda n: old[:-10] + f"{n:010d}"
@@ -277,7 +281,7 @@ def _seed_deliveries(w: World, size: int) -> None:
         raw = dict(w.fake.drop(f"ORG#{w.org}", f"DLV#{delivery_id}"))
         raw["status"] = {"S": status}
         made = clock.iso(clock.now() - timedelta(hours=hours_ago))  # the exhausted ones are older, whatever the ms
-        templates[status] = Cloner([raw], [delivery_id], {raw["created_at"]["S"]: lambda _n, made=made: made})
+        templates[status] = Cloner([raw], [delivery_id], {raw["created_at"]["S"]: _constant(made)})
     with w.fake.bulk():
         for n in range(1, size + 1):
             for raw in templates["exhausted" if n <= RARE else "succeeded"].copy(n):

@@ -12,6 +12,7 @@ import pytest
 from moto import mock_aws
 
 from bench import scale
+from bench.__main__ import benchmark_modules
 from bench._fakedb import FakeDynamoDB
 from switchboard.errors import Conflict, NotFound
 from switchboard.store import Delete, Put, Store, Update
@@ -240,6 +241,11 @@ def test_quick_run_measures_the_operations_and_ends_with_the_worst_ratio(capsys)
     assert rows["POST /v1/contacts"][-2:] == ["PASS", "-"]
     spread = [line for line in out if line.startswith("sends (messages.send) |")]
     assert len(spread) == 1 and spread[0].split(" | ")[1] != "0"
+
+
+def test_python_m_bench_runs_the_scale_module_and_not_its_table():
+    modules = benchmark_modules()
+    assert "bench.scale" in modules and "bench._fakedb" not in modules
 
 
 def test_seeded_organization_holds_its_contacts_and_rare_items():
