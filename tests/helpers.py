@@ -114,3 +114,19 @@ def run_usage_meter(org: str) -> None:
     records = [stream_record(item, str(100 + n)) for n, item in enumerate(items)]
     if records:
         assert handler({"Records": records}, FakeContext()) == {"batchItemFailures": []}
+
+
+def count_query_items(monkeypatch: Any) -> list[int]:
+    """From now on, the number of items each `Store.query` answers, in call order (the list fills as queries run)."""
+    from switchboard.store import Store
+
+    read: list[int] = []
+    real = Store.query
+
+    def counting(self: Store, pk: str, **kwargs: Any) -> Any:
+        page = real(self, pk, **kwargs)
+        read.append(len(page.items))
+        return page
+
+    monkeypatch.setattr(Store, "query", counting)
+    return read

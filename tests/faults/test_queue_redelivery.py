@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import threading
-from collections.abc import Callable
 from datetime import timedelta
 from typing import Any
 
@@ -24,9 +23,9 @@ from functions.webhook_fanout.app import handler as fanout_handler
 from switchboard import clock
 from switchboard.messaging import messages
 from switchboard.providers.base import ProviderUnavailable
-from switchboard.providers.sandbox import SandboxProvider
 from switchboard.store import get_store
 from switchboard.webhooks import repository as webhook_repo
+from tests.faults.conftest import ProviderSpy
 from tests.faults.injection import Ledger
 from tests.faults.pipeline import Pipeline
 from tests.helpers import FakeContext
@@ -35,47 +34,6 @@ from tests.integration.support import Api
 
 class LambdaKilled(BaseException):
     """The invocation dies (timeout, out of memory): nothing after this point of the batch runs or reports."""
-
-
-class ProviderSpy:
-    """Counts every message handed to the sandbox provider; `before` runs first (to fail, crash or stall a send)."""
-
-    def __init__(self) -> None:
-        self.sent: list[str] = []
-        self.before: Callable[[str, int], None] | None = None
-        self._lock = threading.Lock()
-
-    def install(self, monkeypatch: Any) -> None:
-        original = SandboxProvider.send
-        spy = self
-
-        def send(provider: SandboxProvider, message: Any) -> Any:
-            with spy._lock:
-                seen = spy.sent.count(message.message_id)
-            if spy.before is not None:
-                spy.before(message.message_id, seen)
-            result = original(provider, message)
-            with spy._lock:
-                spy.sent.append(message.message_id)
-            return result
-
-        monkeypatch.setattr(SandboxProvider, "send", send)
-
-
-@pytest.fixture
-def spy(monkeypatch) -> ProviderSpy:
-    provider_spy = ProviderSpy()
-    provider_spy.install(monkeypatch)
-    return provider_spy
-
-
-@pytest.fixture
-def channel(api: Api) -> dict[str, Any]:
-    created = api.post("/v1/channels", json={"name": "faults", "platform": "sandbox"})
-    assert created.status_code == 201, created.text
-    connected = api.post(f"/v1/channels/{created.json()['data']['id']}/connect")
-    assert connected.status_code == 200, connected.text
-    return connected.json()["data"]
 
 
 def _send_messages(api: Api, channel: dict[str, Any], n: int) -> list[str]:

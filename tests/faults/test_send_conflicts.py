@@ -22,28 +22,15 @@ from functions.message_sender.app import handler as sender_handler
 from switchboard import clock
 from switchboard.messaging import messages
 from switchboard.store import get_store
+from tests.faults.conftest import ProviderSpy
 from tests.faults.injection import Ledger, aws_faults, transact_sks
 from tests.faults.pipeline import Pipeline
-from tests.faults.test_queue_redelivery import ProviderSpy, _queued_records, _send_messages, _status
+from tests.faults.test_queue_redelivery import _queued_records, _send_messages, _status
 from tests.helpers import FakeContext
 from tests.integration.support import Api
 
 CONFLICT = {"CancellationReasons": [{"Code": "TransactionConflict"}]}
 MESSAGES = 200
-
-
-@pytest.fixture
-def spy(monkeypatch) -> ProviderSpy:
-    provider_spy = ProviderSpy()
-    provider_spy.install(monkeypatch)
-    return provider_spy
-
-
-@pytest.fixture
-def channel(api: Api) -> dict[str, Any]:
-    created = api.post("/v1/channels", json={"name": "conflicts", "platform": "sandbox"})
-    assert created.status_code == 201, created.text
-    return api.post(f"/v1/channels/{created.json()['data']['id']}/connect").json()["data"]
 
 
 @pytest.fixture

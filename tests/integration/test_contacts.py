@@ -9,7 +9,8 @@ import pytest
 
 from switchboard.api.auth import AuthContext
 from switchboard.contacts import erasure, models, search, service
-from switchboard.store import Store, get_store
+from switchboard.store import get_store
+from tests.helpers import count_query_items
 from tests.integration.support import Api
 
 
@@ -416,15 +417,7 @@ def test_search_pages_list_each_contact_once_and_read_a_bounded_amount(api: Api,
         page = api.get("/v1/contacts", params={"q": "pat", "limit": 10, "cursor": page["meta"]["cursor"]}).json()
     assert len(seen) == len(set(seen)) == 25 and set(seen) == made
 
-    queries: list[int] = []
-    real = Store.query
-
-    def counting(self: Store, pk: str, **kwargs):
-        page = real(self, pk, **kwargs)
-        queries.append(len(page.items))
-        return page
-
-    monkeypatch.setattr(Store, "query", counting)
+    queries = count_query_items(monkeypatch)
     rare = api.get("/v1/contacts", params={"q": "pat", "limit": 5, "lifecycle_stage": "customer"}).json()
     assert rare["data"] == [] and rare["meta"]["has_more"] is True  # no match within the page's reads: go on
     assert len(queries) == search.MAX_READS and sum(queries) == 5 * search.MAX_READS

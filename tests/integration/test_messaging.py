@@ -9,6 +9,7 @@ import pytest
 from switchboard.messaging import messages, status
 from switchboard.providers.base import InboundMessage, StatusCallback
 from switchboard.store import get_store
+from tests.helpers import count_query_items
 from tests.integration.support import Api
 
 
@@ -333,7 +334,6 @@ def test_an_assignee_filter_reads_that_assignees_list_and_older_conversations_ar
     api: Api, channel: dict, monkeypatch: pytest.MonkeyPatch
 ):
     from switchboard.messaging import conversations
-    from switchboard.store import Store
 
     convs = [messages.get_item(get_store(), api.org_id, _send(api, channel, to=f"+1415555{3200 + n}")["id"])
              ["conversation_id"] for n in range(30)]  # fmt: skip
@@ -341,15 +341,7 @@ def test_an_assignee_filter_reads_that_assignees_list_and_older_conversations_ar
     mine = convs[3]
     assert api.post(f"/v1/conversations/{mine}/assign", json={"user_id": owner_id}).status_code == 200
 
-    read: list[int] = []
-    real = Store.query
-
-    def counting(self: Store, pk: str, **kwargs):
-        page = real(self, pk, **kwargs)
-        read.append(len(page.items))
-        return page
-
-    monkeypatch.setattr(Store, "query", counting)
+    read = count_query_items(monkeypatch)
     assert [c["id"] for c in api.get("/v1/conversations", params={"assignee": owner_id}).json()["data"]] == [mine]
     assert sum(read) == 1  # one row read, not the 30 conversations
     read.clear()

@@ -44,6 +44,22 @@ def provider_key(org: str, channel_id: str, provider_message_id: str) -> dict[st
     return keys.key(keys.org_pk(org), f"PMSG#{channel_id}#{provider_message_id}")
 
 
+def provider_sentinel(
+    org: str, channel_id: str, provider_message_id: str, message_id: str, *, unique: Conflict | None = None
+) -> Put:
+    """The provider's message id → ours (dedupes inbound callbacks, routes status callbacks); with `unique`, written
+    only if absent (`unique` is the error when it exists)."""
+    return Put(
+        item={
+            **provider_key(org, channel_id, provider_message_id),
+            "entity": "ProviderMessage",
+            "message_id": message_id,
+        },
+        condition="attribute_not_exists(PK)" if unique else None,
+        error=unique,
+    )
+
+
 def get_item(store: Store, org: str, message_id: str, *, consistent: bool = False) -> Item:
     return store.require(status.message_key(org, message_id), "No such message.", consistent=consistent)
 
@@ -306,13 +322,7 @@ def _hand_off(store: Store, org: str, message: Item, channel: Item) -> str:
 
 def _record_sent(store: Store, org: str, message: Item, channel: Item, provider_message_id: str) -> None:
     """Move a message the provider has accepted to `sent`, with its provider-id sentinel and its usage record."""
-    sentinel = Put(
-        item={
-            **provider_key(org, channel["id"], provider_message_id),
-            "entity": "ProviderMessage",
-            "message_id": message["id"],
-        }
-    )
+    sentinel = provider_sentinel(org, channel["id"], provider_message_id, message["id"])
     _write_sent(
         store,
         org,
@@ -404,14 +414,8 @@ def _reconcile(store: Store, org: str, channel: Item, callback: StatusCallback) 
                     values={":pmid": callback.provider_message_id, ":no": False, ":yes": True, ":none": None},
                     error=Conflict("already reconciled"),
                 ),
-                Put(
-                    item={
-                        **provider_key(org, channel["id"], callback.provider_message_id),
-                        "entity": "ProviderMessage",
-                        "message_id": message_id,
-                    },
-                    condition="attribute_not_exists(PK)",
-                    error=Conflict("already reconciled"),
+                provider_sentinel(
+                    org, channel["id"], callback.provider_message_id, message_id, unique=Conflict("already reconciled")
                 ),
                 Delete(key={"PK": pointer["PK"], "SK": pointer["SK"]}),
             ]
@@ -543,15 +547,7 @@ def receive(store: Store, org: str, channel: Item, inbound: InboundMessage) -> m
         "GSI2SK": message_id,
     }
     ops: list[TxOp] = [
-        Put(
-            item={
-                **provider_key(org, channel["id"], inbound.provider_message_id),
-                "entity": "ProviderMessage",
-                "message_id": message_id,
-            },
-            condition="attribute_not_exists(PK)",
-            error=Conflict("duplicate"),
-        ),
+        provider_sentinel(org, channel["id"], inbound.provider_message_id, message_id, unique=Conflict("duplicate")),
         Put(item=item, condition="attribute_not_exists(PK)"),
         *conversations.touch_ops(org, conv, at=now, preview=inbound.text or f"[{inbound.type}]", inbound=True),
         outbox_put(
