@@ -233,3 +233,18 @@ def test_a_build_failing_every_try_shows_failed_and_resume_finishes_it(api: Api,
     run_jobs(api)
     assert segment(api, seg["id"])["status"] == "ready"
     assert_true_membership(api, seg, {ada["id"]})
+
+
+def test_a_segment_deleted_mid_build_leaves_no_member_rows(api: Api, small_chunks: None):
+    people(api, 10)
+    seg = ok(api.post("/v1/cdp/segments", json={"name": "Pro", "rules": PRO}), 201)
+    jobs = JobsQueue(api)
+    (record,) = jobs.receive()
+    job = service.get_job(get_store(), seg["job_id"])
+    assert api.delete(f"/v1/cdp/segments/{seg['id']}").status_code == 204
+    # the chunk that was already under way when the delete ran writes nothing
+    assert segment_build.run_chunk(get_store(), job).progress == {"superseded": 1}
+    assert jobs.run([record]) == {"batchItemFailures": []}
+    run_jobs(api)
+    assert get_store().query_all(f"ORG#{api.org_id}", sk_prefix=f"SEGMENT#{seg['id']}#") == []
+    assert service.get_job(get_store(), seg["job_id"])["status"] == "completed"

@@ -431,9 +431,18 @@ def update(store: Store, auth: AuthContext, segment_id: str, body: models.Segmen
 
 
 def delete(store: Store, auth: AuthContext, segment_id: str) -> None:
-    """Members first (an interrupted delete is simply run again), then the segment."""
+    """A new build generation first (a running build stops writing), then the members (an interrupted delete is
+    simply run again), then the segment."""
     org = auth.org_id
     get_item(store, org, segment_id)
+    store.update(
+        segment_key(org, segment_id),
+        "ADD build_generation :one",
+        condition="attribute_exists(PK)",
+        values={":one": 1},
+        error=NotFound("No such segment."),
+        return_values="NONE",
+    )
     rows = store.query_all(keys.org_pk(org), sk_prefix=member_prefix(segment_id))
     deletes: list[TxOp] = [Delete(key={"PK": r["PK"], "SK": r["SK"]}) for r in rows]
     for chunk in range(0, len(deletes), 100):
