@@ -248,3 +248,23 @@ def test_a_segment_deleted_mid_build_leaves_no_member_rows(api: Api, small_chunk
     run_jobs(api)
     assert get_store().query_all(f"ORG#{api.org_id}", sk_prefix=f"SEGMENT#{seg['id']}#") == []
     assert service.get_job(get_store(), seg["job_id"])["status"] == "completed"
+
+
+def test_the_incremental_path_evaluates_with_the_rules_of_the_running_build(api: Api):
+    """A `contact.updated` handled with a segment read before its rules changed (an older generation) does not
+    write under the old rules: the flip is refused by the generation condition and evaluated again with the new ones.
+    (The consumer reads the segments consistently; a stale copy is what a race with the PATCH would give it.)"""
+    ada = contact(api, name="Ada", email="ada@example.com", attributes={"plan": "pro"})
+    seg = ok(api.post("/v1/cdp/segments", json={"name": "S", "rules": PRO}), 201)
+    old = get_store().get(segments.segment_key(api.org_id, seg["id"]), consistent=True)
+    ok(api.patch(f"/v1/cdp/segments/{seg['id']}", json={"rules": FREE}))
+    run_jobs(api)
+    assert members(api, seg["id"]) == []
+    # the consumer still holds the old segment (pro): Ada is pro, so under the old rules she would join
+    assert segments.refresh_contact(get_store(), api.org_id, ada["id"], [old]) == []
+    assert members(api, seg["id"]) == [] and segment(api, seg["id"])["member_count"] == 0
+    # a flip under the old rules is refused and redone with the new ones
+    ok(api.patch(f"/v1/contacts/{ada['id']}", json={"attributes": {"plan": "free"}}))
+    other = {**old, "rules": {"field": "name", "op": "exists"}}  # the old generation wanted her in
+    assert segments.refresh_contact(get_store(), api.org_id, ada["id"], [other]) == [(seg["id"], True)]
+    assert_true_membership(api, seg, {ada["id"]})

@@ -228,6 +228,10 @@ def _entry_event(org: str, segment: Item, contact_id: str, added: bool) -> Put:
     )
 
 
+class RulesChanged(Conflict):
+    """The segment's rules were replaced (a new build generation) or it was deleted since it was read."""
+
+
 class Unchanged(Conflict):
     """The membership already is what the evaluation wants (another evaluation got there first)."""
 
@@ -249,7 +253,7 @@ def flip_ops(org: str, segment: Item, contact_id: str, join: bool, *, count: boo
     event = _entry_event(org, segment, contact_id, join)
     if not count:
         return [change, event]
-    return [count_op(org, segment, 1 if join else -1, NotFound("No such segment.")), change, event]
+    return [count_op(org, segment, 1 if join else -1, RulesChanged()), change, event]
 
 
 def count_op(org: str, segment: Item, delta: int, error: DomainError) -> Update:
@@ -276,7 +280,8 @@ def _uses_events(rule: Any) -> bool:
 def refresh_after_events(store: Store, org: str, contact_ids: set[str]) -> list[tuple[str, bool]]:
     """Ingested events change event counts, not the contact: the segments with event conditions are evaluated for
     the contacts of the batch (one Query of the segments for the batch; nothing when no segment counts events)."""
-    segments = [s for s in store.query_all(keys.org_pk(org), sk_prefix="CDPSEG#") if _uses_events(s["rules"])]
+    rows = store.query_all(keys.org_pk(org), sk_prefix="CDPSEG#", consistent=True)
+    segments = [s for s in rows if _uses_events(s["rules"])]
     changes: list[tuple[str, bool]] = []
     for contact_id in sorted(contact_ids) if segments else []:
         changes += refresh_contact(store, org, contact_id, segments)
@@ -290,7 +295,7 @@ def refresh_contact(
     (or `segments`); each membership that flips is one transaction. A contact that no longer exists leaves every
     segment. → [(segment_id, joined?)] for the changes made. Replaying the same event changes nothing."""
     if segments is None:
-        segments = store.query_all(keys.org_pk(org), sk_prefix="CDPSEG#")
+        segments = store.query_all(keys.org_pk(org), sk_prefix="CDPSEG#", consistent=True)
     if not segments:
         return []
     contact = store.get(contact_repo.contact_key(org, contact_id), consistent=True)
@@ -299,15 +304,24 @@ def refresh_contact(
         for r in store.batch_get([member_key(org, s["id"], contact_id) for s in segments], consistent=True)
     }
     changes: list[tuple[str, bool]] = []
-    for segment in segments:
-        wanted = contact is not None and evaluate(segment["rules"], Context(store, org, contact))
-        if wanted == (segment["id"] in current):
-            continue
-        try:
-            store.transact(flip_ops(org, segment, contact_id, wanted))
-        except (Unchanged, NotFound):
-            continue
-        changes.append((segment["id"], wanted))
+    for listed in segments:
+        segment = listed
+        for _ in range(3):
+            wanted = contact is not None and evaluate(segment["rules"], Context(store, org, contact))
+            if wanted == (segment["id"] in current):
+                break
+            try:
+                store.transact(flip_ops(org, segment, contact_id, wanted))
+            except Unchanged:
+                break
+            except RulesChanged:  # read with older rules (or deleted): evaluate again with the segment as it is now
+                fresh = store.get(segment_key(org, listed["id"]), consistent=True)
+                if fresh is None:
+                    break
+                segment = fresh
+                continue
+            changes.append((segment["id"], wanted))
+            break
     return changes
 
 
