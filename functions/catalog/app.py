@@ -82,7 +82,8 @@ def update_label(labelID: str, body: Annotated[models.LabelUpdate, Body()]) -> D
 
 @app.delete("/v1/labels/<labelID>", middlewares=requires("member"), tags=LBL, status_code=204)
 def delete_label(labelID: str) -> None:
-    """Detached from every conversation and message first (one `conversation.updated` each)."""
+    """Deleted from the catalogue at once; the `label.detach` job detaches it from every conversation (one
+    `conversation.updated` each) and message."""
     labels.delete(get_store(), current_auth(app), labelID)
 
 

@@ -363,7 +363,8 @@ def list_segments() -> ListData[models.Segment]:
 
 @app.post("/v1/cdp/segments", middlewares=requires("member"), tags=SEGMENTS, status_code=201)
 def create_segment(body: Annotated[models.SegmentCreate, Body()]) -> Data[models.Segment]:
-    """Builds the membership at once (`crm.list.entry_added` per member)."""
+    """Answers with the segment `building`; the `segment.build` job (`job_id`) fills the membership
+    (`crm.list.entry_added` per member) and marks it `ready`."""
     return Data(data=segments.create(get_store(), current_auth(app), body))
 
 
@@ -374,7 +375,8 @@ def get_segment(segmentID: str) -> Data[models.Segment]:
 
 @app.patch("/v1/cdp/segments/<segmentID>", middlewares=requires("member"), tags=SEGMENTS)
 def update_segment(segmentID: str, body: Annotated[models.SegmentUpdate, Body()]) -> Data[models.Segment]:
-    """Rebuilds the membership (an empty body just refreshes it); entry events for every change."""
+    """A change of `rules` (or an empty body) starts a new build: `building` until its job is done; entry events for
+    every change of membership."""
     return Data(data=segments.update(get_store(), current_auth(app), segmentID, body))
 
 

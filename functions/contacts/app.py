@@ -237,13 +237,13 @@ def get_tag(tagID: str) -> Data[models.Tag]:
 
 @app.patch("/v1/contact-tags/<tagID>", middlewares=requires("member"), tags=TAG_TAGS)
 def update_tag(tagID: str, body: Annotated[models.TagUpdate, Body()]) -> Data[models.Tag]:
-    """Renaming keeps every assignment; contacts show the new name."""
+    """Renaming keeps every assignment; the `tag.cascade` job (`job_id`) gives the tagged contacts the new name."""
     return Data(data=children.update_tag(get_store(), current_auth(app), tagID, body))
 
 
 @app.delete("/v1/contact-tags/<tagID>", middlewares=requires("member"), tags=TAG_TAGS, status_code=204)
 def delete_tag(tagID: str) -> None:
-    """Removes the tag from the catalogue and from every contact."""
+    """Removes the tag from the catalogue at once; the `tag.cascade` job removes it from every contact."""
     children.delete_tag(get_store(), current_auth(app), tagID)
 
 

@@ -4,8 +4,11 @@ idempotent event batch feeding a segment, and a contact object with its record e
 from __future__ import annotations
 
 import uuid
+from typing import Any
 
 import pytest
+
+from tests.helpers import wait_until
 
 pytestmark = pytest.mark.e2e
 
@@ -48,8 +51,15 @@ def test_cdp_flow_over_http(local_only):
             ]
         }
         seg = client.post("/v1/cdp/segments", json={"name": f"Buyers {suffix}", "rules": rules})
-        assert seg.status_code == 201 and seg.json()["data"]["member_count"] == 1, seg.text
-        members = client.get(f"/v1/cdp/segments/{seg.json()['data']['id']}/members").json()
+        assert seg.status_code == 201 and seg.json()["data"]["status"] == "building", seg.text
+        seg_path = f"/v1/cdp/segments/{seg.json()['data']['id']}"
+
+        def ready() -> dict[str, Any] | None:
+            data: dict[str, Any] = client.get(seg_path).json()["data"]
+            return data if data["status"] == "ready" else None
+
+        assert wait_until(ready, timeout=30.0)["member_count"] == 1  # the segment.build job ran on the JobsQueue
+        members = client.get(f"{seg_path}/members").json()
         assert [m["contact_id"] for m in members["data"]] == [contact_id]
 
         otype = client.post(
@@ -78,7 +88,6 @@ def test_crm_events_imports_and_incremental_segments_over_http(local_only):
     import time
 
     from tests.e2e.test_webhooks_e2e import BASE
-    from tests.helpers import wait_until
     from tests.webhook_receiver import Receiver
 
     suffix = uuid.uuid4().hex[:8]
@@ -104,7 +113,11 @@ def test_crm_events_imports_and_incremental_segments_over_http(local_only):
                     "rules": {"field": f"attributes.tier_{suffix}", "op": "eq", "value": "gold"},
                 },
             )
-            assert seg.status_code == 201 and seg.json()["data"]["member_count"] == 0, seg.text
+            assert seg.status_code == 201 and seg.json()["data"]["status"] == "building", seg.text
+            wait_until(
+                lambda: client.get(f"/v1/cdp/segments/{seg.json()['data']['id']}").json()["data"]["status"] == "ready",
+                timeout=30.0,
+            )
             imported = client.post(
                 "/v1/cdp/imports",
                 json={

@@ -10,6 +10,8 @@ from urllib.parse import quote
 import httpx
 import pytest
 
+from tests.helpers import wait_until
+
 pytestmark = pytest.mark.e2e
 
 
@@ -115,6 +117,10 @@ def test_contact_lifecycle_over_http(live):
         renamed = _data(c.patch(f"/v1/contact-tags/{other_tag['id']}", json={"name": other_tag["name"] + "-x"}))
         assert renamed["name"].endswith("-x")
         assert c.delete(f"/v1/contact-tags/{other_tag['id']}").status_code == 204
+        # a rename reaches the tagged contacts through the tag.cascade job (the local stack polls JobsQueue)
+        gold = _data(c.patch(f"/v1/contact-tags/{tag['tag_id']}", json={"name": tag_name + "-gold"}))
+        assert gold["job_id"]
+        wait_until(lambda: _data(c.get(f"/v1/contacts/{ada['id']}"))["tags"] == [tag_name + "-gold"], timeout=30.0)
 
         # Consent with history, suppressions.
         c.put(f"/v1/contacts/{ada['id']}/consent/whatsapp", json={"status": "opted_in", "source": "web"})

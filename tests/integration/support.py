@@ -192,3 +192,52 @@ def invitation_token(api: Api, email: str) -> str:
         if match:
             return match.group(1)
     raise AssertionError(f"no invitation link was mailed to {email}")
+
+
+class JobsQueue:
+    """Plays Lambda's part for JobsQueue (switchboard.jobs): receive, invoke the real JobsFunction handler, delete
+    what it did not report as failed."""
+
+    def __init__(self, api: Api) -> None:
+        import boto3
+
+        self.api = api
+        self.sqs = boto3.client("sqs")
+        self.url = api.resources.queue_url("JobsQueue")
+
+    def receive(self) -> list[dict[str, Any]]:
+        from local.pollers import lambda_sqs_record
+
+        got = self.sqs.receive_message(QueueUrl=self.url, MaxNumberOfMessages=10, AttributeNames=["All"])
+        arn = self.api.resources.queue_arn("JobsQueue")
+        return [lambda_sqs_record(m, arn) for m in got.get("Messages") or []]
+
+    def run(self, records: list[dict[str, Any]], *, delete: bool = True) -> dict[str, Any]:
+        from functions.jobs.app import handler as jobs_handler
+        from tests.helpers import FakeContext
+
+        result: dict[str, Any] = jobs_handler({"Records": records}, FakeContext())
+        failed = {f["itemIdentifier"] for f in result["batchItemFailures"]}
+        for record in records:
+            if delete and record["messageId"] not in failed:
+                self.sqs.delete_message(QueueUrl=self.url, ReceiptHandle=record["receiptHandle"])
+        return result
+
+    def step(self) -> int:
+        """Runs the messages waiting now (one chunk of each running job); → how many."""
+        records = self.receive()
+        if records:
+            assert self.run(records) == {"batchItemFailures": []}
+        return len(records)
+
+    def drain(self, limit: int = 1000) -> int:
+        """Runs chunks until the queue is empty; → the number of receives that found messages."""
+        for n in range(limit):
+            if not self.step():
+                return n
+        raise AssertionError("the jobs did not finish")
+
+
+def run_jobs(api: Api) -> int:
+    """Runs every queued background job to its end (segment builds, cascades, …) through the real consumer."""
+    return JobsQueue(api).drain()

@@ -6,7 +6,7 @@ import pytest
 
 from switchboard.providers.sandbox import SandboxProvider
 from switchboard.store import get_store
-from tests.integration.support import Api
+from tests.integration.support import Api, run_jobs
 
 PHONE = "+14155552671"
 DIGITS = "14155552671"
@@ -151,6 +151,7 @@ def test_conversation_label_routes_and_label_delete_detaches(api: Api, conv: dic
     assert len(_label_events(api)) == 3
 
     assert api.delete(f"/v1/labels/{vip['id']}").status_code == 204
+    run_jobs(api)  # the label.detach job
     assert api.get(f"/v1/conversations/{cid}").json()["data"]["labels"] == []
     assert [e["action"] for e in _label_events(api)][-1] == "label_removed"
     assert len(_label_events(api)) == 4
@@ -178,6 +179,7 @@ def test_message_labels(api: Api, channel: dict, conv: dict):
     api.assert_error(api.post("/v1/labels/messages/attach", json={"label_id": label["id"]}), 400, "validation_failed")
     api.post("/v1/labels/messages/attach", json=ref)
     assert api.delete(f"/v1/labels/{label['id']}").status_code == 204
+    run_jobs(api)
     assert "labels" not in get_store().get({"PK": f"ORG#{api.org_id}", "SK": f"MSG#{msg['id']}"})
 
 

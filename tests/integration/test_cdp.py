@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from switchboard.store import get_store
-from tests.integration.support import Api
+from tests.integration.support import Api, run_jobs
 
 
 def events_of(api: Api, prefix: str) -> list[dict[str, Any]]:
@@ -18,6 +18,16 @@ def events_of(api: Api, prefix: str) -> list[dict[str, Any]]:
 def ok(resp, status: int = 200) -> Any:
     assert resp.status_code == status, resp.text
     return resp.json()["data"] if resp.content else None
+
+
+def built(api: Api, response: Any, status: int = 201) -> dict[str, Any]:
+    """A create or PATCH answers with the segment `building`; its job is run to the end → the segment, `ready`."""
+    seg = ok(response, status)
+    assert seg["status"] == "building" and seg["job_id"]
+    run_jobs(api)
+    ready: dict[str, Any] = ok(api.get(f"/v1/cdp/segments/{seg['id']}"))
+    assert ready["status"] == "ready" and ready["built_at"], ready
+    return ready
 
 
 def field_error(api: Api, resp, field: str) -> None:
@@ -356,7 +366,7 @@ def test_segments_materialise_membership_and_emit_list_events(api: Api):
             {"event": "order.placed", "op": "gte", "count": 1, "within_days": 7},
         ]
     }
-    seg = ok(api.post("/v1/cdp/segments", json={"name": "Targets", "rules": rules}), 201)
+    seg = built(api, api.post("/v1/cdp/segments", json={"name": "Targets", "rules": rules}))
     assert seg["member_count"] == 3 and seg["built_at"]
     members = api.get(f"/v1/cdp/segments/{seg['id']}/members?limit=2").json()
     assert len(members["data"]) == 2 and members["meta"]["has_more"] is True
@@ -365,24 +375,26 @@ def test_segments_materialise_membership_and_emit_list_events(api: Api):
     added = [e["payload"]["contact_id"] for e in events_of(api, "crm.list.entry_added")]
     assert sorted(added) == sorted([big["id"], small["id"], vip["id"]])
 
-    narrowed = ok(
+    narrowed = built(
+        api,
         api.patch(
             f"/v1/cdp/segments/{seg['id']}",
             json={"rules": {"not": {"field": "attributes.seats", "op": "lt", "value": 10}}},
-        )
+        ),
+        200,
     )
     assert narrowed["member_count"] == 2  # big (50) and vip (no seats)
     removed = [e["payload"]["contact_id"] for e in events_of(api, "crm.list.entry_removed")]
     assert removed == [small["id"]]
     ok(api.patch(f"/v1/contacts/{vip['id']}", json={"attributes": {"seats": 1}}))
-    refreshed = ok(api.patch(f"/v1/cdp/segments/{seg['id']}", json={}))
+    refreshed = built(api, api.patch(f"/v1/cdp/segments/{seg['id']}", json={}), 200)
     assert refreshed["member_count"] == 1
     assert [m["contact_id"] for m in ok(api.get(f"/v1/cdp/segments/{seg['id']}/members"))] == [big["id"]]
     assert len(events_of(api, "crm.list.entry_added")) == 3  # nothing added twice
 
-    prefix = ok(
+    prefix = built(
+        api,
         api.post("/v1/cdp/segments", json={"name": "S", "rules": {"field": "name", "op": "starts_with", "value": "s"}}),
-        201,
     )
     assert prefix["member_count"] == 1
     assert [s["name"] for s in ok(api.get("/v1/cdp/segments"))] == ["Targets", "S"]

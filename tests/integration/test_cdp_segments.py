@@ -14,7 +14,7 @@ from switchboard.cdp import segments
 from switchboard.store import Store
 from tests.helpers import FakeContext
 from tests.integration.support import Api
-from tests.integration.test_cdp import contact, events_of, ok
+from tests.integration.test_cdp import built, contact, events_of, ok
 from tests.integration.test_webhooks import Pipeline
 
 QUEUE = "CdpSegmentEventsQueue"
@@ -42,7 +42,8 @@ def test_contact_changes_update_membership_once(api: Api):
     pipeline = Pipeline(api)
     ada = contact(api, name="Ada", email="ada@example.com", attributes={"plan": "pro"})
     bob = contact(api, name="Bob", email="bob@example.com", attributes={"plan": "free"})
-    seg = ok(
+    seg = built(
+        api,
         api.post(
             "/v1/cdp/segments", json={"name": "Pro", "rules": {"field": "attributes.plan", "op": "eq", "value": "pro"}}
         ),
@@ -79,7 +80,7 @@ def test_contact_changes_update_membership_once(api: Api):
     assert ok(api.get(f"/v1/cdp/segments/{seg['id']}"))["member_count"] == 1
 
     # the full rebuild agrees with the incremental result
-    rebuilt = ok(api.patch(f"/v1/cdp/segments/{seg['id']}", json={}))
+    rebuilt = built(api, api.patch(f"/v1/cdp/segments/{seg['id']}", json={}), 200)
     assert rebuilt["member_count"] == 1 and members(api, seg["id"]) == [bob["id"]] and len(entries(api)) == 3
 
 
@@ -88,14 +89,16 @@ def test_stage_moves_and_several_segments(api: Api):
     ok(api.post("/v1/cdp/lifecycle-stages", json={"key": "lead", "name": "Lead"}), 201)
     ok(api.post("/v1/cdp/lifecycle-stages", json={"key": "customer", "name": "Customer"}), 201)
     cy = contact(api, name="Cy", email="cy@example.com")
-    leads = ok(
+    leads = built(
+        api,
         api.post(
             "/v1/cdp/segments",
             json={"name": "Leads", "rules": {"field": "lifecycle_stage", "op": "eq", "value": "lead"}},
         ),
         201,
     )
-    customers = ok(
+    customers = built(
+        api,
         api.post(
             "/v1/cdp/segments",
             json={"name": "Customers", "rules": {"field": "lifecycle_stage", "op": "eq", "value": "customer"}},
@@ -122,7 +125,8 @@ def test_stage_moves_and_several_segments(api: Api):
 
 def test_a_bad_record_fails_alone(api: Api):
     good_contact = contact(api, name="Di", email="di@example.com", attributes={"plan": "pro"})
-    seg = ok(
+    seg = built(
+        api,
         api.post(
             "/v1/cdp/segments", json={"name": "Pro", "rules": {"field": "attributes.plan", "op": "eq", "value": "pro"}}
         ),
@@ -141,7 +145,8 @@ def test_a_bad_record_fails_alone(api: Api):
 def test_deleted_contacts_leave_the_pages_and_the_rebuild(api: Api):
     gone = contact(api, name="Gone", email="gone@example.com", attributes={"plan": "pro"})
     stays = contact(api, name="Stays", email="stays@example.com", attributes={"plan": "pro"})
-    seg = ok(
+    seg = built(
+        api,
         api.post(
             "/v1/cdp/segments", json={"name": "Pro", "rules": {"field": "attributes.plan", "op": "eq", "value": "pro"}}
         ),
@@ -150,32 +155,32 @@ def test_deleted_contacts_leave_the_pages_and_the_rebuild(api: Api):
     assert members(api, seg["id"]) == sorted([gone["id"], stays["id"]])
     assert api.delete(f"/v1/contacts/{gone['id']}").status_code == 204
     assert members(api, seg["id"]) == [stays["id"]]
-    rebuilt = ok(api.patch(f"/v1/cdp/segments/{seg['id']}", json={}))
+    rebuilt = built(api, api.patch(f"/v1/cdp/segments/{seg['id']}", json={}), 200)
     assert rebuilt["member_count"] == 1
     assert [e["payload"]["contact_id"] for e in events_of(api, "crm.list.entry_removed")] == [gone["id"]]
 
 
-def test_a_rebuild_racing_the_consumer_still_fires_once(api: Api, monkeypatch: pytest.MonkeyPatch):
+def test_a_build_racing_the_consumer_still_fires_once(api: Api, monkeypatch: pytest.MonkeyPatch):
     ada = contact(api, name="Ada", email="ada@example.com", attributes={"plan": "pro"})
-    seg = ok(
+    seg = built(
+        api,
         api.post(
             "/v1/cdp/segments", json={"name": "Pro", "rules": {"field": "attributes.plan", "op": "eq", "value": "pro"}}
         ),
-        201,
     )
     bob = contact(api, name="Bob", email="bob@example.com", attributes={"plan": "pro"})
-    real = Store.query_all
+    real = Store.batch_get
     raced: list[list[tuple[str, bool]]] = []
 
-    def query_all_then_consumer(self: Store, pk: str, **kwargs: Any) -> list[dict[str, Any]]:
-        rows = real(self, pk, **kwargs)
-        if str(kwargs.get("sk_prefix", "")).startswith("SEGMENT#") and not raced:
-            # the consumer handles Bob's contact.updated between the rebuild's read and its writes
+    def batch_get_then_consumer(self: Store, keys: Any, **kwargs: Any) -> list[dict[str, Any]]:
+        rows = real(self, keys, **kwargs)
+        if any(k["SK"].startswith("SEGMENT#") for k in keys) and len(keys) > 1 and not raced:
+            # the consumer handles Bob's contact.updated between the build's read and its writes
             raced.append(segments.refresh_contact(self, api.org_id, bob["id"]))
         return rows
 
-    monkeypatch.setattr(Store, "query_all", query_all_then_consumer)
-    rebuilt = ok(api.patch(f"/v1/cdp/segments/{seg['id']}", json={}))
+    monkeypatch.setattr(Store, "batch_get", batch_get_then_consumer)
+    rebuilt = built(api, api.patch(f"/v1/cdp/segments/{seg['id']}", json={}), 200)
     assert raced == [[(seg["id"], True)]]
     assert rebuilt["member_count"] == 2 and members(api, seg["id"]) == sorted([ada["id"], bob["id"]])
     assert entries(api) == sorted([("added", ada["id"]), ("added", bob["id"])])
@@ -185,8 +190,9 @@ def test_ingested_events_move_contacts_into_event_segments(api: Api):
     eve = contact(api, name="Eve", email="eve@example.com")
     fay = contact(api, name="Fay", email="fay@example.com")
     rules = {"event": "order.placed", "op": "gte", "count": 2, "within_days": 30}
-    buyers = ok(api.post("/v1/cdp/segments", json={"name": "Buyers", "rules": rules}), 201)
-    plain = ok(
+    buyers = built(api, api.post("/v1/cdp/segments", json={"name": "Buyers", "rules": rules}))
+    plain = built(
+        api,
         api.post("/v1/cdp/segments", json={"name": "Named", "rules": {"field": "name", "op": "exists"}}),
         201,
     )

@@ -11,7 +11,7 @@ from switchboard.api.auth import AuthContext
 from switchboard.contacts import erasure, models, search, service
 from switchboard.store import get_store
 from tests.helpers import count_query_items
-from tests.integration.support import Api
+from tests.integration.support import Api, run_jobs
 
 
 def events(api: Api) -> list[dict]:
@@ -237,7 +237,8 @@ def test_tags_catalogue_and_assignment(api: Api):
     api.assert_error(api.post("/v1/contact-tags", json={"name": "vip"}), 409, "conflict")
     assert api.get(f"/v1/contacts/{ada['id']}").json()["data"]["tags"] == ["VIP"]
     renamed = api.patch(f"/v1/contact-tags/{tag_id}", json={"name": "Gold", "color": "#ffcc00"}).json()["data"]
-    assert renamed["name"] == "Gold"
+    assert renamed["name"] == "Gold" and renamed["job_id"]
+    run_jobs(api)  # the tag.cascade job renames the tag on its contacts
     assert api.get(f"/v1/contacts/{ada['id']}").json()["data"]["tags"] == ["Gold"]
     assert [t["name"] for t in api.get(f"/v1/contacts/{ada['id']}/tags").json()["data"]] == ["Gold"]
     assert api.delete(f"/v1/contacts/{ada['id']}/tags/{tag_id}").status_code == 204
@@ -246,6 +247,7 @@ def test_tags_catalogue_and_assignment(api: Api):
     other = api.post("/v1/contact-tags", json={"name": "Churn risk"}).json()["data"]
     api.post(f"/v1/contacts/{ada['id']}/tags", json={"tag_id": other["id"]})
     assert api.delete(f"/v1/contact-tags/{other['id']}").status_code == 204
+    run_jobs(api)
     assert api.get(f"/v1/contacts/{ada['id']}").json()["data"]["tags"] == []
     api.assert_error(api.post(f"/v1/contacts/{ada['id']}/tags", json={}), 400, "validation_failed")
 

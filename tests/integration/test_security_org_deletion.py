@@ -13,14 +13,13 @@ import boto3
 import pytest
 
 from functions.jobs.app import handler as jobs_handler
-from local.pollers import lambda_sqs_record
 from switchboard import clock
 from switchboard.config import get_settings
 from switchboard.jobs import purge, service
 from switchboard.store import get_store
 from tests.fakes.graph_api import FakeGraphApi
 from tests.helpers import FakeContext
-from tests.integration.support import PASSWORD, Api, invitation_token
+from tests.integration.support import PASSWORD, Api, JobsQueue, invitation_token
 from tests.integration.test_webhook_portal import ORIGIN, PORTAL, browser, portal_link
 from tests.integration.test_webhooks import Pipeline, create_endpoint, pipeline, receiver  # noqa: F401
 from tests.webhook_receiver import Receiver
@@ -104,34 +103,7 @@ def bucket_keys(prefix: str = "") -> list[str]:
     return [o["Key"] for o in listed.get("Contents") or []]
 
 
-class Jobs:
-    """Plays Lambda's part for JobsQueue: receive, invoke JobsFunction, delete what it did not report."""
-
-    def __init__(self, api: Api) -> None:
-        self.api = api
-        self.sqs = boto3.client("sqs")
-        self.url = api.resources.queue_url("JobsQueue")
-
-    def receive(self) -> list[dict[str, Any]]:
-        got = self.sqs.receive_message(QueueUrl=self.url, MaxNumberOfMessages=10, AttributeNames=["All"])
-        arn = self.api.resources.queue_arn("JobsQueue")
-        return [lambda_sqs_record(m, arn) for m in got.get("Messages") or []]
-
-    def run(self, records: list[dict[str, Any]], *, delete: bool = True) -> dict[str, Any]:
-        result = jobs_handler({"Records": records}, FakeContext())
-        failed = {f["itemIdentifier"] for f in result["batchItemFailures"]}
-        for record in records:
-            if delete and record["messageId"] not in failed:
-                self.sqs.delete_message(QueueUrl=self.url, ReceiptHandle=record["receiptHandle"])
-        return result  # type: ignore[no-any-return]
-
-    def drain(self, limit: int = 500) -> int:
-        for n in range(limit):
-            records = self.receive()
-            if not records:
-                return n
-            assert self.run(records) == {"batchItemFailures": []}
-        raise AssertionError("the job did not finish")
+Jobs = JobsQueue  # plays Lambda's part for JobsQueue (tests/integration/support.py)
 
 
 def move_clock(monkeypatch: pytest.MonkeyPatch, delta: timedelta) -> None:

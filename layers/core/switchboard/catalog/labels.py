@@ -4,7 +4,6 @@ when it supports labels (best effort: the stored state is the truth)."""
 
 from __future__ import annotations
 
-import contextlib
 from typing import TYPE_CHECKING, Any, Literal
 
 from switchboard import clock
@@ -147,22 +146,40 @@ def update(store: Store, auth: AuthContext, label_id: str, body: models.LabelUpd
 
 
 def delete(store: Store, auth: AuthContext, label_id: str) -> None:
-    """Detaches the label everywhere (one `conversation.updated` per conversation that carried it), then deletes it."""
+    """Deletes the label from the catalogue at once (no attach succeeds after); the `label.detach` job then detaches
+    it from every conversation (one `conversation.updated` each) and message. The job id is in the audit record."""
+    from switchboard.catalog import label_jobs
+    from switchboard.jobs import service as jobs
+
     org = auth.org_id
     item = get_item(store, org, label_id, consistent=True)
-    for link in store.query_all(keys.org_pk(org), sk_prefix=f"LBLCONV#{label_id}#"):
-        with contextlib.suppress(NotFound):
-            _set_conversation_label(store, auth, link["conversation_id"], item, attach=False)
-    for link in store.query_all(keys.org_pk(org), sk_prefix=f"LBLMSG#{label_id}#"):
-        with contextlib.suppress(NotFound):
-            _set_message_label(store, auth, link["message_id"], item, attach=False)
+    job = jobs.start_op(label_jobs.KIND, org, checkpoint={"label_id": label_id, "phase": "conversations"})
     store.transact(
         [
             Delete(key=label_key(org, label_id), condition="attribute_exists(PK)", error=NotFound("No such label.")),
             Delete(key=name_key(org, item["name"])),
-            audit_put(auth, "label.deleted", "label", label_id, before={"name": item["name"]}),
+            job,
+            audit_put(
+                auth,
+                "label.deleted",
+                "label",
+                label_id,
+                before={"name": item["name"]},
+                after={"job_id": job.item["id"]},
+            ),
         ]
     )
+    jobs.enqueue(job.item["id"], 0)
+
+
+def detach_conversation(store: Store, auth: AuthContext, conv_id: str, label: Item) -> None:
+    """The label off one conversation (the label.detach job); NotFound when the conversation is gone."""
+    _set_conversation_label(store, auth, conv_id, label, attach=False)
+
+
+def detach_message(store: Store, auth: AuthContext, message_id: str, label: Item) -> None:
+    """The label off one message (the label.detach job); NotFound when the message is gone."""
+    _set_message_label(store, auth, message_id, label, attach=False)
 
 
 # Conversations -----------------------------------------------------------------------------------------------------

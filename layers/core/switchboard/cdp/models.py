@@ -363,6 +363,11 @@ class Segment(BaseModel):
     rules: dict[str, Any]
     member_count: int = 0
     built_at: str | None = None
+    status: Literal["building", "ready", "failed"] = Field(
+        default="ready", description="`building` while the segment.build job fills the membership"
+    )
+    progress: dict[str, int] | None = Field(default=None, description="the build's counters: contacts_scanned")
+    job_id: str | None = Field(default=None, description="the segment.build job of the latest build")
     version: int
     created_at: str
     updated_at: str

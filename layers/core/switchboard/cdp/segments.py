@@ -1,13 +1,14 @@
 """Segments: rule trees over contacts, with materialised membership.
 
 Keys (under `ORG#<org>`): `CDPSEG#<seg_id>` the segment; `SEGMENT#<seg_id>#MEMBER#<ct_id>` one member each, so a
-members page is one Query (+ one BatchGet of the contacts). Create and update (an empty PATCH too) rebuild the
-membership in full: every contact is read page by page from GSI1 (`ORG#<org>#CONTACTS`), evaluated, and the
-difference is written with one `crm.list.entry_added` / `crm.list.entry_removed` outbox event per change.
-Between rebuilds membership follows the contacts incrementally: every `contact.updated` event reaches
+members page is one Query (+ one BatchGet of the contacts). Create, and an update of the rules (or an empty PATCH),
+answer at once with the segment `status: building` and a new `build_generation`, and start the `segment.build` job
+(switchboard.cdp.segment_build) that evaluates every contact a page at a time and ends with `status: ready`.
+Meanwhile, and after, membership follows the contacts incrementally: every `contact.updated` event reaches
 `functions/cdp_segments` (rule CdpSegmentEventsRule → CdpSegmentEventsQueue), which evaluates that one contact against
 the organization's segments and flips the memberships that changed (conditional member write + count + event in one
-transaction, so a replayed event changes nothing). Event-count conditions age with time: a rebuild re-evaluates them.
+transaction, so a replayed event changes nothing; the count's condition holds the build generation the rules were read
+with). Event-count conditions age with time: a build re-evaluates them.
 
 Rule tree: `{"and": [...]}`, `{"or": [...]}`, `{"not": rule}`, a field condition
 `{"field": "email" | "attributes.plan" | "tags" | "lifecycle_stage" | "consent.whatsapp" | …, "op": …, "value": …}`
@@ -27,7 +28,7 @@ from switchboard.audit import audit_put
 from switchboard.cdp import models
 from switchboard.cdp.events import count_events
 from switchboard.contacts import repository as contact_repo
-from switchboard.errors import Conflict, NotFound, ValidationFailed
+from switchboard.errors import Conflict, DomainError, NotFound, ValidationFailed
 from switchboard.events.outbox import outbox_put
 from switchboard.ids import new_id
 from switchboard.store import Delete, Put, Store, TxOp, Update, keys
@@ -64,6 +65,7 @@ OPS = {
     "not_exists",
 }
 COUNT_OPS = {"eq", "gt", "gte", "lt", "lte"}
+BUILDING, READY, FAILED = "building", "ready", "failed"  # a segment's `status`
 MEMBER_FIELDS = ("id", "name", "email", "phone", "lifecycle_stage")  # what a members page shows of each contact
 
 
@@ -139,7 +141,7 @@ def _check(rule: Any, path: str, depth: int) -> int:
     raise bad(path, "must hold and, or, not, field or event")
 
 
-class _Context:
+class Context:
     """Per-contact reads that only some rules need (consent, event counts), cached for the evaluation."""
 
     def __init__(self, store: Store, org: str, contact: Item) -> None:
@@ -196,7 +198,7 @@ def _compare(actual: Any, op: str, expected: Any) -> bool:
         return False
 
 
-def evaluate(rule: Item, ctx: _Context) -> bool:
+def evaluate(rule: Item, ctx: Context) -> bool:
     if "and" in rule:
         return all(evaluate(r, ctx) for r in rule["and"])
     if "or" in rule:
@@ -226,67 +228,45 @@ def _entry_event(org: str, segment: Item, contact_id: str, added: bool) -> Put:
     )
 
 
-class _Unchanged(Conflict):
+class RulesChanged(Conflict):
+    """The segment's rules were replaced (a new build generation) or it was deleted since it was read."""
+
+
+class Unchanged(Conflict):
     """The membership already is what the evaluation wants (another evaluation got there first)."""
 
 
-def rebuild(store: Store, org: str, segment: Item) -> tuple[int, int, int]:
-    """Evaluates every contact; writes the difference. → (members, added, removed)."""
-    matches: set[str] = set()
-    start = None
-    while True:
-        page = store.query(contact_repo.list_pk(org), index="GSI1", limit=100, start_key=start)
-        matches |= {c["id"] for c in page.items if evaluate(segment["rules"], _Context(store, org, c))}
-        start = page.last_key
-        if not start:
-            break
-    existing = {r["contact_id"] for r in store.query_all(keys.org_pk(org), sk_prefix=member_prefix(segment["id"]))}
-    flips = [(c, True) for c in sorted(matches - existing)] + [(c, False) for c in sorted(existing - matches)]
-    added = removed = 0
-    for chunk in range(0, len(flips), 50):
-        part = flips[chunk : chunk + 50]
-        try:
-            store.transact([op for c, join in part for op in _flip_ops(org, segment, c, join, count=False)])
-            done = part
-        except _Unchanged:
-            # the consumer flipped one of them meanwhile: one at a time, so each change still happens once
-            done = []
-            for c, join in part:
-                try:
-                    store.transact(_flip_ops(org, segment, c, join, count=False))
-                except _Unchanged:
-                    continue
-                done.append((c, join))
-        added += sum(1 for _, join in done if join)
-        removed += sum(1 for _, join in done if not join)
-    return len(matches), added, removed
-
-
-def _flip_ops(org: str, segment: Item, contact_id: str, join: bool, *, count: bool = True) -> list[TxOp]:
-    """One membership change: the member item (conditional, so a change happens once), the count (a rebuild sets it
-    once at the end instead), the event."""
+def flip_ops(org: str, segment: Item, contact_id: str, join: bool, *, count: bool = True) -> list[TxOp]:
+    """One membership change: the member item (conditional, so a change happens once), the count (unless the caller
+    adds one count update for several changes) and the event. The count's condition holds the build generation the
+    rules were read with, so a change decided under rules that were replaced meanwhile is not written."""
     key = member_key(org, segment["id"], contact_id)
-    gone = NotFound("No such segment.")
     if join:
         member = {"entity": "SegmentMember", "segment_id": segment["id"], "contact_id": contact_id}
         change: TxOp = Put(
             item={**key, **member, "added_at": clock.now_iso()},
             condition="attribute_not_exists(PK)",
-            error=_Unchanged(),
+            error=Unchanged(),
         )
     else:
-        change = Delete(key=key, condition="attribute_exists(PK)", error=_Unchanged())
+        change = Delete(key=key, condition="attribute_exists(PK)", error=Unchanged())
     event = _entry_event(org, segment, contact_id, join)
     if not count:
         return [change, event]
-    counter = Update(
+    return [count_op(org, segment, 1 if join else -1, RulesChanged()), change, event]
+
+
+def count_op(org: str, segment: Item, delta: int, error: DomainError) -> Update:
+    """`member_count` moved by `delta`, on the condition that the segment still has the rules it was read with."""
+    generation = int(segment.get("build_generation", 0))
+    return Update(
         key=segment_key(org, segment["id"]),
         expression="ADD member_count :d",
-        condition="attribute_exists(PK)",
-        values={":d": 1 if join else -1},
-        error=gone,
+        condition="attribute_exists(PK) AND "
+        + ("attribute_not_exists(build_generation)" if generation == 0 else "build_generation = :g"),
+        values={":d": delta, **({":g": generation} if generation else {})},
+        error=error,
     )
-    return [change, counter, event]
 
 
 def _uses_events(rule: Any) -> bool:
@@ -300,7 +280,8 @@ def _uses_events(rule: Any) -> bool:
 def refresh_after_events(store: Store, org: str, contact_ids: set[str]) -> list[tuple[str, bool]]:
     """Ingested events change event counts, not the contact: the segments with event conditions are evaluated for
     the contacts of the batch (one Query of the segments for the batch; nothing when no segment counts events)."""
-    segments = [s for s in store.query_all(keys.org_pk(org), sk_prefix="CDPSEG#") if _uses_events(s["rules"])]
+    rows = store.query_all(keys.org_pk(org), sk_prefix="CDPSEG#", consistent=True)
+    segments = [s for s in rows if _uses_events(s["rules"])]
     changes: list[tuple[str, bool]] = []
     for contact_id in sorted(contact_ids) if segments else []:
         changes += refresh_contact(store, org, contact_id, segments)
@@ -314,7 +295,7 @@ def refresh_contact(
     (or `segments`); each membership that flips is one transaction. A contact that no longer exists leaves every
     segment. → [(segment_id, joined?)] for the changes made. Replaying the same event changes nothing."""
     if segments is None:
-        segments = store.query_all(keys.org_pk(org), sk_prefix="CDPSEG#")
+        segments = store.query_all(keys.org_pk(org), sk_prefix="CDPSEG#", consistent=True)
     if not segments:
         return []
     contact = store.get(contact_repo.contact_key(org, contact_id), consistent=True)
@@ -323,15 +304,24 @@ def refresh_contact(
         for r in store.batch_get([member_key(org, s["id"], contact_id) for s in segments], consistent=True)
     }
     changes: list[tuple[str, bool]] = []
-    for segment in segments:
-        wanted = contact is not None and evaluate(segment["rules"], _Context(store, org, contact))
-        if wanted == (segment["id"] in current):
-            continue
-        try:
-            store.transact(_flip_ops(org, segment, contact_id, wanted))
-        except (_Unchanged, NotFound):
-            continue
-        changes.append((segment["id"], wanted))
+    for listed in segments:
+        segment = listed
+        for _ in range(3):
+            wanted = contact is not None and evaluate(segment["rules"], Context(store, org, contact))
+            if wanted == (segment["id"] in current):
+                break
+            try:
+                store.transact(flip_ops(org, segment, contact_id, wanted))
+            except Unchanged:
+                break
+            except RulesChanged:  # read with older rules (or deleted): evaluate again with the segment as it is now
+                fresh = store.get(segment_key(org, listed["id"]), consistent=True)
+                if fresh is None:
+                    break
+                segment = fresh
+                continue
+            changes.append((segment["id"], wanted))
+            break
     return changes
 
 
@@ -367,28 +357,38 @@ def list_segments(store: Store, auth: AuthContext) -> list[models.Segment]:
     return [view(i) for i in sorted(rows, key=lambda i: i["created_at"])]
 
 
-def _save_counts(store: Store, org: str, item: Item, members: int) -> Item:
-    now = clock.now_iso()
-    store.update(
-        segment_key(org, item["id"]),
-        "SET member_count = :n, built_at = :t",
-        condition="attribute_exists(PK)",
-        values={":n": members, ":t": now},
-        error=NotFound("No such segment."),
-    )
-    return {**item, "member_count": members, "built_at": now}
+def _build_fields(generation: int, job_id: str) -> Item:
+    """What a segment shows while its membership is being built by job `job_id` (`switchboard.cdp.segment_build`)."""
+    return {"status": BUILDING, "progress": {"contacts_scanned": 0}, "build_generation": generation, "job_id": job_id}
+
+
+def _start_build(org: str, segment_id: str, generation: int) -> Put:
+    from switchboard.cdp import segment_build
+    from switchboard.jobs import service as jobs
+
+    checkpoint = {"segment_id": segment_id, "generation": generation, "phase": "scan", "scanned": 0}
+    return jobs.start_op(segment_build.KIND, org, checkpoint=checkpoint)
+
+
+def _enqueue(job: Put) -> None:
+    from switchboard.jobs import service as jobs
+
+    jobs.enqueue(job.item["id"], 0)
 
 
 def create(store: Store, auth: AuthContext, body: models.SegmentCreate) -> models.Segment:
+    """Answers at once with the segment `building`; the `segment.build` job fills the membership."""
     org, now = auth.org_id, clock.now_iso()
     check_rules(body.rules)
     segment_id = new_id("seg")
+    job = _start_build(org, segment_id, 1)
     item: Item = {
         **segment_key(org, segment_id),
         "entity": "Segment",
         "id": segment_id,
         **body.model_dump(mode="json"),
         "member_count": 0,
+        **_build_fields(1, job.item["id"]),
         "version": 1,
         "created_at": now,
         "updated_at": now,
@@ -396,15 +396,17 @@ def create(store: Store, auth: AuthContext, body: models.SegmentCreate) -> model
     store.transact(
         [
             Put(item=item, condition="attribute_not_exists(PK)"),
+            job,
             audit_put(auth, "cdp.segment.created", "segment", segment_id, after={"name": body.name}),
         ]
     )
-    members, _, _ = rebuild(store, org, item)
-    return view(_save_counts(store, org, item, members))
+    _enqueue(job)
+    return view(item)
 
 
 def update(store: Store, auth: AuthContext, segment_id: str, body: models.SegmentUpdate) -> models.Segment:
-    """Any update (an empty body too) rebuilds the membership."""
+    """A change of `rules` (or an empty body: "build again") starts a new build generation and its job; chunks of an
+    older build stop at their next write. A change of name or description only is saved as it is."""
     org = auth.org_id
     item = get_item(store, org, segment_id, consistent=True)
     patch = body.model_dump(mode="json", exclude_unset=True)
@@ -413,27 +415,48 @@ def update(store: Store, auth: AuthContext, segment_id: str, body: models.Segmen
             raise ValidationFailed.field(f"body.{required}", "cannot be null")
     if "rules" in patch:
         check_rules(patch["rules"])
-    new = {**item, **patch, "version": int(item["version"]) + 1, "updated_at": clock.now_iso()}
+    changes: Item = {**patch, "version": int(item["version"]) + 1, "updated_at": clock.now_iso()}
+    job: Put | None = None
+    if "rules" in patch or not patch:
+        generation = int(item.get("build_generation", 0)) + 1
+        job = _start_build(org, segment_id, generation)
+        changes |= _build_fields(generation, job.item["id"])
+    names = {f"#f{n}": name for n, name in enumerate(changes)}
+    values: Item = {f":f{n}": value for n, value in enumerate(changes.values())}
     store.transact(
         [
-            Put(
-                item=new,
+            # SET, not a Put of the whole item: `member_count` moves concurrently (ADD) and must not be overwritten
+            Update(
+                key=segment_key(org, segment_id),
+                expression="SET " + ", ".join(f"#f{n} = :f{n}" for n in range(len(changes))),
                 condition="#v = :v",
-                names={"#v": "version"},
-                values={":v": item["version"]},
+                names={**names, "#v": "version"},
+                values={**values, ":v": item["version"]},
                 error=Conflict("The segment changed concurrently; read it again."),
             ),
+            *([job] if job is not None else []),
             audit_put(auth, "cdp.segment.updated", "segment", segment_id, after=patch),
         ]
     )
-    members, _, _ = rebuild(store, org, new)
-    return view(_save_counts(store, org, new, members))
+    new = {**item, **changes}
+    if job is not None:
+        _enqueue(job)
+    return view(new)
 
 
 def delete(store: Store, auth: AuthContext, segment_id: str) -> None:
-    """Members first (an interrupted delete is simply run again), then the segment."""
+    """A new build generation first (a running build stops writing), then the members (an interrupted delete is
+    simply run again), then the segment."""
     org = auth.org_id
     get_item(store, org, segment_id)
+    store.update(
+        segment_key(org, segment_id),
+        "ADD build_generation :one",
+        condition="attribute_exists(PK)",
+        values={":one": 1},
+        error=NotFound("No such segment."),
+        return_values="NONE",
+    )
     rows = store.query_all(keys.org_pk(org), sk_prefix=member_prefix(segment_id))
     deletes: list[TxOp] = [Delete(key={"PK": r["PK"], "SK": r["SK"]}) for r in rows]
     for chunk in range(0, len(deletes), 100):
@@ -470,7 +493,7 @@ def members(
     for row in page.items:
         contact = found.get(row["contact_id"])
         if contact is None:
-            continue  # deleted since the last evaluation: the next rebuild drops the row
+            continue  # deleted since the last evaluation: the next build drops the row
         # built from stored, already validated values: the response model checks them once, on the way out
         out.append(
             models.SegmentMember.model_construct(

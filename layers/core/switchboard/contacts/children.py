@@ -15,6 +15,7 @@ from switchboard.contacts.identifiers import Identifier
 from switchboard.contacts.service import get_item, not_found, resolve, view, write_contact
 from switchboard.errors import Conflict, NotFound, ValidationFailed
 from switchboard.ids import new_id, new_ulid
+from switchboard.jobs import service as jobs
 from switchboard.store import ConditionCheck, Delete, Put, Store, TxOp, Update
 
 Item = dict[str, Any]
@@ -157,46 +158,44 @@ def update_tag(store: Store, auth: AuthContext, tag_id: str, body: models.TagUpd
             ),
             Delete(key=repo.tag_name_key(org, item["name"])),
         ]
+    if "name" in changes:  # contacts show tag names: the tag.cascade job renames them on every tagged contact
+        job = _start_cascade(org, tag_id, "rename")
+        new["job_id"] = job.item["id"]
+        ops.append(job)
     store.transact(ops)
-    if "name" in changes:  # contacts show tag names: rewrite them on every contact that carries the tag
-        for row in store.query_all(f"ORG#{org}", sk_prefix=f"CTAG#{tag_id}#"):
-            _retag_contact(store, auth, row["contact_id"], item["name"], changes["name"])
+    if "name" in changes:
+        jobs.enqueue(new["job_id"], 0)
     return _tag_view(new)
 
 
-def _retag_contact(store: Store, auth: AuthContext, contact_id: str, old: str | None, new: str | None) -> None:
-    for _ in range(3):
-        try:
-            contact = get_item(store, auth.org_id, contact_id, consistent=True)
-        except NotFound:
-            return
-        tags = [t for t in contact.get("tags", []) if t != old]
-        if new and new not in tags:
-            tags.append(new)
-        try:
-            write_contact(store, auth, contact, {**contact, "tags": tags}, [], ["tags"], "tagged")
-            return
-        except Conflict:
-            continue
+def _start_cascade(org: str, tag_id: str, action: str) -> Put:
+    from switchboard.contacts import tag_jobs
+
+    return jobs.start_op(tag_jobs.KIND, org, checkpoint={"tag_id": tag_id, "action": action, "cursor": None})
 
 
 def delete_tag(store: Store, auth: AuthContext, tag_id: str) -> None:
+    """The catalogue item and its name go at once (the tag can no longer be assigned); the tag.cascade job removes it
+    from every contact. Its job id is in the audit record `contacts.tag.deleted`."""
     org = auth.org_id
     item = _tag_item(store, org, tag_id)
+    job = _start_cascade(org, tag_id, "delete")
     store.transact(
         [
             Delete(key=repo.tag_key(org, tag_id), condition="attribute_exists(PK)", error=NotFound()),
             Delete(key=repo.tag_name_key(org, item["name"])),
+            job,
+            audit_put(
+                auth,
+                "contacts.tag.deleted",
+                "tag",
+                tag_id,
+                before={"name": item["name"]},
+                after={"job_id": job.item["id"]},
+            ),
         ]
     )
-    for row in store.query_all(f"ORG#{org}", sk_prefix=f"CTAG#{tag_id}#"):
-        store.transact(
-            [
-                Delete(key=repo.tag_reverse_key(org, tag_id, row["contact_id"])),
-                Delete(key=repo.child_key(org, row["contact_id"], "TAG", tag_id)),
-            ]
-        )
-        _retag_contact(store, auth, row["contact_id"], item["name"], None)
+    jobs.enqueue(job.item["id"], 0)
 
 
 # Tags on a contact --------------------------------------------------------------------------------------------------

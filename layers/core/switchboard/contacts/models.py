@@ -111,6 +111,9 @@ class Tag(BaseModel):
     id: str
     name: str
     color: str | None = None
+    job_id: str | None = Field(
+        default=None, description="the tag.cascade job of the latest rename, which renames the tag on its contacts"
+    )
     created_at: str
     updated_at: str
 

@@ -25,7 +25,6 @@ New kinds register a chunk function in `KINDS` (`"module:function"`, imported on
 
 from __future__ import annotations
 
-import contextlib
 import importlib
 import json
 from collections.abc import Callable
@@ -51,6 +50,9 @@ MAX_RECEIVES = 5  # JobsQueue's maxReceiveCount (template.yaml): the last try ma
 
 KINDS: dict[str, str] = {
     "organization.purge": "switchboard.jobs.purge:run_chunk",
+    "segment.build": "switchboard.cdp.segment_build:run_chunk",
+    "tag.cascade": "switchboard.contacts.tag_jobs:run_chunk",
+    "label.detach": "switchboard.catalog.label_jobs:run_chunk",
 }
 
 
@@ -166,8 +168,9 @@ class _Raced(Conflict):
 
 
 def mark_failed(store: Store, job_id: str, seq: int, error: str) -> None:
-    """The chunk `seq` failed for the last time (its message goes to the DLQ next): the job shows it."""
-    with contextlib.suppress(_Raced):  # the job moved on or ended meanwhile
+    """The chunk `seq` failed for the last time (its message goes to the DLQ next): the job shows it, and so does the
+    resource when the kind's module has an `on_failed(store, job)` (e.g. a segment's `status: failed`)."""
+    try:
         store.update(
             keys.job(job_id),
             "SET #status = :failed, #error = :error, updated_at = :now REMOVE GSI1PK, GSI1SK",
@@ -183,6 +186,13 @@ def mark_failed(store: Store, job_id: str, seq: int, error: str) -> None:
             error=_Raced(),
             return_values="NONE",
         )
+    except _Raced:
+        return  # the job moved on or ended meanwhile
+    job = get_job(store, job_id)
+    module = importlib.import_module(KINDS[job["kind"]].partition(":")[0]) if job else None
+    on_failed = getattr(module, "on_failed", None)
+    if job and on_failed is not None:
+        on_failed(store, job)
 
 
 def resume(store: Store, job_id: str) -> bool:
