@@ -51,6 +51,7 @@ MAX_RECEIVES = 5  # JobsQueue's maxReceiveCount (template.yaml): the last try ma
 
 KINDS: dict[str, str] = {
     "organization.purge": "switchboard.jobs.purge:run_chunk",
+    "contacts.count_seed": "switchboard.contacts.counter:seed_chunk",
 }
 
 
