@@ -107,12 +107,17 @@ def stream_record(item: dict[str, Any], seq: str) -> dict[str, Any]:
 
 def _consumed(record: dict[str, Any]) -> bool:
     """Whether the counters' stream filters (template.yaml, UsageMeterFunction) hand `record` to the function."""
-    stream = record["dynamodb"]
-    sk = stream["Keys"]["SK"]["S"]
-    image = stream.get("NewImage") or stream.get("OldImage") or {}
-    if image.get("entity", {}).get("S") == "Contact" and sk.startswith("CONTACT#"):
-        return True
-    return record["eventName"] == "INSERT" and sk.startswith(("USAGEREC#", "CDPSTAGELOG#"))
+    from local.patterns import matches_any
+    from local.template import load_template
+
+    global _COUNTER_FILTERS
+    if _COUNTER_FILTERS is None:
+        (event,) = load_template().function("UsageMeterFunction").stream_events
+        _COUNTER_FILTERS = event.filters
+    return matches_any(_COUNTER_FILTERS, record)
+
+
+_COUNTER_FILTERS: tuple[dict[str, Any], ...] | None = None
 
 
 def stream_records() -> list[dict[str, Any]]:
