@@ -52,6 +52,7 @@ MAX_RECEIVES = 5  # JobsQueue's maxReceiveCount (template.yaml): the last try ma
 KINDS: dict[str, str] = {
     "organization.purge": "switchboard.jobs.purge:run_chunk",
     "contacts.count_seed": "switchboard.contacts.counter:seed_chunk",
+    "webhooks.recover": "switchboard.webhooks.service:recover_chunk",
 }
 
 
