@@ -114,7 +114,9 @@ def _shard_update(org_id: str, shard: int, total: int, moves: dict[str, int]) ->
 
 # The stream consumer ---------------------------------------------------------------------------------------------
 def is_contact(image: Item | None) -> bool:
-    return bool(image) and image.get("entity") == "Contact" and str(image.get("SK", "")).startswith("CONTACT#")
+    if not image:
+        return False
+    return image.get("entity") == "Contact" and str(image.get("SK", "")).startswith("CONTACT#")
 
 
 def count_contact_record(store: Store, event: str, old: Item | None, new: Item | None, seq: str) -> bool:
