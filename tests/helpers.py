@@ -105,15 +105,56 @@ def stream_record(item: dict[str, Any], seq: str) -> dict[str, Any]:
     }
 
 
-def run_usage_meter(org: str) -> None:
-    """Play the table stream's usage records of `org` to the real usage meter, as its stream mapping would."""
-    from functions.usage_meter.app import handler
-    from switchboard.store import get_store
+def _consumed(record: dict[str, Any]) -> bool:
+    """Whether the counters' stream filters (template.yaml, UsageMeterFunction) hand `record` to the function."""
+    from local.patterns import matches_any
+    from local.template import load_template
 
-    items = get_store().query_all(f"ORG#{org}", sk_prefix="USAGEREC#")
-    records = [stream_record(item, str(100 + n)) for n, item in enumerate(items)]
-    if records:
-        assert handler({"Records": records}, FakeContext()) == {"batchItemFailures": []}
+    global _COUNTER_FILTERS
+    if _COUNTER_FILTERS is None:
+        (event,) = load_template().function("UsageMeterFunction").stream_events
+        _COUNTER_FILTERS = event.filters
+    return matches_any(_COUNTER_FILTERS, record)
+
+
+_COUNTER_FILTERS: tuple[dict[str, Any], ...] | None = None
+
+
+def stream_records() -> list[dict[str, Any]]:
+    """Every record of the table's stream so far (moto keeps them all), oldest first, as Lambda hands them over."""
+    import boto3
+
+    from switchboard.config import get_settings
+
+    table = boto3.client("dynamodb").describe_table(TableName=get_settings().table_name)["Table"]
+    streams = boto3.client("dynamodbstreams")
+    shards = streams.describe_stream(StreamArn=table["LatestStreamArn"])["StreamDescription"]["Shards"]
+    found: list[dict[str, Any]] = []
+    for shard in shards:
+        iterator = streams.get_shard_iterator(
+            StreamArn=table["LatestStreamArn"], ShardId=shard["ShardId"], ShardIteratorType="TRIM_HORIZON"
+        )["ShardIterator"]
+        while iterator:
+            page = streams.get_records(ShardIterator=iterator, Limit=1000)
+            found += page["Records"]
+            iterator = page.get("NextShardIterator") if page["Records"] else None
+    return found
+
+
+def run_counters(*, batch: int = 100) -> int:
+    """Play the whole table stream (from its first record: everything seen before is handed over again, as a
+    redelivery would) to the real counters consumer through its filters; returns the records handed over."""
+    from functions.usage_meter.app import handler
+
+    records = [r for r in stream_records() if _consumed(r)]
+    for start in range(0, len(records), batch):
+        assert handler({"Records": records[start : start + batch]}, FakeContext()) == {"batchItemFailures": []}
+    return len(records)
+
+
+def run_usage_meter(org: str) -> None:
+    """Play the table stream's records to the counters consumer (usage records among them), as its mapping would."""
+    run_counters()
 
 
 def count_query_items(monkeypatch: Any) -> list[int]:

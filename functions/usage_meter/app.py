@@ -1,6 +1,13 @@
-"""DynamoDB stream → usage counters: each new usage record (`USAGEREC#`, written when a message is sent) is added to
-its channel's daily counter once (switchboard.billing.usage.count_record). A failing record alone is retried by the
-stream (partial batch response); records still failing after the mapping's retries land in UsageMeterDLQ."""
+"""DynamoDB stream → counters. One consumer of the table's stream, filtered (template.yaml) to the records that
+move a counter:
+- a new usage record (`USAGEREC#`, written when a message is sent): added to its channel's daily counter once
+  (switchboard.billing.usage.count_record);
+- a contact item inserted, modified or removed: the organization's contacts in total and per lifecycle stage
+  (switchboard.contacts.counter.count_contact_record);
+- a new stage-change log (`CDPSTAGELOG#`): the day's entries, exits and conversions
+  (switchboard.cdp.stages.count_stage_change).
+Each is idempotent per stream record. A failing record alone is retried by the stream (partial batch response);
+records still failing after the mapping's retries land in UsageMeterDLQ."""
 
 from __future__ import annotations
 
@@ -12,7 +19,9 @@ from aws_lambda_powertools.utilities.data_classes.dynamo_db_stream_event import 
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from switchboard import metrics, tracing
-from switchboard.billing.usage import count_record
+from switchboard.billing.usage import RECORD_PREFIX, count_record
+from switchboard.cdp.stages import STAGE_LOG_PREFIX, count_stage_change
+from switchboard.contacts.counter import count_contact_record, is_contact
 from switchboard.logs import redact_logs
 from switchboard.store import get_store
 from switchboard.store.table import deserialize
@@ -23,9 +32,23 @@ processor = BatchProcessor(event_type=EventType.DynamoDBStreams)
 
 
 def record_handler(record: DynamoDBRecord) -> bool:
-    image = record.raw_event["dynamodb"]["NewImage"]
-    counted = count_record(get_store(), deserialize(image))
-    metrics.count("UsageRecordsCounted" if counted else "UsageRecordsRepeated")
+    raw = record.raw_event
+    stream = raw["dynamodb"]
+    event = str(raw["eventName"])
+    new = deserialize(stream["NewImage"]) if stream.get("NewImage") else None
+    old = deserialize(stream["OldImage"]) if stream.get("OldImage") else None
+    sk = str((new or old or {}).get("SK", ""))
+    if is_contact(new) or is_contact(old):
+        counted = count_contact_record(get_store(), event, old, new, str(stream["SequenceNumber"]))
+        metrics.count("ContactRecordsCounted" if counted else "ContactRecordsRepeated")
+    elif event == "INSERT" and new is not None and sk.startswith(STAGE_LOG_PREFIX):
+        counted = count_stage_change(get_store(), new)
+        metrics.count("StageChangesCounted" if counted else "StageChangesRepeated")
+    elif event == "INSERT" and new is not None and sk.startswith(RECORD_PREFIX):
+        counted = count_record(get_store(), new)
+        metrics.count("UsageRecordsCounted" if counted else "UsageRecordsRepeated")
+    else:
+        return False
     return counted
 
 

@@ -88,7 +88,7 @@ def send_test(endpointID: str) -> Data[models.TestDelivery]:
 )
 def recover_endpoint(endpointID: str, body: Annotated[models.RecoverRequest, Body()]) -> Data[models.RecoverResult]:
     """Every `retrying`, `exhausted` or `canceled` delivery of the endpoint created since `since` is sent again
-    (same ids), up to 500 per call (`has_more` says to call again)."""
+    (same ids) by a background job, page by page; the answer names the job at once."""
     return Data(data=service.recover(get_store(), current_auth(app), endpointID, body.since))
 
 

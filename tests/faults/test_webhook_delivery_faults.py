@@ -33,6 +33,7 @@ import pytest
 import standardwebhooks
 
 from functions.event_publisher.app import handler as publisher_handler
+from functions.jobs.app import handler as jobs_handler
 from functions.webhook_fanout.app import handler as fanout_handler
 from functions.webhook_sender.app import handler as sender_handler
 from local.pollers import lambda_sqs_record
@@ -318,9 +319,11 @@ def test_a_thousand_events_through_failing_receivers_are_all_delivered_at_least_
         recovered: dict[str, tuple[float, int]] = {}  # webhook-id → (when recovered, its failed requests then)
         fanout = exits.enter_context(Lambda(api, "WebhookEventsQueue", fanout_handler, 2))
         sender = exits.enter_context(Lambda(api, "WebhookDeliveriesQueue", sender_handler, WORKERS))
+        recoveries = exits.enter_context(Lambda(api, "JobsQueue", jobs_handler, 1))  # recover runs as a job
         publish(items)
         while True:
             assert not fanout.errors and not sender.errors, (fanout.errors, sender.errors)
+            assert not recoveries.errors, recoveries.errors
             done, failed = progress()
             if expected.keys() <= done:
                 break

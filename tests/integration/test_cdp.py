@@ -4,9 +4,11 @@ materialised membership (crm.list.* events), CDP templates."""
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 from switchboard.store import get_store
+from tests.helpers import run_counters
 from tests.integration.support import Api, run_jobs
 
 
@@ -159,6 +161,7 @@ def test_lifecycle_stages_contact_stage_history_and_metrics(api: Api):
     api.assert_error(api.put("/v1/cdp/contacts/ct_nope/lifecycle-stage", json={"stage": "lead"}), 404, "not_found")
     field_error(api, api.put(f"/v1/cdp/contacts/{a['id']}/lifecycle-stage", json={}), "body.stage")
 
+    run_counters()  # the stream consumer keeps the counters the metrics read
     metrics = ok(api.get("/v1/cdp/lifecycle-stages/metrics"))
     by_key = {s["stage"]: s for s in metrics["stages"]}
     assert (by_key["lead"]["contacts"], by_key["lead"]["entered"], by_key["lead"]["exited"]) == (1, 2, 1)
@@ -468,3 +471,90 @@ def test_roles_viewer_reads_member_operates_admin_templates(api: Api):
     )
     ok(api.post("/v1/cdp/custom-fields", json={"key": "k", "label": "K", "type": "text"}, headers=keys["member"]), 201)
     api.assert_error(api.post("/v1/cdp/templates", json={"name": "T"}, headers=keys["member"]), 403, "forbidden")
+
+
+# Stage metrics from counters ----------------------------------------------------------------------------------------
+def _items_read(call: Any) -> tuple[Any, int]:
+    """`call()` and the DynamoDB items it read (Query's ScannedCount, GetItem's one, BatchGetItem's found)."""
+    from switchboard import aws
+
+    seen: list[int] = []
+
+    def count(parsed: dict[str, Any], **_: Any) -> None:
+        if "ScannedCount" in parsed:
+            seen.append(int(parsed["ScannedCount"]))
+        elif "Item" in parsed:
+            seen.append(1)
+        elif "Responses" in parsed:
+            seen.append(sum(len(v) for v in parsed["Responses"].values()))
+
+    events = aws.client("dynamodb").meta.events
+    events.register("after-call.dynamodb", count)
+    try:
+        return call(), sum(seen)
+    finally:
+        events.unregister("after-call.dynamodb", count)
+
+
+def _stage_log(api: Api, at: str, src: str | None, dst: str | None, tail: int = 0) -> None:
+    """A stage change made at `at` (as the stage-change transaction writes it; the stream counts it)."""
+    from switchboard import clock
+    from switchboard.ids import ulid_text
+
+    moment = clock.parse_iso(at)
+    ulid = ulid_text(int(moment.timestamp() * 1000).to_bytes(6, "big") + os.urandom(9) + bytes([tail]))
+    get_store().put(
+        {
+            "PK": f"ORG#{api.org_id}",
+            "SK": f"CDPSTAGELOG#{ulid}",
+            "entity": "StageChange",
+            "contact_id": "ct_x",
+            "from_stage": src,
+            "to_stage": dst,
+            "changed_at": at,
+        }
+    )
+
+
+def test_stage_metrics_read_counters_a_bounded_number_of_items_whatever_the_contacts(api: Api):
+    for key in ("lead", "customer"):
+        ok(api.post("/v1/cdp/lifecycle-stages", json={"key": key, "name": key.title()}), 201)
+    window = "/v1/cdp/lifecycle-stages/metrics?since=2026-03-01T00:00:00Z&until=2026-03-08T00:00:00Z"
+    read: list[int] = []
+    for round_ in range(2):
+        for n in range(40):
+            contact(api, name=f"C{round_}-{n}", lifecycle_stage="lead" if n % 4 else "customer")
+        for n in range(10 * (round_ + 1)):
+            _stage_log(api, f"2026-03-0{2 + n % 5}T12:00:00Z", "lead", "customer", tail=n // 5)  # every day shard
+        run_counters()
+        metrics, items = _items_read(lambda: ok(api.get(window)))
+        read.append(items)
+        by_key = {s["stage"]: s for s in metrics["stages"]}
+        assert by_key["lead"]["contacts"] == 30 * (round_ + 1)
+        assert by_key["customer"]["contacts"] == 10 * (round_ + 1)
+        assert by_key["customer"]["entered"] == sum(10 * (r + 1) for r in range(round_ + 1))
+    assert read[1] == read[0] < 30  # twice the contacts and the changes, the same items read
+
+
+def test_stage_metrics_windows_are_exact_at_their_partial_edge_days(api: Api):
+    for key in ("lead", "mql", "customer"):
+        ok(api.post("/v1/cdp/lifecycle-stages", json={"key": key, "name": key.title()}), 201)
+    _stage_log(api, "2026-03-02T10:00:00Z", "lead", "customer")
+    _stage_log(api, "2026-03-03T12:00:00Z", None, "lead")
+    _stage_log(api, "2026-03-03T13:00:00Z", None, "lead")
+    _stage_log(api, "2026-03-04T23:00:00Z", "lead", "mql")
+    run_counters()
+    run_counters()  # handed over again: counted once
+
+    def pairs(since: str, until: str) -> dict[tuple[Any, Any], int]:
+        got = ok(api.get(f"/v1/cdp/lifecycle-stages/metrics?since={since}&until={until}"))
+        return {(c["from_stage"], c["to_stage"]): c["count"] for c in got["conversions"]}
+
+    assert pairs("2026-03-02T11:00:00Z", "2026-03-04T22:00:00Z") == {(None, "lead"): 2}
+    assert pairs("2026-03-02T09:00:00Z", "2026-03-04T23:30:00Z") == {
+        (None, "lead"): 2,
+        ("lead", "customer"): 1,
+        ("lead", "mql"): 1,
+    }
+    assert pairs("2026-03-03T12:30:00Z", "2026-03-03T14:00:00Z") == {(None, "lead"): 1}  # within one day
+    assert pairs("2026-03-03T00:00:00Z", "2026-03-04T00:00:00Z") == {(None, "lead"): 2}  # whole days only

@@ -1,6 +1,6 @@
-"""The organization's contact counter behind billing's `contacts_stored`: changed in the transactions that create and
-delete contacts (create, upsert, import, merge, delete, a message to a new number), exact under concurrent writers,
-and seeded once, exactly, for an organization whose contacts predate it."""
+"""The organization's contacts behind billing's `contacts_stored` and the stage metrics: counted from the table
+stream (create, upsert, import, merge, delete, stage changes), never in the customer's transaction, exact when the
+stream hands records over again, and seeded by a resumable job for an organization whose contacts predate it."""
 
 from __future__ import annotations
 
@@ -8,12 +8,18 @@ import random
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
+import pytest
+
 from switchboard.api.auth import AuthContext
 from switchboard.contacts import counter
 from switchboard.contacts import models as contact_models
 from switchboard.contacts import service as contacts
-from switchboard.store import get_store
+from switchboard.jobs import service as jobs
+from switchboard.store import get_store, keys
+from switchboard.store.table import Store as DynamoStore
+from tests.helpers import run_counters
 from tests.integration.support import Api
+from tests.integration.test_security_org_deletion import Jobs
 
 BILLING = "/v1/settings/billing"
 
@@ -42,30 +48,41 @@ def create(api: Api, **fields: Any) -> dict[str, Any]:
     return resp.json()["data"]  # type: ignore[no-any-return]
 
 
-def counter_item(api: Api) -> dict[str, Any] | None:
-    return get_store().get(counter.counter_key(api.org_id), consistent=True)
+def stages(api: Api) -> dict[str, int]:
+    return {k: v for k, v in counter.counts(get_store(), api.org_id).stages.items() if v}
 
 
-def test_create_upsert_delete_merge_and_import_keep_the_count_exact(api: Api):
-    assert stored(api) == 0
-    ada = create(api, name="Ada", phone="+1 415 555 0101")
-    grace = create(api, name="Grace", email="grace@example.com")
+def counted(api: Api) -> int:
+    """The counts once the stream consumer has seen every record, handed over twice (a redelivery)."""
+    run_counters()
+    run_counters()
+    return stored(api)
+
+
+def test_create_upsert_delete_merge_import_and_stage_changes_keep_the_counts_exact(api: Api):
+    assert counted(api) == 0
+    ada = create(api, name="Ada", phone="+1 415 555 0101", lifecycle_stage="lead")
+    grace = create(api, name="Grace", email="grace@example.com", lifecycle_stage="customer")
     create(api, name="Linus", phone="+1 415 555 0103")
-    assert stored(api) == listed(api) == 3
+    assert counted(api) == listed(api) == 3
+    assert stages(api) == {"lead": 1, "customer": 1}
     create(api, name="Ada L.", phone="+14155550101")  # an upsert onto Ada: no new contact
-    assert stored(api) == 3
+    assert counted(api) == 3
+
+    resp = api.patch(f"/v1/contacts/{ada['id']}", json={"lifecycle_stage": "customer"})
+    assert resp.status_code == 200, resp.text
+    assert counted(api) == 3 and stages(api) == {"customer": 2}
 
     assert api.delete(f"/v1/contacts/{ada['id']}").status_code == 204
-    assert stored(api) == listed(api) == 2
+    assert counted(api) == listed(api) == 2
     assert api.delete(f"/v1/contacts/{ada['id']}").status_code == 404  # deleting again changes nothing
-    assert stored(api) == 2
+    assert counted(api) == 2 and stages(api) == {"customer": 1}
 
-    other = create(api, name="Grace H.", phone="+1 415 555 0104")
+    other = create(api, name="Grace H.", phone="+1 415 555 0104", lifecycle_stage="lead")
     merged = api.post(f"/v1/contacts/{grace['id']}/merge", json={"from_contact_id": other["id"]})
     assert merged.status_code == 200, merged.text
-    assert stored(api) == listed(api) == 2
+    assert counted(api) == listed(api) == 2 and stages(api) == {"customer": 1}
 
-    # One import batch creates several contacts (their counter updates folded into one operation) and updates one.
     rows = "".join(f"Row {n},row{n}@example.com\n" for n in range(7))
     resp = api.post(
         "/v1/cdp/imports",
@@ -74,15 +91,24 @@ def test_create_upsert_delete_merge_and_import_keep_the_count_exact(api: Api):
     assert resp.status_code == 201, resp.text
     report = resp.json()["data"]
     assert (report["created"], report["updated"], report["batches"]) == (7, 1, 1)
-    assert stored(api) == listed(api) == 9
-    item = counter_item(api)
-    assert item is not None and item["contacts"] == 9 and item["seeded_at"]
+    assert counted(api) == listed(api) == 9
+    shards = get_store().query_all(keys.org_pk(api.org_id), sk_prefix=counter.SHARD_PREFIX, consistent=True)
+    assert len(shards) <= counter.SHARDS + 1  # the shards and the seed state: one Query reads them all
 
 
-def test_concurrent_creates_upserts_and_deletes_end_exact(api: Api):
-    assert stored(api) == 0  # seeded at zero before the writers start
+def test_concurrent_creates_touch_no_shared_counter_and_end_exact(api: Api, monkeypatch: pytest.MonkeyPatch):
+    assert counted(api) == 0
     store, org = get_store(), api.org_id
     auth = AuthContext("api_key", "racer", None, org, "owner", "cred_racer")
+    touched: list[str] = []
+    transact = DynamoStore.transact
+
+    def watched(self: DynamoStore, ops: Any) -> None:
+        ops = list(ops)
+        touched.extend(str(getattr(op, "key", None) or getattr(op, "item", {})).split("'SK': ")[-1] for op in ops)
+        transact(self, ops)
+
+    monkeypatch.setattr(DynamoStore, "transact", watched)
     phones = [f"+1 415 555 {n:04d}" for n in range(24)]
     rng = random.Random(7)
     calls = [phones[n % len(phones)] for n in range(48)]  # every phone twice: racing creates of one identity
@@ -94,12 +120,14 @@ def test_concurrent_creates_upserts_and_deletes_end_exact(api: Api):
 
     with ThreadPoolExecutor(max_workers=8) as pool:
         ids = list(pool.map(upsert, calls))
-    assert len(set(ids)) == len(phones)  # one contact per phone, whoever won
+    assert len(set(ids)) == len(phones)
     doomed = sorted(set(ids))[:5]
     with ThreadPoolExecutor(max_workers=8) as pool:  # each one deleted by two writers at once: one wins
         outcomes = list(pool.map(lambda i: _try(lambda: contacts.delete(store, auth, i)), doomed * 2))
     assert sum(o is None for o in outcomes) == len(doomed)
-    assert stored(api) == listed(api) == len(phones) - len(doomed)
+    assert touched and not [sk for sk in touched if "COUNTER#" in sk]  # no customer write touches a counter
+    monkeypatch.setattr(DynamoStore, "transact", transact)
+    assert counted(api) == listed(api) == len(phones) - len(doomed)
 
 
 def _try(call: Any) -> Exception | None:
@@ -110,52 +138,73 @@ def _try(call: Any) -> Exception | None:
     return None
 
 
-def test_an_organization_without_a_counter_is_counted_once_and_seeded(api: Api):
+def _as_legacy(api: Api, legacy_count: int | None) -> None:
+    """Make the organization one whose contacts predate stream counting: no tallies, no shards, no mark on the
+    organization; and the former counter, when it had one."""
+    store, org = get_store(), api.org_id
+    for row in store.query_all(keys.org_pk(org), sk_prefix="TALLY#"):
+        store.delete(keys.key(row["PK"], row["SK"]))
+    for row in store.query_all(keys.org_pk(org), sk_prefix=counter.SHARD_PREFIX):
+        store.delete(keys.key(row["PK"], row["SK"]))
+    store.update(keys.organization(org), "REMOVE contact_counts", return_values="NONE")
+    if legacy_count is not None:
+        store.put({**keys.key(keys.org_pk(org), counter.LEGACY_SK), "contacts": legacy_count, "seeded_at": "x"})
+
+
+def test_a_legacy_organization_is_seeded_by_a_resumable_job_without_double_counting(
+    api: Api, monkeypatch: pytest.MonkeyPatch
+):
+    monkeypatch.setattr(counter, "SEED_PAGE", 3)  # several chunks
+    early = [create(api, name=f"Early {n}", phone=f"+1 415 555 02{n:02d}", lifecycle_stage="lead") for n in range(7)]
+    _as_legacy(api, legacy_count=7)
+    runner = Jobs(api)
+
+    assert stored(api) == 7  # the first read starts the seed and answers the former counter meanwhile
+    seed = get_store().get(counter.seed_key(api.org_id), consistent=True)
+    assert seed is not None and seed["status"] == counter.SEEDING
+    assert stored(api) == 7  # a second read starts nothing more
+    assert jobs.get_job(get_store(), seed["job_id"])["kind"] == counter.KIND  # type: ignore[index]
+
+    # One chunk, then writes while the seed runs: a new contact (the stream counts it first), a deleted early
+    # contact (its REMOVE before the seed reaches it) and one the stream sees only after the seed.
+    records = runner.receive()
+    assert runner.run(records, delete=False) == {"batchItemFailures": []}
+    create(api, name="Meanwhile", phone="+1 415 555 0299")
+    assert api.delete(f"/v1/contacts/{early[-1]['id']}").status_code == 204
+    run_counters()
+    create(api, name="Unstreamed", phone="+1 415 555 0298")
+    assert runner.run(records) == {"batchItemFailures": []}  # the first chunk again (redelivered): dropped
+    assert runner.drain() >= 2
+    job = jobs.get_job(get_store(), seed["job_id"])
+    assert job is not None and job["status"] == jobs.COMPLETED and job["progress"]["chunks"] >= 3
+    run_counters()
+    assert counted(api) == listed(api) == 8
+    assert stages(api) == {"lead": 6}
+    assert jobs.resume(get_store(), seed["job_id"]) is False  # finished: nothing more to count
+
+
+def test_a_seed_chunk_that_meets_a_tally_written_meanwhile_runs_again(api: Api, monkeypatch: pytest.MonkeyPatch):
     for n in range(4):
-        create(api, name=f"Early {n}", phone=f"+1 415 555 02{n:02d}")
-    store, org = get_store(), api.org_id
-    # Contacts stored before the counter existed: no counter item. Then two more, after the deploy: the item exists
-    # but holds only their changes (2), never seeded.
-    store.delete(counter.counter_key(org))
-    create(api, name="Late 1", phone="+1 415 555 0301")
-    create(api, name="Late 2", phone="+1 415 555 0302")
-    before = counter_item(api)
-    assert before is not None and before["contacts"] == 2 and "seeded_at" not in before
-
-    assert stored(api) == listed(api) == 6  # counted once, and seeded
-    after = counter_item(api)
-    assert after is not None and after["contacts"] == 6 and after["seeded_at"]
-    create(api, name="Later", phone="+1 415 555 0303")
-    assert stored(api) == 7 and counter_item(api)["contacts"] == 7  # type: ignore[index]
-
-
-def test_a_contact_written_while_the_seed_counts_makes_it_count_again(api: Api, monkeypatch):
-    for n in range(3):
         create(api, name=f"Early {n}", phone=f"+1 415 555 04{n:02d}")
-    store, org = get_store(), api.org_id
-    store.delete(counter.counter_key(org))
-    counted = counter._counted
-    runs: list[int] = []
+    _as_legacy(api, legacy_count=None)
+    runner = Jobs(api)
+    batch_get = DynamoStore.batch_get
+    raced: list[bool] = []
 
-    def counted_during_a_create(store_: Any, org_id: str) -> int:
-        n = counted(store_, org_id)
-        runs.append(n)
-        if len(runs) == 1:  # a create commits between the count and the seed's write (another Lambda's request)
-            body = contact_models.ContactCreate(name="Meanwhile", phone="+1 415 555 0499")
-            contacts.upsert(store, AuthContext("api_key", "other", None, org, "owner", "cred_other"), body)
-        return n
+    def stale_read(self: DynamoStore, *args: Any, **kwargs: Any) -> list[dict[str, Any]]:
+        found = batch_get(self, *args, **kwargs)
+        if not raced:  # the stream counts the page's contacts between the seed's read and its transaction
+            raced.append(True)
+            run_counters()
+        return found
 
-    monkeypatch.setattr(counter, "_counted", counted_during_a_create)
-    assert stored(api) == 4
-    assert runs == [3, 4]  # the first count was refused (`changes` moved), the second one seeded
-    assert counter_item(api)["contacts"] == 4  # type: ignore[index]
-    monkeypatch.setattr(counter, "_counted", counted)
-    assert stored(api) == listed(api) == 4
-
-
-def test_merge_count_ops_folds_one_update_per_transaction():
-    org = "org_fold"
-    ops = [contacts.count_op(org, 1), counter.count_op("org_other", 1), contacts.count_op(org, 1)]
-    folded = counter.merge_count_ops(org, ops)
-    mine = [op for op in folded if getattr(op, "key", None) == counter.counter_key(org)]
-    assert len(folded) == 2 and len(mine) == 1 and mine[0].values is not None and mine[0].values[":d"] == 2
+    assert stored(api) == 0  # no former counter: the partial sum until the seed completes
+    monkeypatch.setattr(DynamoStore, "batch_get", stale_read)
+    # The stream replays the contacts' INSERTs meanwhile: the seed's transaction fails and the chunk runs again.
+    records = runner.receive()
+    result = runner.run(records)
+    assert result["batchItemFailures"]
+    monkeypatch.setattr(DynamoStore, "batch_get", batch_get)
+    jobs.resume(get_store(), get_store().get(counter.seed_key(api.org_id), consistent=True)["job_id"])  # type: ignore[index]
+    runner.drain()
+    assert counted(api) == listed(api) == 4

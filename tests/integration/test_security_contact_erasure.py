@@ -13,8 +13,9 @@ from typing import Any
 import boto3
 
 from functions.cdp_segments.app import handler as segments_handler
-from switchboard.contacts import erasure
+from switchboard.contacts import counter, erasure
 from switchboard.store import get_store
+from tests.helpers import run_counters
 from tests.integration.support import Api
 from tests.integration.test_cdp import contact, ok
 from tests.integration.test_webhooks import Pipeline, create_endpoint
@@ -26,8 +27,17 @@ NAME = "Grace Hopper"
 TEXTS = ["Outbound secret about COBOL", "Inbound reply about compilers", "another inbound line nanoseconds"]
 # Items that may keep the contact id after the erasure, each with nothing else about the person: the tombstone, the
 # conversation row and its channel/contact pair (anonymised: no preview), the audit entry of the deletion, the
-# events the erasure itself emits (segment exits, its own continuation) and their webhook deliveries.
-MAY_KEEP_ID = {"ContactErasure", "Conversation", "ConversationKey", "AuditLog", "Event", "WebhookDelivery"}
+# events the erasure itself emits (segment exits, its own continuation) and their webhook deliveries, and the
+# counters' tombstone of the contact (`contacts.counter`: the id alone, expiring after two days).
+MAY_KEEP_ID = {
+    "ContactErasure",
+    "Conversation",
+    "ConversationKey",
+    "AuditLog",
+    "Event",
+    "WebhookDelivery",
+    "ContactTally",
+}
 
 
 def scan_all() -> list[dict[str, Any]]:
@@ -120,6 +130,7 @@ def test_deleting_a_contact_erases_every_item_that_mentions_the_person(api: Api)
 
     run_cascade(pipeline)
     pipeline.fan_out()
+    run_counters()
 
     leftovers = []
     for item in scan_all():
@@ -134,8 +145,9 @@ def test_deleting_a_contact_erases_every_item_that_mentions_the_person(api: Api)
     assert ok(api.get(f"/v1/cdp/segments/{segment['id']}"))["member_count"] == 1
     members = ok(api.get(f"/v1/cdp/segments/{segment['id']}/members", params={"limit": 100}))
     assert [m["contact_id"] for m in members] == [other["id"]]
-    counter = get_store().get({"PK": f"ORG#{api.org_id}", "SK": "COUNTER#CONTACTS"}, consistent=True)
-    assert counter is not None and int(counter["contacts"]) == 1
+    assert counter.contacts_stored(get_store(), api.org_id) == 1
+    tally = get_store().get(counter.tally_key(api.org_id, ct), consistent=True)
+    assert tally is not None and tally["gone"] and set(tally) == {"PK", "SK", "entity", "gone", "seq", "ttl"}
     # Another contact's record stays, without its link to the erased person.
     assert ok(api.get(f"/v1/cdp/contact-objects/{their_record['id']}"))["id"] == their_record["id"]
     assert ok(api.get(f"/v1/cdp/contact-objects/{their_record['id']}/relationships")) == []

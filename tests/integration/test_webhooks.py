@@ -17,6 +17,7 @@ import standardwebhooks
 import svix.webhooks
 
 from functions.event_publisher.app import handler as publisher_handler
+from functions.jobs.app import handler as jobs_handler
 from functions.webhook_fanout.app import handler as fanout_handler
 from functions.webhook_sender.app import handler as sender_handler
 from local.pollers import lambda_sqs_record
@@ -24,6 +25,7 @@ from switchboard import aws, clock, netguard
 from switchboard.config import reset_settings
 from switchboard.errors import Unauthenticated
 from switchboard.events.outbox import outbox_put
+from switchboard.jobs import service as jobs
 from switchboard.store import get_store
 from switchboard.store.table import serialize
 from switchboard.webhooks import repository, service
@@ -121,9 +123,21 @@ class Pipeline:
         self.invoke(sender_handler, "WebhookDeliveriesQueue", records)
         return records
 
+    def jobs(self, *, rounds: int = 100) -> int:
+        """JobsFunction's part: run queued job chunks (a recovery's) until none is left; returns the chunks run."""
+        ran = 0
+        for _ in range(rounds):
+            records = self.receive("JobsQueue")
+            if not records:
+                return ran
+            assert self.invoke(jobs_handler, "JobsQueue", records) == {"batchItemFailures": []}
+            ran += len(records)
+        raise AssertionError(f"jobs still queued after {rounds} rounds")
+
     def pump(self, rounds: int = 30) -> int:
-        """Fan out, then send until no delivery message is visible (a rescheduled one comes back when its
-        visibility runs out). Returns the number of sender invocations."""
+        """Run queued jobs, fan out, then send until no delivery message is visible (a rescheduled one comes back
+        when its visibility runs out). Returns the number of sender invocations."""
+        self.jobs()
         self.fan_out()
         for n in range(rounds):
             if not self.send():
@@ -499,15 +513,60 @@ def test_recover_retries_every_failed_delivery_since_a_time(api, pipeline, recei
     receiver.default = Answer(204, body=b"")
     resp = api.post(f"{BASE}/endpoints/{endpoint['id']}/recover", json={"since": since})
     assert resp.status_code == 202, resp.text
-    assert resp.json()["data"]["requeued"] == 2 and resp.json()["data"]["has_more"] is False
-    pipeline.pump()
+    started = resp.json()["data"]
+    assert started["status"] == "running" and started["job_id"].startswith("job_") and started["has_more"] is False
+    assert {d["status"] for d in deliveries(api)} == {"exhausted"}  # the request itself reads no delivery
+    pipeline.pump()  # the job's chunk requeues them, then they are sent
+    job = jobs.get_job(get_store(), started["job_id"])
+    assert job is not None and job["status"] == "completed" and job["progress"]["requeued"] == 2
     assert {d["status"] for d in deliveries(api)} == {"succeeded"}
     assert len(receiver.of("/recover")) == 18
     again = api.post(f"{BASE}/endpoints/{endpoint['id']}/recover", json={"since": since}).json()["data"]
-    assert again["requeued"] == 0
+    pipeline.pump()
+    assert jobs.get_job(get_store(), again["job_id"])["progress"].get("requeued", 0) == 0  # type: ignore[index]
+    assert len(receiver.of("/recover")) == 18
     Api.assert_error(
         api.post(f"{BASE}/endpoints/{endpoint['id']}/recover", json={"since": "yesterday"}), 400, "validation_failed"
     )
+
+
+def test_recover_pages_through_sparse_failures_in_chunks_and_a_redelivered_chunk_sends_nothing_twice(
+    api, pipeline, receiver, fast_retries, monkeypatch
+):
+    monkeypatch.setattr(service, "RECOVER_PAGE", 3)
+    endpoint = create_endpoint(api, receiver.url("/sparse"))
+    since = clock.now_iso()
+    receiver.default = Answer(204, body=b"")
+    for n in range(7):
+        pipeline.emit("message.new", {"message_id": f"ok-{n}"})
+    pipeline.pump()
+    receiver.default = Answer(500)
+    for n in range(2):
+        pipeline.emit("message.new", {"message_id": f"bad-{n}"})
+    pipeline.pump()
+    failed = {d["id"] for d in deliveries(api) if d["status"] == "exhausted"}
+    assert len(failed) == 2 and len(deliveries(api)) == 9
+    receiver.default = Answer(204, body=b"")
+    before = len(receiver.of("/sparse"))
+
+    started = api.post(f"{BASE}/endpoints/{endpoint['id']}/recover", json={"since": since}).json()["data"]
+    chunks = 0
+    while True:
+        records = pipeline.receive("JobsQueue")
+        if not records:
+            break
+        # Every chunk runs twice: once without its checkpoint being saved (a crash after its work), then for real.
+        job = jobs.get_job(get_store(), started["job_id"])
+        assert job is not None
+        service.recover_chunk(get_store(), job)
+        assert pipeline.invoke(jobs_handler, "JobsQueue", records) == {"batchItemFailures": []}
+        chunks += len(records)
+    job = jobs.get_job(get_store(), started["job_id"])
+    assert job is not None and job["status"] == "completed" and chunks == job["progress"]["chunks"] >= 3
+    pipeline.pump()
+    sent = receiver.of("/sparse")[before:]
+    assert sorted(c.headers["webhook-id"] for c in sent) == sorted(failed)  # each failed one once, no other
+    assert {d["status"] for d in deliveries(api)} == {"succeeded"}
 
 
 def test_a_host_resolving_to_a_private_address_at_delivery_is_refused(api, pipeline, monkeypatch):

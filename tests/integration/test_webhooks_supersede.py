@@ -61,7 +61,8 @@ def split(records: list[dict[str, Any]], stale: dict[str, Any]) -> tuple[dict[st
 def test_recovering_a_retrying_delivery_drops_its_scheduled_message(api, pipeline, receiver):
     endpoint, msg_id, stale = failed_once(api, pipeline, receiver, "/recovered")
     resp = api.post(f"{BASE}/endpoints/{endpoint['id']}/recover", json={"since": endpoint["created_at"]})
-    assert resp.status_code == 202 and resp.json()["data"]["requeued"] == 1, resp.text
+    assert resp.status_code == 202, resp.text
+    assert pipeline.jobs() == 1  # the recovery job's one chunk requeues it
 
     # The stale message comes back first, before the recovery's own message was handled: acknowledged without an
     # attempt (before, it claimed the fresh run and kept driving it with its receive count).

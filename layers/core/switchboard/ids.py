@@ -11,7 +11,7 @@ them) in ~1 µs instead of the ~4.5 µs of python-ulid's character-by-character 
 from __future__ import annotations
 
 import secrets
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -93,3 +93,11 @@ def ulid_bound(dt: datetime, *, high: bool) -> str:
     ms = int(dt.timestamp() * 1000)
     randomness = b"\xff" * 10 if high else b"\x00" * 10
     return ulid_text(ms.to_bytes(6, "big") + randomness)
+
+
+def ulid_time(text: str) -> datetime:
+    """The millisecond a ULID was made (its first ten characters), in UTC."""
+    ms = 0
+    for char in text[:10].upper():
+        ms = ms * 32 + _CROCKFORD.index(char)
+    return datetime.fromtimestamp(ms / 1000, tz=UTC)

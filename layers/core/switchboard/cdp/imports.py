@@ -2,8 +2,8 @@
 
 Each row is planned by `contacts.service.plan_upsert` (the contacts rules: custom fields, identity normalisation,
 one owner per identity through the sentinels) and its operations join the current batch while it holds at most 100
-items; a batch is one `TransactWriteItems`, so its rows land together or not at all (the contact counter updates of
-its new contacts folded into one). A batch cancelled because an
+items; a batch is one `TransactWriteItems`, so its rows land together or not at all (the contact counts follow
+from the stream, `contacts.counter`). A batch cancelled because an
 identity was claimed or a contact changed meanwhile is planned again once; rows still failing are reported.
 A row may not repeat an identity or a contact of an earlier row (reported, never half-merged).
 
@@ -26,7 +26,6 @@ from switchboard.api import jsonbody
 from switchboard.api.auth import AuthContext
 from switchboard.api.pagination import decode_cursor, encode_cursor, query_fingerprint
 from switchboard.cdp import fields, models
-from switchboard.contacts import counter
 from switchboard.contacts import models as contact_models
 from switchboard.contacts import service as contacts
 from switchboard.errors import DomainError, ValidationFailed
@@ -231,8 +230,8 @@ class _Run:
             self.updated += 1
 
     def _batch_ops(self, ops: list[TxOp]) -> list[TxOp]:
-        """One transaction's operations: the rows' contact counter updates folded into one."""
-        return counter.merge_count_ops(self.auth.org_id, ops)
+        """One transaction's operations: the rows' own (no shared counter among them)."""
+        return ops
 
     def flush(self) -> None:
         batch, self.pending = self.pending, []

@@ -3,12 +3,22 @@
 Keys (under `ORG#<org>`): `CDPSTAGE#<stg_id>` the stage, `CDPSTAGEKEY#<key>` its unique key; a contact's stage is
 the stage key in the contact's `lifecycle_stage` (written through `contacts.service.write_contact`, so GSI2 and
 `contact.updated` follow); every change writes `CONTACT#<ct>#STAGELOG#<ulid>` and `CDPSTAGELOG#<ulid>` (metrics).
+
+Metrics read counters only, never the contacts:
+- contacts now in each stage: the per-stage counters of `contacts.counter` (one Query of its shards);
+- entries, exits and conversions: per-day counters `STAGEDAY#<YYYY-MM-DD>#<shard>` (`DAY_SHARDS` items a day,
+  shard = from the log's ULID's last character) with `in:<to>`, `out:<from>` and `pair:<from>><to>` (`""` for no
+  stage), kept by the stream consumer from each `CDPSTAGELOG#` INSERT (`count_stage_change`: the log is marked
+  `counted` in the transaction that adds it, so a record delivered twice is added once; the day is the ULID's).
+A window is exact to the millisecond: its whole UTC days are read from the day counters (one Query, days x
+`DAY_SHARDS` items) and its two partial edge days from their stage logs (one Query each, bounded by the changes
+of one day, never by the number of contacts).
 """
 
 from __future__ import annotations
 
 from collections import Counter
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 from switchboard import clock
@@ -16,14 +26,18 @@ from switchboard.api.auth import AuthContext
 from switchboard.audit import audit_put
 from switchboard.cdp import models
 from switchboard.cdp.events import activity_puts
+from switchboard.contacts import counter as contact_counter
 from switchboard.contacts import repository as contact_repo
 from switchboard.contacts import service as contacts
 from switchboard.errors import Conflict, NotFound, ValidationFailed
-from switchboard.ids import new_id, new_ulid, ulid_bound
-from switchboard.store import Delete, Put, Store, TxOp, keys
+from switchboard.ids import new_id, new_ulid, ulid_bound, ulid_time
+from switchboard.store import Delete, Put, Store, TxOp, Update, keys
 
 Item = dict[str, Any]
 MAX_STAGES = 50
+STAGE_LOG_PREFIX = "CDPSTAGELOG#"
+DAY_PREFIX = "STAGEDAY#"
+DAY_SHARDS = 2
 
 
 def stage_key(org: str, stage_id: str) -> dict[str, str]:
@@ -189,8 +203,98 @@ def set_contact_stage(store: Store, auth: AuthContext, contact_id: str, body: mo
 
 
 # Metrics ------------------------------------------------------------------------------------------------------------
+class _AlreadyCounted(Conflict):
+    pass
+
+
+def day_key(org: str, day: str, shard: int) -> dict[str, str]:
+    return keys.key(keys.org_pk(org), f"{DAY_PREFIX}{day}#{shard}")
+
+
+def count_stage_change(store: Store, log: Item) -> bool:
+    """Add one stage-change log to its day's counters, once: False when it was counted already (a redelivery)."""
+    ulid = str(log["SK"]).removeprefix(STAGE_LOG_PREFIX)
+    org = str(log["PK"]).removeprefix("ORG#")
+    day = ulid_time(ulid).strftime("%Y-%m-%d")
+    src, dst = str(log.get("from_stage") or ""), str(log.get("to_stage") or "")
+    added = {f"pair:{src}>{dst}": 1}
+    if src:
+        added[f"out:{src}"] = 1
+    if dst:
+        added[f"in:{dst}"] = 1
+    names = {f"#a{n}": name for n, name in enumerate(added)}
+    try:
+        store.transact(
+            [
+                Update(
+                    key=keys.key(log["PK"], log["SK"]),
+                    expression="SET counted = :t",
+                    condition="attribute_exists(PK) AND attribute_not_exists(counted)",
+                    values={":t": True},
+                    error=_AlreadyCounted(),
+                ),
+                Update(
+                    key=day_key(org, day, ord(ulid[-1]) % DAY_SHARDS),
+                    expression="SET #e = :e, #d = :d ADD " + ", ".join(f"{name} :one" for name in names),
+                    names={"#e": "entity", "#d": "day", **names},
+                    values={":e": "StageDay", ":d": day, ":one": 1},
+                ),
+            ]
+        )
+    except _AlreadyCounted:
+        return False
+    return True
+
+
+def _midnight(moment: datetime) -> datetime:
+    return moment.replace(hour=0, minute=0, second=0, microsecond=0)
+
+
+def _changes(store: Store, org: str, start: datetime, end: datetime) -> Counter[str]:
+    """Entries, exits and pairs of the stage logs in [start, end] (a partial day: read from its logs)."""
+    logs = store.query_all(
+        keys.org_pk(org),
+        sk_between=(
+            f"{STAGE_LOG_PREFIX}{ulid_bound(start, high=False)}",
+            f"{STAGE_LOG_PREFIX}{ulid_bound(end, high=True)}",
+        ),
+    )
+    found: Counter[str] = Counter()
+    for log in logs:
+        src, dst = log.get("from_stage") or "", log.get("to_stage") or ""
+        found[f"pair:{src}>{dst}"] += 1
+        found[f"out:{src}"] += 1 if src else 0
+        found[f"in:{dst}"] += 1 if dst else 0
+    return found
+
+
+def _window(store: Store, org: str, start: datetime, end: datetime) -> Counter[str]:
+    """Entries, exits and pairs in [start, end]: whole days from the day counters, the edge days from their logs."""
+    first = _midnight(start) if _midnight(start) == start else _midnight(start) + timedelta(days=1)
+    last = _midnight(end)  # the whole days are [first, last)
+    if first >= last:
+        return _changes(store, org, start, end)
+    found = Counter[str]()
+    if start < first:
+        found += _changes(store, org, start, first - timedelta(milliseconds=1))
+    days = store.query_all(
+        keys.org_pk(org),
+        sk_between=(
+            f"{DAY_PREFIX}{first.strftime('%Y-%m-%d')}#",
+            f"{DAY_PREFIX}{(last - timedelta(days=1)).strftime('%Y-%m-%d')}#~",
+        ),
+    )
+    for row in days:
+        for name, value in row.items():
+            if name.startswith(("in:", "out:", "pair:")):
+                found[name] += int(value)
+    found += _changes(store, org, last, end)
+    return found
+
+
 def metrics(store: Store, auth: AuthContext, since: str | None, until: str | None) -> models.StageMetrics:
-    """Contacts now in each stage; entries, exits and stage-to-stage conversions in [since, until]."""
+    """Contacts now in each stage; entries, exits and stage-to-stage conversions in [since, until]: counters only
+    (see the module's note)."""
     org = auth.org_id
     try:
         end = clock.parse_iso(until) if until else clock.now()
@@ -199,25 +303,24 @@ def metrics(store: Store, auth: AuthContext, since: str | None, until: str | Non
         raise ValidationFailed.field("query.since", "is not an ISO 8601 time") from None
     if start > end:
         raise ValidationFailed.field("query.since", "must not be after until")
-    changes = store.query_all(
-        keys.org_pk(org),
-        sk_between=(f"CDPSTAGELOG#{ulid_bound(start, high=False)}", f"CDPSTAGELOG#{ulid_bound(end, high=True)}"),
-    )
-    entered = Counter(c.get("to_stage") for c in changes)
-    exited = Counter(c.get("from_stage") for c in changes)
-    pairs = Counter((c.get("from_stage"), c.get("to_stage")) for c in changes)
+    found = _window(store, org, start, end)
+    now_in = contact_counter.counts(store, org).stages
     stages = [
         models.StageCount(
             stage=s["key"],
             name=s["name"],
-            contacts=store.count(contact_repo.stage_pk(org, s["key"]), index="GSI2"),
-            entered=entered.get(s["key"], 0),
-            exited=exited.get(s["key"], 0),
+            contacts=now_in.get(s["key"], 0),
+            entered=found.get(f"in:{s['key']}", 0),
+            exited=found.get(f"out:{s['key']}", 0),
         )
         for s in _all(store, org)
     ]
+    pairs = {
+        tuple(name.removeprefix("pair:").split(">", 1)): n for name, n in found.items() if name.startswith("pair:")
+    }
     conversions = [
-        models.Conversion(from_stage=a, to_stage=b, count=n)
+        models.Conversion(from_stage=a or None, to_stage=b or None, count=n)
         for (a, b), n in sorted(pairs.items(), key=lambda kv: (-kv[1], str(kv[0])))
+        if n
     ]
     return models.StageMetrics(since=clock.iso(start), until=clock.iso(end), stages=stages, conversions=conversions)

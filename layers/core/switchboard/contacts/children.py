@@ -10,7 +10,6 @@ from switchboard.api.pagination import decode_cursor, encode_cursor, query_finge
 from switchboard.audit import audit_put
 from switchboard.contacts import models, search
 from switchboard.contacts import repository as repo
-from switchboard.contacts.counter import count_op
 from switchboard.contacts.identifiers import Identifier
 from switchboard.contacts.service import get_item, not_found, resolve, view, write_contact
 from switchboard.errors import Conflict, NotFound, ValidationFailed
@@ -466,7 +465,6 @@ def merge(store: Store, auth: AuthContext, target_id: str, body: models.MergeReq
             error=Conflict("The merged contact changed; retry."),
         )
     )
-    final.append(count_op(org, -1))  # the source contact item goes
     final += search.index_ops(org, source, None)
     final.append(
         audit_put(

@@ -16,7 +16,6 @@ from switchboard.api.pagination import decode_cursor, encode_cursor, query_finge
 from switchboard.audit import audit_put
 from switchboard.contacts import repository as repo
 from switchboard.contacts import search
-from switchboard.contacts.counter import count_op
 from switchboard.contacts.identifiers import Identifier, normalize, normalize_phone, sentinel_sk
 from switchboard.errors import Conflict, NotFound
 from switchboard.events.outbox import outbox_put
@@ -339,9 +338,8 @@ def _create(store: Store, auth: AuthContext, fields: Item, idents: list) -> Item
 
 def creation_ops(auth: AuthContext, fields: Item, idents: list) -> tuple[Item, list[TxOp]]:
     """The new contact and the operations that create it (item, identity sentinels, search rows, the organization's
-    contact counter, event) uncommitted: the caller transacts them, alone or with others (a contacts import commits
-    a batch of rows at once, with `counter.merge_count_ops`). `fields` are the body's profile fields and attributes
-    (`_fields_of`)."""
+    event) uncommitted: the caller transacts them, alone or with others (a contacts import commits a batch of rows
+    at once). `fields` are the body's profile fields and attributes (`_fields_of`)."""
     org, now, contact_id = auth.org_id, clock.now_iso(), new_id("ct")
     fields = _derive_names(fields)
     item: Item = {
@@ -364,7 +362,6 @@ def creation_ops(auth: AuthContext, fields: Item, idents: list) -> tuple[Item, l
     ops: list[TxOp] = [Put(item=item, condition="attribute_not_exists(PK)")]
     ops += [_sentinel_put(org, contact_id, i, ch, now) for i, ch in idents]
     ops += search.index_ops(org, None, item)
-    ops.append(count_op(org, 1))
     ops.append(_event(org, item, ["created"], "created"))
     return item, ops
 
@@ -494,7 +491,7 @@ def delete(store: Store, auth: AuthContext, contact_id: str) -> None:
     """Erases the person (`switchboard.contacts.erasure`). One transaction of at most ~70 operations, whatever the
     contact holds: the contact item goes (every read by id or by identity answers 404 from now on), with its search
     rows, its first identity sentinels (free for reuse at once; the rest are released by the cascade, and a create
-    may claim them before: `_release_stale`), the contact counter, the audit entry (the id only) and the tombstone
+    may claim them before: `_release_stale`), the audit entry (the id only) and the tombstone
     with the event that starts the cascade."""
     from switchboard.contacts import erasure
 
@@ -518,7 +515,6 @@ def delete(store: Store, auth: AuthContext, contact_id: str) -> None:
     ]
     ops += [Delete(key=repo.sentinel_key(org, sk)) for sk in now]
     ops += search.index_ops(org, item, None)  # at most search.MAX_TOKENS
-    ops.append(count_op(org, -1))
     ops.append(audit_put(auth, "contact.deleted", "contact", contact_id))
     ops += erasure.tombstone_ops(org, item, later, auth.principal_id)
     store.transact(ops)

@@ -21,6 +21,7 @@ def organization_item(org_id: str, name: str, created_by: str | None) -> Item:
         "name": name,
         "created_by": created_by,
         "owner_count": 1 if created_by else 0,
+        "contact_counts": "stream",  # contacts.counter: counted from the stream since creation, nothing to seed
         "created_at": now,
         "updated_at": now,
         "version": 1,

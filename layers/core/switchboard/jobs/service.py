@@ -53,6 +53,8 @@ KINDS: dict[str, str] = {
     "segment.build": "switchboard.cdp.segment_build:run_chunk",
     "tag.cascade": "switchboard.contacts.tag_jobs:run_chunk",
     "label.detach": "switchboard.catalog.label_jobs:run_chunk",
+    "contacts.count_seed": "switchboard.contacts.counter:seed_chunk",
+    "webhooks.recover": "switchboard.webhooks.service:recover_chunk",
 }
 
 

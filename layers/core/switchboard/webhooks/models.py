@@ -149,8 +149,10 @@ class RecoverRequest(Strict):
 class RecoverResult(BaseModel):
     endpoint_id: str
     since: str
-    requeued: int
-    has_more: bool = Field(description="More failed deliveries remain; call again")
+    job_id: str = Field(description="The background job that requeues the deliveries, page by page")
+    status: str = Field(description="The job's status: `running` when answered")
+    requeued: int = Field(description="Deliveries requeued when answered (the job's progress counts the rest)")
+    has_more: bool = Field(description="Always false: the job goes through every failed delivery")
 
 
 class PortalAccessRequest(Strict):

@@ -25,7 +25,8 @@ Item = dict[str, Any]
 MAX_ENDPOINTS = 50
 ROTATION_OVERLAP = timedelta(hours=24)
 DEFAULT_FAILURE_THRESHOLD = 10
-MAX_RECOVER = 500
+RECOVER_KIND = "webhooks.recover"
+RECOVER_PAGE = 100  # deliveries of the endpoint evaluated per recovery chunk (one Query page)
 FAILED_STATUSES = ("retrying", "exhausted", "canceled")
 PORTAL_TOKEN_PREFIX = "whp_"
 PORTAL_SESSION_PREFIX = "whps_"
@@ -391,25 +392,34 @@ def _deliverable_endpoint(store: Store, org: str, endpoint_id: str) -> Item:
     return endpoint
 
 
-def requeue(store: Store, org: str, msg_id: str) -> Item:
+def requeue(store: Store, org: str, msg_id: str, *, job_id: str | None = None) -> Item:
     """Make a delivery due now with a fresh schedule (same id, same body) and a new `generation`, so a message still
     queued for it (a `retrying` delivery's next attempt) is dropped and only the caller's new message, queued with
-    that generation, drives it; refused while an attempt runs."""
+    that generation, drives it; refused while an attempt runs. A recovery job passes its id: the delivery is marked
+    `recovered_by` it, and refused when this job requeued it already."""
     now = clock.now()
+    values: dict[str, Any] = {
+        ":pending": "pending",
+        ":now": clock.iso(now),
+        ":zero": 0,
+        ":one": 1,
+        ":true": True,
+        ":now_ms": int(now.timestamp() * 1000),
+    }
+    expression = (
+        "SET #status = :pending, next_attempt_at = :now, run_attempts = :zero, manual = :true, updated_at = :now"
+    )
+    condition = "attribute_exists(PK) AND (attribute_not_exists(lease_until) OR lease_until < :now_ms)"
+    if job_id is not None:
+        values[":job"] = job_id
+        expression += ", recovered_by = :job"
+        condition += " AND (attribute_not_exists(recovered_by) OR recovered_by <> :job)"
     return store.update(  # type: ignore[return-value]
         repo.delivery_key(org, msg_id),
-        "SET #status = :pending, next_attempt_at = :now, run_attempts = :zero, manual = :true, updated_at = :now"
-        " REMOVE #owner, lease_until ADD generation :one",
-        condition="attribute_exists(PK) AND (attribute_not_exists(lease_until) OR lease_until < :now_ms)",
+        expression + " REMOVE #owner, lease_until ADD generation :one",
+        condition=condition,
         names={"#status": "status", "#owner": "owner"},
-        values={
-            ":pending": "pending",
-            ":now": clock.iso(now),
-            ":zero": 0,
-            ":one": 1,
-            ":true": True,
-            ":now_ms": int(now.timestamp() * 1000),
-        },
+        values=values,
         error=Conflict("An attempt of this delivery is in progress; retry shortly."),
     )
 
@@ -425,39 +435,64 @@ def retry_delivery(store: Store, auth: AuthContext, msg_id: str) -> models.Deliv
 
 
 def recover(store: Store, auth: AuthContext, endpoint_id: str, since: str) -> models.RecoverResult:
-    """Retry every failed (retrying, exhausted or canceled) delivery of the endpoint created since `since`."""
+    """Start the job that retries every failed (retrying, exhausted or canceled) delivery of the endpoint created
+    since `since` (job kind `RECOVER_KIND`, `recover_chunk`); answers at once."""
+    from switchboard.jobs import service as jobs
+
     org = auth.org_id
     if not _get_endpoint(store, org, endpoint_id)["enabled"]:
         raise Conflict("The endpoint is disabled; enable it before recovering its deliveries.")
-    values = {f":s{n}": s for n, s in enumerate(FAILED_STATUSES)}
+    job = jobs.start_op(RECOVER_KIND, org, checkpoint={"endpoint_id": endpoint_id, "since": since})
+    store.transact(
+        [job, audit_put(auth, "webhook_endpoint.recovered", "webhook_endpoint", endpoint_id, after={"since": since})]
+    )
+    jobs.enqueue(job.item["id"], 0)
+    return models.RecoverResult(
+        endpoint_id=endpoint_id, since=since, job_id=job.item["id"], status=jobs.RUNNING, requeued=0, has_more=False
+    )
+
+
+def recover_chunk(store: Store, job: Item) -> Any:
+    """One chunk of a recovery: one GSI2 page (`RECOVER_PAGE` deliveries of the endpoint evaluated, from the
+    checkpoint's `cursor`) and, for each failed one, `requeue` marked with the job's id plus its delivery message.
+
+    Safe to run twice: the requeue's condition refuses a delivery this job requeued already (`recovered_by`), so a
+    redelivered chunk never sends a delivery a second time; one it requeued whose message may have been lost (a
+    crash between the write and the send) is still `pending` with the job's mark and gets the message again, with
+    the same generation (the sender's claim makes two messages of one generation one attempt)."""
+    from switchboard.jobs.service import Chunk
+
+    org, cp = str(job["organization_id"]), dict(job.get("checkpoint") or {})
+    job_id, endpoint_id = str(job["id"]), str(cp["endpoint_id"])
+    values: dict[str, Any] = {f":s{n}": s for n, s in enumerate(FAILED_STATUSES)} | {":job": job_id, ":p": "pending"}
+    page = store.query(
+        repo.endpoint_deliveries_pk(org, endpoint_id),
+        index="GSI2",
+        sk_between=(str(cp["since"]), "~"),
+        start_key=cp.get("cursor"),
+        limit=RECOVER_PAGE,
+        filter_expression=f"#status IN ({', '.join(v for v in values if v.startswith(':s'))})"
+        " OR (recovered_by = :job AND #status = :p)",
+        names={"#status": "status"},
+        values=values,
+    )
     ids: list[str] = []
     generations: dict[str, int] = {}
-    last: dict[str, Any] | None = None
-    has_more = False
-    while True:
-        page = store.query(
-            repo.endpoint_deliveries_pk(org, endpoint_id),
-            index="GSI2",
-            sk_between=(since, "~"),
-            start_key=last,
-            filter_expression=f"#status IN ({', '.join(values)})",
-            names={"#status": "status"},
-            values=values,
-        )
-        for item in page.items:
-            if len(ids) >= MAX_RECOVER:
-                has_more = True
-                break
-            try:
-                generations[item["id"]] = int(requeue(store, org, item["id"])["generation"])
-            except Conflict:
-                continue  # an attempt is running right now: it is being delivered anyway
+    for item in page.items:
+        if item.get("recovered_by") == job_id:
+            generations[item["id"]] = int(item.get("generation") or 0)  # requeued by this job: its message again
             ids.append(item["id"])
-        last = page.last_key
-        if has_more or last is None:
-            break
+            continue
+        try:
+            generations[item["id"]] = int(requeue(store, org, item["id"], job_id=job_id)["generation"])
+        except Conflict:
+            continue  # an attempt is running right now (it is being delivered anyway), or this job requeued it
+        ids.append(item["id"])
     dispatch.enqueue(org, ids, generations)
-    return models.RecoverResult(endpoint_id=endpoint_id, since=since, requeued=len(ids), has_more=has_more)
+    progress = {"requeued": len(ids)}
+    if page.last_key:
+        return Chunk({**cp, "cursor": page.last_key}, progress)
+    return Chunk({**cp, "cursor": None}, progress, done=True)
 
 
 # Portal access ----------------------------------------------------------------------------------------------------
