@@ -5,7 +5,8 @@ One Meta app sends the traffic of all its phone numbers to one callback URL. `PO
 claimed that number and checks `X-Hub-Signature-256` with that channel's `app_secret` before anything is stored (a
 body whose signature fails for any of its numbers is refused whole: 401, nothing stored). `messages` changes become
 messages and statuses; the number's other updates (groups, templates, account) become channel log entries
-(`whatsapp.<field>`). Changes of numbers no channel claims are ignored. The per-channel URL
+(`whatsapp.<field>`), and group updates also follow into the channel's group records (an asynchronous create is
+completed by its `group_lifecycle_update`). Changes of numbers no channel claims are ignored. The per-channel URL
 (`/v1/providers/{channel_id}/callback`) goes through the same routing, with changes that carry no `metadata` going
 to that channel.
 
@@ -214,6 +215,17 @@ def _update_log(channel: Item, field: str, value: dict[str, Any]) -> Put:
     return channels.log_entry(channel["organization_id"], channel["id"], f"whatsapp.{field}", detail)
 
 
+def _apply_group_updates(store: Store, channel: Item, updates: list[tuple[str, dict[str, Any]]]) -> None:
+    """Meta's group webhooks follow into the group records of the channel (`groups.service.apply_event`)."""
+    from switchboard.groups import service as groups
+    from switchboard.providers.whatsapp_cloud import GROUP_FIELDS, group_events
+
+    for field, value in updates:
+        if field in GROUP_FIELDS:
+            for event in group_events(field, value):
+                groups.apply_event(store, channel, event)
+
+
 def receive(store: Store, headers: dict[str, str], body: bytes, *, default: Item | None = None) -> dict[str, Any]:
     """Store each routed inbound message once and apply each status, per channel."""
     from switchboard.messaging import messages
@@ -223,6 +235,7 @@ def receive(store: Store, headers: dict[str, str], body: bytes, *, default: Item
         org = channel["organization_id"]
         if updates:
             store.transact([_update_log(channel, field, value) for field, value in updates[:25]])
+            _apply_group_updates(store, channel, updates)
         for event in events:
             if isinstance(event, InboundMessage):
                 messages.receive(store, org, channel, event)
