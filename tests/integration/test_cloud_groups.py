@@ -150,9 +150,12 @@ def test_what_the_cloud_api_does_not_offer_is_400(api: Api, graph: FakeGraphApi,
     api.assert_error(answer, 400, "unsupported_by_provider")
 
 
-def test_join_by_invite_is_400(api: Api, graph: FakeGraphApi, cloud: dict):
+def test_join_by_invite_and_communities_are_400(api: Api, graph: FakeGraphApi, cloud: dict):
     join = api.post("/v1/groups/join", json={"channel_id": cloud["id"], "invite_code": "AbCdEf123456"})
     api.assert_error(join, 400, "unsupported_by_provider")
+    community = api.post("/v1/communities", json={"channel_id": cloud["id"], "name": "x"})
+    api.assert_error(community, 400, "unsupported_by_provider")
+    assert not graph.group_requests and not graph.groups
 
 
 def test_metas_group_webhooks_follow_into_the_record(api: Api, graph: FakeGraphApi, cloud: dict):

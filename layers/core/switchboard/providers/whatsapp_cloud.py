@@ -108,7 +108,7 @@ def base_url_refusal(value: Any, *, local: bool) -> str | None:
         or parts.fragment
         or not _GRAPH_PATH.fullmatch(parts.path)
     ):
-        return f"must be Meta's Graph API root, https://{GRAPH_HOST}[/vNN.N] (other hosts only on the local stack)"
+        return f"must be Meta's Graph API root, https://{GRAPH_HOST}[/vNN.N] (other hosts only on the local stage)"
     return None
 
 
