@@ -110,6 +110,11 @@ EXPECTED_OPERATIONS = {
     "blockUserS",
     "unblockUserS",
     "manageCalls",
+    "createGroup",
+    "getActiveGroups",
+    "updateGroupSettings",
+    "removeGroupParticipants",
+    "createGroupInviteLink",
 }
 
 
@@ -160,10 +165,24 @@ def test_every_request_the_adapter_can_make_validates_against_metas_document(gra
     adapter.block(TO, False)
     graph.calls["wacid.HBgLMTIxODU1NTI4MjgVAgARGCAyODRQIAFRoA"] = "ringing"
     assert adapter.reject_call("wacid.HBgLMTIxODU1NTI4MjgVAgARGCAyODRQIAFRoA", TO) == {"success": True}
+    made = adapter.groups("create", {"name": "Inquiry", "description": "New cars", "participants": [TO]})
+    assert made["pending"] and made["failed"][0]["phone"] == TO
+    adapter.groups("create", {"name": "No description", "participants": []})
+    group_id, _ = graph.complete_group(made["request_id"], [TO, "15550002222"])
+    assert adapter.groups("list", {})["groups"] == [{"jid": group_id}]
+    adapter.groups("set_name", {"jid": group_id, "name": "Renamed"})
+    adapter.groups("set_description", {"jid": group_id, "description": ""})
+    nine = [str(15550003000 + i) for i in range(9)]  # Meta takes at most 8 a call
+    removed = adapter.groups("participants", {"jid": group_id, "action": "remove", "participants": [TO, *nine]})
+    assert len(removed["results"]) == 10
+    assert adapter.groups("invite_code", {"jid": group_id, "revision": 0})["invite_code"] == graph.groups[group_id][
+        "invite"
+    ]
 
     assert graph.violations == []
     assert set(graph.operations) == EXPECTED_OPERATIONS
     assert Counter(graph.operations)["sendMessage"] == len(sends) + 4  # two reactions, a read, a typing indicator
+    assert Counter(graph.operations)["removeGroupParticipants"] == 2
     kinds = [r.json.get("type") for r in graph.requests_to("POST", f"/v23.0/{graph.phone_number_id}/messages")]
     assert set(kinds) >= {"text", "image", "video", "audio", "document", "sticker", "location", "contacts"}
     assert set(kinds) >= {"interactive", "template", "reaction", None}
