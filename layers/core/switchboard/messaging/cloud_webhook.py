@@ -23,6 +23,7 @@ Items (global, outside any organization):
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import hmac
 import json
@@ -171,32 +172,74 @@ def subscription(store: Store, params: dict[str, str]) -> str:
     raise Forbidden("The verify token does not match the verify_token of any whatsapp_cloud channel.")
 
 
-Routed = tuple[Item, list[InboundMessage | StatusCallback], list[tuple[str, dict[str, Any]]]]
+Change = tuple[str, dict[str, Any]]  # (field, value) of one entry of Meta's `changes`
+QUEUE_BATCH = 10  # SQS SendMessageBatch
+MAX_QUEUED_BYTES = 250_000  # a change larger than an SQS message is processed at once instead
+CHANGE_TTL_DAYS = 8  # Meta retries a webhook for up to 7 days; a processed change is remembered longer
 
 
-def route(store: Store, headers: dict[str, str], body: bytes, *, default: Item | None = None) -> list[Routed]:
-    """Each channel the body speaks for, with its message events and its other updates (`(field, value)`: group,
-    template, account changes); every channel's signature is checked before any is returned. `default` receives
-    changes without `metadata.phone_number_id` (the per-channel URL)."""
+def route(
+    store: Store, headers: dict[str, str], body: bytes, *, default: Item | None = None
+) -> list[tuple[Item, list[Change]]]:
+    """Each channel the body speaks for, with its changes; every channel's signature is checked before any is
+    returned. `default` receives changes without `metadata.phone_number_id` (the per-channel URL)."""
     from switchboard.providers.whatsapp_cloud import WhatsAppCloudProvider, changes_by_number, signature_of
 
     grouped = changes_by_number(body)  # a body that is not Meta's shape is 400 before anything else
     if not signature_of(headers):
         raise Unauthenticated("Missing or malformed X-Hub-Signature-256 header.")
     own = _text(_config(default), "phone_number_id")
-    routed: list[Routed] = []
+    routed: list[tuple[Item, list[Change]]] = []
     for number, changes in grouped.items():
         channel = default if default is not None and number in ("", own) else None
         if channel is None and number:
             channel = channel_for_number(store, number)
         if channel is None:
             continue  # a number no channel claims (yet)
-        adapter = WhatsAppCloudProvider(channel)
-        adapter.verify_callback(headers, body)
-        messages = [value for field, value in changes if field == "messages"]
-        updates = [(field, value) for field, value in changes if field != "messages"]
-        routed.append((channel, adapter.events(messages), updates))
+        WhatsAppCloudProvider(channel).verify_callback(headers, body)
+        routed.append((channel, changes))
     return routed
+
+
+def receive(store: Store, headers: dict[str, str], body: bytes, *, default: Item | None = None) -> dict[str, Any]:
+    """Meta's callback, answered fast: the signature is checked here (401, nothing stored or queued, when it fails
+    for any channel the body speaks for), then each verified change is queued (`CloudWebhookQueue`) for the
+    `cloud_webhook` consumer, which processes it once (`process`)."""
+    from switchboard import aws
+    from switchboard.config import get_settings
+
+    from switchboard.providers.whatsapp_cloud import WhatsAppCloudProvider
+
+    messages: list[str] = []
+    processed: dict[str, int] = {"received": 0, "statuses_applied": 0}
+    for channel, changes in route(store, headers, body, default=default):
+        # the messages are read now (no I/O): one Meta could never accept is 400 here rather than a queued failure
+        WhatsAppCloudProvider(channel).events([value for field, value in changes if field == "messages"])
+        for field, value in changes:
+            message = json.dumps(
+                {
+                    "organization_id": channel["organization_id"],
+                    "channel_id": channel["id"],
+                    "field": field,
+                    "value": value,
+                },
+                separators=(",", ":"),
+                default=str,
+            )
+            if len(message.encode()) > MAX_QUEUED_BYTES:  # beyond SQS' message size: processed at once
+                for key, count in process(store, channel["organization_id"], channel["id"], field, value).items():
+                    processed[key] += count
+            else:
+                messages.append(message)
+    sqs = aws.client("sqs") if messages else None
+    for start in range(0, len(messages), QUEUE_BATCH):
+        batch = messages[start : start + QUEUE_BATCH]
+        entries = [{"Id": str(n), "MessageBody": m} for n, m in enumerate(batch)]
+        assert sqs is not None
+        answer = sqs.send_message_batch(QueueUrl=get_settings().cloud_webhook_queue_url, Entries=entries)
+        if answer.get("Failed"):  # Meta retries the whole body on a non-200; each change is processed once anyway
+            raise RuntimeError(f"{len(answer['Failed'])} webhook changes could not be queued")
+    return {"queued": len(messages), **processed}
 
 
 MAX_LOGGED_UPDATE = 8 * 1024  # characters of an update's JSON kept in the channel log
@@ -215,31 +258,55 @@ def _update_log(channel: Item, field: str, value: dict[str, Any]) -> Put:
     return channels.log_entry(channel["organization_id"], channel["id"], f"whatsapp.{field}", detail)
 
 
-def _apply_group_updates(store: Store, channel: Item, updates: list[tuple[str, dict[str, Any]]]) -> None:
-    """Meta's group webhooks follow into the group records of the channel (`groups.service.apply_event`)."""
-    from switchboard.groups import service as groups
-    from switchboard.providers.whatsapp_cloud import GROUP_FIELDS, group_events
-
-    for field, value in updates:
-        if field in GROUP_FIELDS:
-            for event in group_events(field, value):
-                groups.apply_event(store, channel, event)
+def change_key(org: str, channel_id: str, field: str, value: dict[str, Any]) -> dict[str, str]:
+    """The marker of a processed change: Meta's retries carry the same change, byte for byte in content."""
+    digest = hashlib.sha256(
+        json.dumps([channel_id, field, value], sort_keys=True, separators=(",", ":"), default=str).encode()
+    ).hexdigest()
+    return keys.key(keys.org_pk(org), f"WACHANGE#{digest}")
 
 
-def receive(store: Store, headers: dict[str, str], body: bytes, *, default: Item | None = None) -> dict[str, Any]:
-    """Store each routed inbound message once and apply each status, per channel."""
-    from switchboard.messaging import messages
+def process(store: Store, org: str, channel_id: str, field: str, value: dict[str, Any]) -> dict[str, int]:
+    """One verified change of a channel, once: `messages` changes store their inbound messages (once per message
+    id) and apply their statuses; group updates follow into the channel's group records; every other update is a
+    channel log entry. A change already processed (Meta retried it) changes nothing; a channel gone, of another
+    platform, or of an organization pending deletion receives nothing."""
+    from switchboard.identity import repository as identity_repository
+    from switchboard.messaging import channels, messages
+    from switchboard.providers.whatsapp_cloud import GROUP_FIELDS, WhatsAppCloudProvider, group_events
 
-    received, statuses = 0, 0
-    for channel, events, updates in route(store, headers, body, default=default):
-        org = channel["organization_id"]
-        if updates:
-            store.transact([_update_log(channel, field, value) for field, value in updates[:25]])
-            _apply_group_updates(store, channel, updates)
-        for event in events:
+    counts = {"received": 0, "statuses_applied": 0}
+    marker = change_key(org, channel_id, field, value)
+    if store.get(marker, consistent=True) is not None:
+        return counts
+    channel = store.get(channels.channel_key(org, channel_id), consistent=True)
+    if not channel or channel.get("platform") != PLATFORM or not identity_repository.organization_active(store, org):
+        return counts
+    if field == "messages":
+        for event in WhatsAppCloudProvider(channel).events([value]):
             if isinstance(event, InboundMessage):
                 messages.receive(store, org, channel, event)
-                received += 1
-            else:
-                statuses += int(messages.status_callback(store, org, channel, event))
-    return {"received": received, "statuses_applied": statuses}
+                counts["received"] += 1
+            elif isinstance(event, StatusCallback):
+                counts["statuses_applied"] += int(messages.status_callback(store, org, channel, event))
+    elif field in GROUP_FIELDS:
+        from switchboard.groups import service as groups
+
+        for group_event in group_events(field, value):
+            groups.apply_event(store, channel, group_event)
+    ops: list[TxOp] = [
+        Put(
+            item={
+                **marker,
+                "entity": "WhatsAppChange",
+                "field": field,
+                "ttl": clock.epoch(clock.now()) + CHANGE_TTL_DAYS * 86400,
+            },
+            condition="attribute_not_exists(PK)",
+        )
+    ]
+    if field != "messages":
+        ops.append(_update_log(channel, field, value))
+    with contextlib.suppress(Conflict):  # a concurrent delivery of the same change recorded it (and its log entry)
+        store.transact(ops)
+    return counts
