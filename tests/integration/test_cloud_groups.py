@@ -7,6 +7,7 @@ from __future__ import annotations
 import pytest
 
 from tests.fakes.graph_api import FakeGraphApi
+from tests.integration import cloud_queue
 from tests.integration.support import Api
 
 URL = "/v1/providers/whatsapp_cloud/webhook"
@@ -35,10 +36,11 @@ def cloud(api: Api, graph: FakeGraphApi) -> dict:
 
 
 def _deliver(api: Api, graph: FakeGraphApi, body: bytes, *, sign: bool = True):
+    """Meta's callback, and the queued changes it verified processed by the consumer."""
     headers = {"Content-Type": "application/json"}
     if sign:
         headers["X-Hub-Signature-256"] = graph.signature(body)
-    return api.post(URL, content=body, headers=headers)
+    return cloud_queue.post(api, URL, body, headers)[0]
 
 
 def _create(api: Api, graph: FakeGraphApi, cloud: dict) -> tuple[dict, str]:
