@@ -338,7 +338,7 @@ class WhatsAppCloudProvider(Provider):
         at create come back in `failed`; the business can remove members but not add, promote or demote them, and
         it cannot leave or join a group: those are 400 `unsupported_by_provider`."""
         api = self._api()
-        wa = {"messaging_product": "whatsapp"}
+        wa: dict[str, Any] = {"messaging_product": "whatsapp"}
         if action == "create":
             body = {**wa, "subject": str(payload["name"])}
             if payload.get("description"):
@@ -375,8 +375,8 @@ class WhatsAppCloudProvider(Provider):
             phones = [str(p) for p in payload.get("participants") or []]
             for start in range(0, len(phones), GROUP_PARTICIPANTS_PER_CALL):
                 chunk = phones[start : start + GROUP_PARTICIPANTS_PER_CALL]
-                body = {**wa, "participants": [{"user": _digits(p)} for p in chunk]}
-                api.call("DELETE", f"{group}/participants", json_body=body)
+                removal = {**wa, "participants": [{"user": _digits(p)} for p in chunk]}
+                api.call("DELETE", f"{group}/participants", json_body=removal)
                 results.extend({"phone": p, "status": "ok"} for p in chunk)
             return {"results": results}
         if action == "invite_code":
