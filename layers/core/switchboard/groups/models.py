@@ -45,7 +45,7 @@ class Group(BaseModel):
     jid: str | None = Field(
         default=None,
         description="the provider's group id, e.g. `120363…@g.us` (Meta's Cloud API: its own case-sensitive id); "
-        "null while `status` is `creating`"
+        "null while `status` is `creating`",
     )
     name: str
     description: str = ""

@@ -207,7 +207,6 @@ def receive(store: Store, headers: dict[str, str], body: bytes, *, default: Item
     `cloud_webhook` consumer, which processes it once (`process`)."""
     from switchboard import aws
     from switchboard.config import get_settings
-
     from switchboard.providers.whatsapp_cloud import WhatsAppCloudProvider
 
     messages: list[str] = []
