@@ -279,3 +279,42 @@ def test_metas_retries_of_a_change_are_processed_once(api: Api):
     assert len(logs) == 1
     markers = get_store().query_all(f"ORG#{api.org_id}", sk_prefix="WACHANGE#")
     assert len(markers) == 2 and all(m["ttl"] > 0 for m in markers)
+
+
+def test_a_change_that_fails_is_retried_by_the_queue_and_then_stored_once(api: Api, monkeypatch: Any):
+    import boto3
+
+    from functions.cloud_webhook.app import handler
+    from local.pollers import lambda_sqs_record
+    from switchboard.messaging import messages
+    from tests.helpers import FakeContext
+
+    channel = _channel(api, NUMBER_A).json()["data"]
+    body = _body(
+        _change(NUMBER_A, "14155552671", "wamid.T0", "fine"),
+        _change(NUMBER_A, "14155552672", "wamid.T1", "after a fault"),
+    )
+    assert api.post(URL, content=body, headers=_signed(body)).json()["data"]["queued"] == 2
+    real, failed = messages.receive, []
+
+    def flaky(store: Any, org: str, ch: Any, event: Any) -> Any:
+        if event.provider_message_id == "wamid.T1" and not failed:
+            failed.append(event.provider_message_id)
+            raise RuntimeError("the table hiccuped")
+        return real(store, org, ch, event)
+
+    monkeypatch.setattr(messages, "receive", flaky)
+    sqs, url = boto3.client("sqs"), api.resources.queue_url("CloudWebhookQueue")
+    got = sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=10, AttributeNames=["All"])["Messages"]
+    records = [lambda_sqs_record(m, api.resources.queue_arn("CloudWebhookQueue")) for m in got]
+    assert len(records) == 2
+    result = handler({"Records": records}, FakeContext())
+    (bad,) = [r for r in records if "wamid.T1" in r["body"]]
+    assert result == {"batchItemFailures": [{"itemIdentifier": bad["messageId"]}]}  # only it is left to retry
+    assert _inbound(api, channel["id"]) == ["fine"]
+    for record in records:
+        if record is not bad:
+            sqs.delete_message(QueueUrl=url, ReceiptHandle=record["receiptHandle"])
+    sqs.change_message_visibility(QueueUrl=url, ReceiptHandle=bad["receiptHandle"], VisibilityTimeout=0)
+    assert cloud_queue.drain(api) == {"received": 1, "statuses_applied": 0}
+    assert _inbound(api, channel["id"]) == ["after a fault", "fine"]
