@@ -318,3 +318,35 @@ def test_a_change_that_fails_is_retried_by_the_queue_and_then_stored_once(api: A
     sqs.change_message_visibility(QueueUrl=url, ReceiptHandle=bad["receiptHandle"], VisibilityTimeout=0)
     assert cloud_queue.drain(api) == {"received": 1, "statuses_applied": 0}
     assert _inbound(api, channel["id"]) == ["after a fault", "fine"]
+
+
+def test_changes_are_queued_in_batches_and_one_too_large_for_sqs_is_processed_at_once(api: Api):
+    from switchboard.api.app import MAX_BODY_BYTES
+
+    channel = _channel(api, NUMBER_A).json()["data"]
+    many = _body(*(_change(NUMBER_A, "14155552671", f"wamid.M{n}", f"n{n:02d}") for n in range(11)))
+    assert api.post(URL, content=many, headers=_signed(many)).json()["data"]["queued"] == 11  # two batches
+    assert cloud_queue.drain(api)["received"] == 11
+
+    def update(padding: int) -> bytes:
+        value = {
+            "messaging_product": "whatsapp",
+            "metadata": {"display_phone_number": "15550100999", "phone_number_id": NUMBER_A},
+            "event": "PADDED",
+            "padding": "x" * padding,
+        }
+        doc = {
+            "object": "whatsapp_business_account",
+            "entry": [{"id": "2", "changes": [{"field": "account_update", "value": value}]}],
+        }
+        return json.dumps(doc, separators=(",", ":")).encode()  # compact, as Meta sends it
+
+    body = update(0)
+    body = update(MAX_BODY_BYTES - len(body))  # the largest body the API accepts
+    assert len(body) == MAX_BODY_BYTES
+    resp = api.post(URL, content=body, headers=_signed(body))
+    assert resp.status_code == 200, resp.text
+    assert resp.json()["data"] == {"queued": 0, "received": 0, "statuses_applied": 0}  # processed in the request
+    logs = api.get(f"/v1/channels/{channel['id']}/logs").json()["data"]
+    assert [e["detail"]["keys"] for e in logs if e["event"] == "whatsapp.account_update"] == [["event", "padding"]]
+    assert cloud_queue.drain(api) == {"received": 0, "statuses_applied": 0}

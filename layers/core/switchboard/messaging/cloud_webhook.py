@@ -30,7 +30,7 @@ import json
 from typing import Any
 
 from switchboard import clock
-from switchboard.errors import Conflict, Forbidden, Unauthenticated, ValidationFailed
+from switchboard.errors import Conflict, Forbidden, ServiceUnavailable, Unauthenticated, ValidationFailed
 from switchboard.providers.base import InboundMessage, StatusCallback
 from switchboard.store import Delete, Put, Store, TxOp, keys
 
@@ -174,7 +174,7 @@ def subscription(store: Store, params: dict[str, str]) -> str:
 
 Change = tuple[str, dict[str, Any]]  # (field, value) of one entry of Meta's `changes`
 QUEUE_BATCH = 10  # SQS SendMessageBatch
-MAX_QUEUED_BYTES = 250_000  # a change larger than an SQS message is processed at once instead
+MAX_QUEUED_BYTES = 262_144  # SQS' limit for a message and for a whole batch; a larger change is processed at once
 CHANGE_TTL_DAYS = 8  # Meta retries a webhook for up to 7 days; a processed change is remembered longer
 
 
@@ -199,6 +199,20 @@ def route(
         WhatsAppCloudProvider(channel).verify_callback(headers, body)
         routed.append((channel, changes))
     return routed
+
+
+def _batches(messages: list[str]) -> list[list[str]]:
+    """SendMessageBatch calls: at most 10 messages and 256 KiB together each."""
+    batches: list[list[str]] = []
+    size = 0
+    for message in messages:
+        length = len(message.encode())
+        if not batches or len(batches[-1]) == QUEUE_BATCH or size + length > MAX_QUEUED_BYTES:
+            batches.append([])
+            size = 0
+        batches[-1].append(message)
+        size += length
+    return batches
 
 
 def receive(store: Store, headers: dict[str, str], body: bytes, *, default: Item | None = None) -> dict[str, Any]:
@@ -230,14 +244,11 @@ def receive(store: Store, headers: dict[str, str], body: bytes, *, default: Item
                     processed[key] += count
             else:
                 messages.append(message)
-    sqs = aws.client("sqs") if messages else None
-    for start in range(0, len(messages), QUEUE_BATCH):
-        batch = messages[start : start + QUEUE_BATCH]
+    for batch in _batches(messages):
         entries = [{"Id": str(n), "MessageBody": m} for n, m in enumerate(batch)]
-        assert sqs is not None
-        answer = sqs.send_message_batch(QueueUrl=get_settings().cloud_webhook_queue_url, Entries=entries)
-        if answer.get("Failed"):  # Meta retries the whole body on a non-200; each change is processed once anyway
-            raise RuntimeError(f"{len(answer['Failed'])} webhook changes could not be queued")
+        answer = aws.client("sqs").send_message_batch(QueueUrl=get_settings().cloud_webhook_queue_url, Entries=entries)
+        if answer.get("Failed"):  # Meta retries the whole body; what was queued already is processed once anyway
+            raise ServiceUnavailable(f"{len(answer['Failed'])} webhook changes could not be queued; retry.")
     return {"queued": len(messages), **processed}
 
 
