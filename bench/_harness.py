@@ -27,6 +27,7 @@ ENV = {
     "WEBHOOK_DELIVERIES_QUEUE_URL": "http://127.0.0.1:9/q2",
     "OUTBOUND_MESSAGES_QUEUE_URL": "http://127.0.0.1:9/q3",
     "JOBS_QUEUE_URL": "http://127.0.0.1:9/q4",
+    "CLOUD_WEBHOOK_QUEUE_URL": "http://127.0.0.1:9/q5",
     "CURSOR_SECRET": "bench-cursor-secret-0123456789",
     "API_KEY_MODE": "test",
     "MAIL_SENDER": "bench@example.com",

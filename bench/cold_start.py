@@ -64,6 +64,7 @@ LAMBDA_ENV = {
     "WEBHOOK_DELIVERIES_QUEUE_URL": "https://sqs.us-east-1.amazonaws.com/123456789012/switchboard-dev-webhook-deliveries",
     "OUTBOUND_MESSAGES_QUEUE_URL": "https://sqs.us-east-1.amazonaws.com/123456789012/switchboard-dev-outbound-messages",
     "JOBS_QUEUE_URL": "https://sqs.us-east-1.amazonaws.com/123456789012/switchboard-dev-jobs",
+    "CLOUD_WEBHOOK_QUEUE_URL": "https://sqs.us-east-1.amazonaws.com/123456789012/switchboard-dev-cloud-webhook",
     "CURSOR_SECRET": "bench-cursor-secret-0123456789abcdef",
     "API_KEY_MODE": "test",
     "MAIL_SENDER": "no-reply@example.com",

@@ -13,6 +13,7 @@ TEST_ENV = {
     "WEBHOOK_DELIVERIES_QUEUE_URL": "https://sqs.us-east-1.amazonaws.com/123456789012/webhook-deliveries",
     "OUTBOUND_MESSAGES_QUEUE_URL": "https://sqs.us-east-1.amazonaws.com/123456789012/outbound-messages",
     "JOBS_QUEUE_URL": "https://sqs.us-east-1.amazonaws.com/123456789012/jobs",
+    "CLOUD_WEBHOOK_QUEUE_URL": "https://sqs.us-east-1.amazonaws.com/123456789012/cloud-webhook",
     "CURSOR_SECRET": "test-cursor-secret-0123456789abcdef",
     "API_KEY_MODE": "test",
     "MAIL_SENDER": "no-reply@switchboard.test",

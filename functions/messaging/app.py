@@ -548,7 +548,8 @@ def provider_subscription(channelID: str) -> Response[str]:
 
 @app.post("/v1/providers/<channelID>/callback", security=PUBLIC, middlewares=public(), tags=["providers"])
 def provider_callback(channelID: str) -> Data[dict[str, Any]]:
-    """Inbound messages and delivery statuses from the channel's provider, signature-checked."""
+    """Inbound messages and delivery statuses from the channel's provider, signature-checked. A whatsapp_cloud
+    channel's changes are verified and queued, then processed once by the cloud webhook consumer (`queued`)."""
     event = app.current_event
     raw = event.body or ""
     body = base64.b64decode(raw) if event.is_base64_encoded else raw.encode()
@@ -584,13 +585,14 @@ def whatsapp_cloud_subscription(
     middlewares=public(),
     tags=["providers"],
     responses={
-        200: {"description": "Counts of the stored messages and applied statuses"},
+        200: {"description": "`queued`: the verified changes queued, each processed once after the answer"},
         401: {"description": "Unsigned, or not signed with the app secret of a channel it speaks for", **ERROR_BODY},
     },
 )
 def whatsapp_cloud_webhook(body: Annotated[models.CloudWebhook, Body()]) -> Data[dict[str, Any]]:
     """The app-level callback of Meta's WhatsApp Cloud API: each change goes to the channel that claimed its
-    `phone_number_id`, checked with that channel's app secret."""
+    `phone_number_id`, checked with that channel's app secret, and is queued; the answer comes before any is
+    processed (Meta wants it fast), and a change Meta retries is processed once."""
     event = app.current_event  # the signature covers the raw bytes: `body` only documents and pre-checks the shape
     raw = event.body or ""
     payload = base64.b64decode(raw) if event.is_base64_encoded else raw.encode()

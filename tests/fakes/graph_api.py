@@ -167,6 +167,9 @@ class FakeGraphApi(FakeServer):
         self.blocked: list[str] = []  # users blocked on the number, in order
         self.calls: dict[str, str] = {}  # call id → last action taken on it
         self.reactions: list[dict[str, Any]] = []
+        # Groups: Meta creates them asynchronously; `complete_group` plays the `group_lifecycle_update` that follows.
+        self.groups: dict[str, dict[str, Any]] = {}  # group id (case-sensitive) → {subject, description, participants…}
+        self.group_requests: dict[str, dict[str, Any]] = {}  # request id → the create body, until completed
         self.not_allowed: set[str] = set()  # recipients outside a test number's allowed list → 131030
         self.media: dict[str, tuple[bytes, str]] = {}
         self.corrupt_media: set[str] = set()  # announce a wrong sha256 for these
@@ -248,6 +251,42 @@ class FakeGraphApi(FakeServer):
         }
         return json.dumps(doc).encode()
 
+    def group_webhook(self, field: str, group: dict[str, Any]) -> bytes:
+        """A signed-body-ready webhook around one group change (`Groups` object of Meta's document)."""
+        value = {
+            "messaging_product": "whatsapp",
+            "metadata": {"display_phone_number": "15550100999", "phone_number_id": self.phone_number_id},
+            "groups": [group],
+        }
+        doc = {
+            "object": "whatsapp_business_account",
+            "entry": [{"id": self.waba_id, "changes": [{"value": value, "field": field}]}],
+        }
+        return json.dumps(doc).encode()
+
+    def complete_group(self, request_id: str, participants: list[str] | None = None) -> tuple[str, bytes]:
+        """Meta finishes a create request: the group exists (a mixed-case id, as Meta's are) and the
+        `group_lifecycle_update` webhook announcing it is returned with the id."""
+        body = self.group_requests.pop(request_id)
+        group_id = "Y2FwaV9ncm91cDo" + base64.urlsafe_b64encode(secrets.token_bytes(18)).decode().rstrip("=")
+        members = list(participants or [])
+        self.groups[group_id] = {
+            "subject": body["subject"],
+            "description": body.get("description", ""),
+            "participants": members,
+            "invite": secrets.token_urlsafe(16),
+        }
+        event = {
+            "timestamp": 1750269342,
+            "group_id": group_id,
+            "type": "group_create",
+            "request_id": request_id,
+            "subject": body["subject"],
+            "description": body.get("description", ""),
+            "added_participants": [{"input": p, "wa_id": p} for p in members],
+        }
+        return group_id, self.group_webhook("group_lifecycle_update", event)
+
     def __exit__(self, *exc: object) -> None:
         super().__exit__(*exc)
         if self.violations and exc[0] is None:
@@ -266,7 +305,7 @@ class FakeGraphApi(FakeServer):
         return self._group_kind(node)
 
     def _group_kind(self, node: str) -> str | None:
-        return "group_id" if node in getattr(self, "groups", {}) else None
+        return "group_id" if node in self.groups else None
 
     def _check_contract(self, request: Request, version: str, node: str, edge: str | None) -> None:
         kind = self._node_kind(node)
@@ -332,6 +371,10 @@ class FakeGraphApi(FakeServer):
             return self._block_users(request)
         if node == self.phone_number_id and edge == "calls" and method == "POST":
             return self._calls(self._body(request))
+        if node == self.phone_number_id and edge == "groups" and method in ("GET", "POST"):
+            return self._phone_groups(request)
+        if node in self.groups:
+            return self._group(request, node, edge)
         raise graph_error(
             400,
             f"Unsupported {method.lower()} request. Object with ID '{node}' does not exist, cannot be loaded due to "
@@ -662,6 +705,52 @@ class FakeGraphApi(FakeServer):
         return Response(
             200, {"messaging_product": "whatsapp", "block_users": {key: [{"input": u, "wa_id": u} for u in users]}}
         )
+
+    def _phone_groups(self, request: Request) -> Response:
+        if request.method == "POST":
+            body = self._body(request)
+            request_id = secrets.token_hex(16).upper()
+            self.group_requests[request_id] = body
+            return Response(200, {"messaging_product": "whatsapp", "request_id": request_id})
+        rows = [{"id": gid, "subject": g["subject"], "created_at": "1750269342"} for gid, g in self.groups.items()]
+        return Response(200, {"data": {"groups": rows}, "paging": {"cursors": {}}})
+
+    def _group(self, request: Request, group_id: str, edge: str | None) -> Response:
+        group, method = self.groups[group_id], request.method
+        if edge is None and method == "POST":
+            body = self._body(request)
+            for key in ("subject", "description"):
+                if key in body:
+                    group[key] = body[key]
+            return Response(200, {"success": True})
+        if edge is None and method == "GET":
+            return Response(
+                200,
+                {
+                    "id": group_id,
+                    "messaging_product": "whatsapp",
+                    "subject": group["subject"],
+                    "description": group["description"],
+                    "participants": [{"wa_id": p} for p in group["participants"]],
+                    "total_participant_count": len(group["participants"]),
+                },
+            )
+        if edge is None and method == "DELETE":
+            del self.groups[group_id]
+            return Response(200, {"success": True})
+        if edge == "participants" and method == "DELETE":
+            users = [str(p.get("user") or "") for p in self._body(request).get("participants") or []]
+            group["participants"] = [p for p in group["participants"] if p not in users]
+            return Response(200, {"messaging_product": "whatsapp"})
+        if edge == "invite_link" and method in ("POST", "DELETE"):
+            self._body(request)
+            group["invite"] = secrets.token_urlsafe(16)
+            if method == "DELETE":
+                return Response(200, {"messaging_product": "whatsapp", "success": "true"})
+            return Response(
+                200, {"messaging_product": "whatsapp", "invite_link": f"https://chat.whatsapp.com/{group['invite']}"}
+            )
+        raise graph_error(400, f"Unsupported {method.lower()} request.", 100, type_="GraphMethodException")
 
     def _calls(self, body: dict[str, Any]) -> Response:
         call_id, action = body.get("call_id"), body.get("action")

@@ -8,6 +8,7 @@ import hmac
 import json
 from typing import Any
 
+from tests.integration import cloud_queue
 from tests.integration.support import Api
 
 APP_SECRET = "one-app-secret"
@@ -77,12 +78,14 @@ def test_two_numbers_of_one_app_both_receive_through_the_app_level_url(api: Api)
     )
     resp = api.post(URL, content=body, headers=_signed(body))
     assert resp.status_code == 200, resp.text
-    assert resp.json()["data"] == {"received": 2, "statuses_applied": 0}
+    assert resp.json()["data"] == {"queued": 2, "received": 0, "statuses_applied": 0}  # nobody's number: dropped
+    assert _inbound(api, a["id"]) == []  # answered before anything is processed
+    assert cloud_queue.drain(api) == {"received": 2, "statuses_applied": 0}
     assert _inbound(api, a["id"]) == ["to A"]
     assert _inbound(api, b["id"]) == ["to B"]
     # A second number's traffic posted to the first channel's own URL lands on the second channel too.
     other = _body(_change(NUMBER_B, "14155552672", "wamid.B2", "via A's url"))
-    resp = api.post(f"/v1/providers/{a['id']}/callback", content=other, headers=_signed(other))
+    resp, _ = cloud_queue.post(api, f"/v1/providers/{a['id']}/callback", other, _signed(other))
     assert resp.status_code == 200, resp.text
     assert _inbound(api, b["id"]) == ["to B", "via A's url"]
     assert _inbound(api, a["id"]) == ["to A"]
@@ -100,8 +103,9 @@ def test_every_routed_number_is_verified_with_its_own_channels_secret_before_any
     assert _inbound(api, a["id"]) == [] and _inbound(api, b["id"]) == []
     only_b = _body(_change(NUMBER_B, "14155552672", "wamid.B1", "to B"))
     api.assert_error(api.post(URL, content=only_b, headers=_signed(only_b)), 401, "unauthenticated")
-    ok = api.post(URL, content=only_b, headers=_signed(only_b, "another-apps-secret"))
-    assert ok.status_code == 200 and ok.json()["data"]["received"] == 1
+    assert cloud_queue.drain(api) == {"received": 0, "statuses_applied": 0}  # nothing was queued either
+    ok, done = cloud_queue.post(api, URL, only_b, _signed(only_b, "another-apps-secret"))
+    assert ok.status_code == 200 and done["received"] == 1
     assert _inbound(api, b["id"]) == ["to B"]
 
 
@@ -116,7 +120,7 @@ def test_a_phone_number_id_is_claimed_once_on_the_whole_platform(api: Api):
     moved = api.patch(f"/v1/channels/{mine['id']}", json={"config": {"phone_number_id": NUMBER_A}}, headers=other_org)
     api.assert_error(moved, 409, "conflict")
     body = _body(_change(NUMBER_A, "14155552671", "wamid.A1", "secret for A"))
-    assert api.post(URL, content=body, headers=_signed(body)).json()["data"]["received"] == 1
+    assert cloud_queue.post(api, URL, body, _signed(body))[1]["received"] == 1
     assert _inbound(api, mine["id"], other_org) == []
     assert _inbound(api, first.json()["data"]["id"]) == ["secret for A"]
     # moving to a free number frees the old one; deleting a channel frees its number
@@ -167,7 +171,7 @@ def test_a_sender_with_only_a_user_id_is_accepted_resolvable_and_merged_with_the
     channel = _channel(api, NUMBER_A).json()["data"]
     # a customer known by phone from an earlier message
     earlier = _body(_change(NUMBER_A, "14155552671", "wamid.P1", "by phone"))
-    assert api.post(URL, content=earlier, headers=_signed(earlier)).json()["data"]["received"] == 1
+    assert cloud_queue.post(api, URL, earlier, _signed(earlier))[1]["received"] == 1
     by_phone = _resolve(api, "whatsapp", "+14155552671").json()["data"]
     # the same person, now with a username: no phone in the webhook at all
     username_only = _body(
@@ -176,9 +180,9 @@ def test_a_sender_with_only_a_user_id_is_accepted_resolvable_and_merged_with_the
             {"profile": {"name": "Ada", "username": "@ada"}, "user_id": BSUID},
         )
     )
-    resp = api.post(URL, content=username_only, headers=_signed(username_only))
+    resp, done = cloud_queue.post(api, URL, username_only, _signed(username_only))
     assert resp.status_code == 200, resp.text
-    assert resp.json()["data"]["received"] == 1
+    assert done["received"] == 1
     by_user = _resolve(api, "whatsapp_user_id", BSUID)
     assert by_user.status_code == 200, by_user.text
     assert by_user.json()["data"]["id"] != by_phone["id"]  # nothing told us yet that they are one person
@@ -191,7 +195,7 @@ def test_a_sender_with_only_a_user_id_is_accepted_resolvable_and_merged_with_the
             {"profile": {"name": "Ada"}, "wa_id": "14155552671", "user_id": BSUID},
         )
     )
-    assert api.post(URL, content=both, headers=_signed(both)).json()["data"]["received"] == 1
+    assert cloud_queue.post(api, URL, both, _signed(both))[1]["received"] == 1
     merged = _resolve(api, "whatsapp_user_id", BSUID).json()["data"]
     assert merged["id"] == by_phone["id"] == _resolve(api, "whatsapp", "14155552671").json()["data"]["id"]
     assert sorted(i["type"] for i in merged["identities"]) == ["whatsapp", "whatsapp_user_id"]
@@ -225,6 +229,7 @@ def test_a_tenant_cannot_inject_traffic_for_another_tenants_number_through_its_o
     api.assert_error(resp, 401, "unauthenticated")
     api.assert_error(api.post(URL, content=forged, headers=signed_by_intruder), 401, "unauthenticated")
     assert _inbound(api, victim["id"]) == []
+    assert cloud_queue.drain(api) == {"received": 0, "statuses_applied": 0}
 
 
 def test_an_organization_pending_deletion_receives_nothing(api: Api):
@@ -236,7 +241,112 @@ def test_an_organization_pending_deletion_receives_nothing(api: Api):
     assert organization is not None
     store.put({**organization, "status": "pending_deletion"})
     body = _body(_change(NUMBER_A, "14155552671", "wamid.D1", "after deletion"))
-    resp = api.post(URL, content=body, headers=_signed(body))
-    assert resp.status_code == 200 and resp.json()["data"]["received"] == 0
+    resp, done = cloud_queue.post(api, URL, body, _signed(body))
+    assert resp.status_code == 200 and done["received"] == 0
+    # a change queued before the deletion began is dropped by the consumer too
+    store.put(organization)
+    queued = api.post(URL, content=body, headers=_signed(body))
+    assert queued.status_code == 200 and queued.json()["data"]["queued"] == 1
+    store.put({**organization, "status": "pending_deletion"})
+    assert cloud_queue.drain(api)["received"] == 0
     store.put(organization)
     assert _inbound(api, channel["id"]) == []
+
+
+def test_metas_retries_of_a_change_are_processed_once(api: Api):
+    from switchboard.store import get_store
+
+    channel = _channel(api, NUMBER_A).json()["data"]
+    update = {
+        "field": "account_update",
+        "value": {
+            "messaging_product": "whatsapp",
+            "metadata": {"display_phone_number": "15550100999", "phone_number_id": NUMBER_A},
+            "event": "VERIFIED_ACCOUNT",
+        },
+    }
+    body = _body(_change(NUMBER_A, "14155552671", "wamid.R1", "once"), update)
+    for _ in range(3):  # Meta retries the same body; two copies may even be queued before either is processed
+        assert api.post(URL, content=body, headers=_signed(body)).json()["data"]["queued"] == 2
+    assert cloud_queue.drain(api) == {"received": 1, "statuses_applied": 0}
+    assert cloud_queue.post(api, URL, body, _signed(body))[1] == {"received": 0, "statuses_applied": 0}
+    assert _inbound(api, channel["id"]) == ["once"]
+    logs = [
+        e
+        for e in api.get(f"/v1/channels/{channel['id']}/logs").json()["data"]
+        if e["event"] == "whatsapp.account_update"
+    ]
+    assert len(logs) == 1
+    markers = get_store().query_all(f"ORG#{api.org_id}", sk_prefix="WACHANGE#")
+    assert len(markers) == 2 and all(m["ttl"] > 0 for m in markers)
+
+
+def test_a_change_that_fails_is_retried_by_the_queue_and_then_stored_once(api: Api, monkeypatch: Any):
+    import boto3
+
+    from functions.cloud_webhook.app import handler
+    from local.pollers import lambda_sqs_record
+    from switchboard.messaging import messages
+    from tests.helpers import FakeContext
+
+    channel = _channel(api, NUMBER_A).json()["data"]
+    body = _body(
+        _change(NUMBER_A, "14155552671", "wamid.T0", "fine"),
+        _change(NUMBER_A, "14155552672", "wamid.T1", "after a fault"),
+    )
+    assert api.post(URL, content=body, headers=_signed(body)).json()["data"]["queued"] == 2
+    real, failed = messages.receive, []
+
+    def flaky(store: Any, org: str, ch: Any, event: Any) -> Any:
+        if event.provider_message_id == "wamid.T1" and not failed:
+            failed.append(event.provider_message_id)
+            raise RuntimeError("the table hiccuped")
+        return real(store, org, ch, event)
+
+    monkeypatch.setattr(messages, "receive", flaky)
+    sqs, url = boto3.client("sqs"), api.resources.queue_url("CloudWebhookQueue")
+    got = sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=10, AttributeNames=["All"])["Messages"]
+    records = [lambda_sqs_record(m, api.resources.queue_arn("CloudWebhookQueue")) for m in got]
+    assert len(records) == 2
+    result = handler({"Records": records}, FakeContext())
+    (bad,) = [r for r in records if "wamid.T1" in r["body"]]
+    assert result == {"batchItemFailures": [{"itemIdentifier": bad["messageId"]}]}  # only it is left to retry
+    assert _inbound(api, channel["id"]) == ["fine"]
+    for record in records:
+        if record is not bad:
+            sqs.delete_message(QueueUrl=url, ReceiptHandle=record["receiptHandle"])
+    sqs.change_message_visibility(QueueUrl=url, ReceiptHandle=bad["receiptHandle"], VisibilityTimeout=0)
+    assert cloud_queue.drain(api) == {"received": 1, "statuses_applied": 0}
+    assert _inbound(api, channel["id"]) == ["after a fault", "fine"]
+
+
+def test_changes_are_queued_in_batches_and_one_too_large_for_sqs_is_processed_at_once(api: Api):
+    from switchboard.api.app import MAX_BODY_BYTES
+
+    channel = _channel(api, NUMBER_A).json()["data"]
+    many = _body(*(_change(NUMBER_A, "14155552671", f"wamid.M{n}", f"n{n:02d}") for n in range(11)))
+    assert api.post(URL, content=many, headers=_signed(many)).json()["data"]["queued"] == 11  # two batches
+    assert cloud_queue.drain(api)["received"] == 11
+
+    def update(padding: int) -> bytes:
+        value = {
+            "messaging_product": "whatsapp",
+            "metadata": {"display_phone_number": "15550100999", "phone_number_id": NUMBER_A},
+            "event": "PADDED",
+            "padding": "x" * padding,
+        }
+        doc = {
+            "object": "whatsapp_business_account",
+            "entry": [{"id": "2", "changes": [{"field": "account_update", "value": value}]}],
+        }
+        return json.dumps(doc, separators=(",", ":")).encode()  # compact, as Meta sends it
+
+    body = update(0)
+    body = update(MAX_BODY_BYTES - len(body))  # the largest body the API accepts
+    assert len(body) == MAX_BODY_BYTES
+    resp = api.post(URL, content=body, headers=_signed(body))
+    assert resp.status_code == 200, resp.text
+    assert resp.json()["data"] == {"queued": 0, "received": 0, "statuses_applied": 0}  # processed in the request
+    logs = api.get(f"/v1/channels/{channel['id']}/logs").json()["data"]
+    assert [e["detail"]["keys"] for e in logs if e["event"] == "whatsapp.account_update"] == [["event", "padding"]]
+    assert cloud_queue.drain(api) == {"received": 0, "statuses_applied": 0}

@@ -315,18 +315,14 @@ def test_viewers_read_and_members_write(api: Api, channel: dict):
 
 
 def test_providers_without_groups_or_newsletters(api: Api, channel: dict):
-    cloud = _channel(api, "cloud", platform="whatsapp_cloud", connect=False)
+    cloud = _channel(api, "cloud", platform="whatsapp_cloud", connect=False)  # its groups: test_cloud_groups.py
     for path, body in (
-        ("/v1/groups", {"channel_id": cloud["id"], "name": "x", "participants": [ADA]}),
-        ("/v1/groups/join", {"channel_id": cloud["id"], "invite_code": "AbCdEf123456"}),
-        ("/v1/communities", {"channel_id": cloud["id"], "name": "x"}),
         ("/v1/newsletters", {"channel_id": cloud["id"], "name": "x"}),
         ("/v1/newsletters/invite-link", {"channel_id": cloud["id"], "newsletter_jid": "120363000000000001@newsletter"}),
         ("/v1/newsletters/subscribe", {"channel_id": cloud["id"], "newsletter_jid": "120363000000000001@newsletter"}),
     ):
         error = api.assert_error(api.post(path, json=body), 400, "unsupported_by_provider")
         assert error["details"][0]["platform"] == "whatsapp_cloud", error
-    api.assert_error(api.get(f"/v1/channels/{cloud['id']}/groups"), 400, "unsupported_by_provider")
     api.assert_error(
         api.get("/v1/newsletters/120363000000000001@newsletter/messages", params={"channel_id": cloud["id"]}),
         400,

@@ -9,6 +9,7 @@ import pytest
 from switchboard.messaging import messages
 from switchboard.store import get_store
 from tests.fakes.graph_api import FakeGraphApi
+from tests.integration import cloud_queue
 from tests.integration.support import Api
 
 
@@ -37,11 +38,12 @@ def cloud(api: Api, graph: FakeGraphApi) -> dict:
 
 
 def _callback(api: Api, graph: FakeGraphApi, channel: dict, value: dict, *, sign: bool = True):
+    """The channel's own callback URL, then the changes it queued processed; the answer and what was done."""
     body = graph.webhook(value)
     headers = {"Content-Type": "application/json"}
     if sign:
         headers["X-Hub-Signature-256"] = graph.signature(body)
-    return api.post(f"/v1/providers/{channel['id']}/callback", content=body, headers=headers)
+    return cloud_queue.post(api, f"/v1/providers/{channel['id']}/callback", body, headers)
 
 
 def test_inbound_reply_and_statuses_round_trip(api: Api, graph: FakeGraphApi, cloud: dict):
@@ -52,11 +54,11 @@ def test_inbound_reply_and_statuses_round_trip(api: Api, graph: FakeGraphApi, cl
             {"from": "14155552671", "id": wamid, "timestamp": "1763800000", "type": "text", "text": {"body": "hello"}}
         ],
     }
-    api.assert_error(_callback(api, graph, cloud, inbound, sign=False), 401, "unauthenticated")
-    first = _callback(api, graph, cloud, inbound)
+    api.assert_error(_callback(api, graph, cloud, inbound, sign=False)[0], 401, "unauthenticated")
+    first, done = _callback(api, graph, cloud, inbound)
     assert first.status_code == 200, first.text
-    assert first.json()["data"] == {"received": 1, "statuses_applied": 0}
-    assert _callback(api, graph, cloud, inbound).status_code == 200  # a duplicate callback: still one message
+    assert done == {"received": 1, "statuses_applied": 0}
+    assert _callback(api, graph, cloud, inbound)[0].status_code == 200  # a duplicate callback: still one message
     thread = api.get("/v1/conversations").json()["data"]
     assert len(thread) == 1 and thread[0]["unread_count"] == 1
     original = api.get(f"/v1/conversations/{thread[0]['id']}/messages").json()["data"][0]
@@ -77,7 +79,7 @@ def test_inbound_reply_and_statuses_round_trip(api: Api, graph: FakeGraphApi, cl
             {"id": pmid, "status": "delivered", "timestamp": "1763800050", "recipient_id": "14155552671"},
         ]
     }
-    applied = _callback(api, graph, cloud, statuses).json()["data"]
+    applied = _callback(api, graph, cloud, statuses)[1]
     assert applied == {"received": 0, "statuses_applied": 1}
     assert api.get(f"/v1/messages/{sent['id']}").json()["data"]["status"] == "read"
 
@@ -133,7 +135,7 @@ def _inbound_from(api: Api, graph: FakeGraphApi, cloud: dict, phone: str) -> tup
     value = {
         "messages": [{"from": phone, "id": wamid, "timestamp": "1763800000", "type": "text", "text": {"body": "hi"}}]
     }
-    assert _callback(api, graph, cloud, value).status_code == 200
+    assert _callback(api, graph, cloud, value)[0].status_code == 200
     conv = api.get("/v1/conversations").json()["data"][0]
     return wamid, api.get(f"/v1/conversations/{conv['id']}/messages").json()["data"][0]
 

@@ -19,6 +19,7 @@ from switchboard.jobs import purge, service
 from switchboard.store import get_store
 from tests.fakes.graph_api import FakeGraphApi
 from tests.helpers import FakeContext
+from tests.integration import cloud_queue
 from tests.integration.support import PASSWORD, Api, JobsQueue, invitation_token
 from tests.integration.test_webhook_portal import ORIGIN, PORTAL, browser, portal_link
 from tests.integration.test_webhooks import Pipeline, create_endpoint, pipeline, receiver  # noqa: F401
@@ -150,7 +151,8 @@ def test_after_the_request_nothing_acts_for_the_organization_but_its_owner(
     receiver: Receiver,  # noqa: F811
 ):
     channel = cloud_channel(api, graph)
-    assert inbound_callback(api, graph, channel, "before").json()["data"]["received"] == 1
+    assert inbound_callback(api, graph, channel, "before").json()["data"]["queued"] == 1
+    assert cloud_queue.drain(api)["received"] == 1
     endpoint = create_endpoint(api, receiver.url("/hook"))
     token = portal_link(api)
     email, _ = api.register("member@example.com")
@@ -254,6 +256,7 @@ def seed(api: Api, graph: FakeGraphApi) -> None:
         assert api.post("/v1/contacts", json={"name": f"Person {n}", "phone": f"+1415555{n:04d}"}).status_code == 201
     channel = cloud_channel(api, graph)
     inbound_callback(api, graph, channel, "hello")
+    assert cloud_queue.drain(api)["received"] == 1
     create_endpoint(api, "http://127.0.0.1:9/hook")
     assert api.post("/v1/invitations", json={"email": "later@example.com", "role": "member"}).status_code == 201
     email, _ = api.register("member@example.com")

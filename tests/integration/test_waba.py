@@ -14,6 +14,7 @@ from switchboard.config import get_settings
 from switchboard.messaging import messages
 from switchboard.store import get_store
 from tests.fakes.graph_api import FakeGraphApi
+from tests.integration import cloud_queue
 from tests.integration.support import Api
 
 TOKEN = "EAAGbusinessTOKEN0123456789abcdefXYZ"
@@ -153,8 +154,8 @@ def test_embedded_signup_end_to_end_ends_with_a_connected_channel(api: Api, grap
         }
     )
     headers = {"Content-Type": "application/json", "X-Hub-Signature-256": graph.signature(body)}
-    received = api.post(f"/v1/providers/{done['channel_id']}/callback", content=body, headers=headers)
-    assert _ok(received)["received"] == 1
+    received, processed = cloud_queue.post(api, f"/v1/providers/{done['channel_id']}/callback", body, headers)
+    assert _ok(received)["queued"] == 1 and processed["received"] == 1
 
     # The business token and the app secret are nowhere in plain text: not in any answer above, not in the table.
     dump = _table_dump()

@@ -30,6 +30,7 @@ class Settings(BaseModel):
     webhook_deliveries_queue_url: str = Field(min_length=1)
     outbound_messages_queue_url: str = Field(min_length=1)
     jobs_queue_url: str = Field(min_length=1)  # background jobs (switchboard.jobs): one message per chunk
+    cloud_webhook_queue_url: str = Field(min_length=1)  # Meta's verified webhook changes, one message per change
     cursor_secret: SecretStr = Field(min_length=16)
     api_key_mode: Literal["test", "live"]
     mail_sender: str = Field(min_length=3)

@@ -35,7 +35,12 @@ _lock = threading.Lock()
 _counts: dict[tuple[str, str | None], float] = {}
 
 # maxReceiveCount of each queue's RedrivePolicy in template.yaml (tests/unit/test_metrics.py keeps them equal).
-MAX_RECEIVES = {"OutboundMessagesQueue": 5, "WebhookEventsQueue": 5, "WebhookDeliveriesQueue": 12}
+MAX_RECEIVES = {
+    "OutboundMessagesQueue": 5,
+    "WebhookEventsQueue": 5,
+    "WebhookDeliveriesQueue": 12,
+    "CloudWebhookQueue": 5,
+}
 
 
 def count(name: str, value: float = 1, *, organization: str | None = None) -> None:

@@ -19,6 +19,8 @@ _GROUP_LINK = re.compile(r"^(?:https?://)?chat\.whatsapp\.com/(?:invite/)?([^/?#
 _NEWSLETTER_LINK = re.compile(r"^(?:https?://)?(?:www\.)?whatsapp\.com/channel/([^/?#\s]+)/?$", re.IGNORECASE)
 GROUP_JID = re.compile(r"^\d{6,40}(?:-\d{1,20})?@g\.us$")
 NEWSLETTER_JID = re.compile(r"^\d{6,40}@newsletter$")
+# A provider's own group id that is not a JID (Meta's Cloud API: base64-like and case-sensitive).
+PROVIDER_GROUP_ID = re.compile(r"^[A-Za-z0-9_=-]{8,128}$")
 
 
 def org_key(org: str, sk: str) -> dict[str, str]:
@@ -86,6 +88,13 @@ def jid(value: str, field: str, *, newsletter: bool = False) -> str:
     if not pattern.match(text):
         raise ValidationFailed.field(field, f"is not a {'newsletter' if newsletter else 'group'} JID ({example})")
     return text
+
+
+def group_jid(value: str) -> str:
+    """A group id as stored and looked up: a WhatsApp JID (`…@g.us`) lower-cased, a provider's own id (Meta's
+    Cloud API group ids) kept exactly as given, since it is case-sensitive."""
+    text = value.strip()
+    return text.lower() if GROUP_JID.match(text.lower()) else text
 
 
 def bump(item: Item, changes: Item, error: Conflict) -> tuple[Item, Put]:

@@ -42,7 +42,11 @@ class Group(BaseModel):
     id: str = Field(description="`grp_…`; the routes also accept the group's JID")
     organization_id: str
     channel_id: str
-    jid: str = Field(description="the provider's group id, e.g. `120363…@g.us`")
+    jid: str | None = Field(
+        default=None,
+        description="the provider's group id, e.g. `120363…@g.us` (Meta's Cloud API: its own case-sensitive id); "
+        "null while `status` is `creating`",
+    )
     name: str
     description: str = ""
     photo: GroupPhoto | None = None
@@ -51,7 +55,10 @@ class Group(BaseModel):
     self_role: ParticipantRole | None = Field(
         default=None, description="the channel's own role in the group; null once it has left"
     )
-    status: Literal["active", "left"]
+    status: Literal["creating", "active", "left", "failed"] = Field(
+        description="`creating` until a provider that creates groups asynchronously (whatsapp_cloud) confirms it, "
+        "then `active`; `failed` when it refused; `left` once the channel is out of it"
+    )
     invite_link: str | None = Field(default=None, description="only known to admins of the group")
     community_id: str | None = None
     created_at: str

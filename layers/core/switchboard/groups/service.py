@@ -37,6 +37,11 @@ def invite_key(org: str, code: str) -> dict[str, str]:
     return common.org_key(org, f"GROUPINVITE#{code}")
 
 
+def request_key(org: str, channel_id: str, request_id: str) -> dict[str, str]:
+    """Pointer from a provider's asynchronous create request to the group record it completes."""
+    return common.org_key(org, f"GROUPREQ#{channel_id}#{request_id}")
+
+
 def _changed() -> Conflict:
     return Conflict("The group changed meanwhile; retry.")
 
@@ -59,8 +64,8 @@ def resolve(store: Store, org: str, ref: str, channel_id: str | None = None, *, 
     ref = ref.strip()
     if ref.startswith("grp_"):
         item = store.get(group_key(org, ref), consistent=consistent)
-    elif common.GROUP_JID.match(ref.lower()):
-        jid = ref.lower()
+    elif common.GROUP_JID.match(ref.lower()) or common.PROVIDER_GROUP_ID.match(ref):
+        jid = common.group_jid(ref)
         if channel_id:
             pointer = store.get(jid_key(org, jid, channel_id))
         else:
@@ -155,7 +160,9 @@ def create(
         "create",
         {"group_id": group_id, "name": body.name, "description": body.description or "", "participants": wanted},
     )
-    jid = str(made["jid"]).lower()
+    if made.get("pending"):
+        return _create_pending(store, auth, channel, group_id, body, made, now)
+    jid = common.group_jid(str(made["jid"]))
     item: Item = {
         **group_key(org, group_id),
         "entity": "Group",
@@ -193,6 +200,57 @@ def create(
     return view(item), failed
 
 
+def _create_pending(
+    store: Store,
+    auth: AuthContext,
+    channel: Item,
+    group_id: str,
+    body: models.GroupCreate,
+    made: Item,
+    now: str,
+) -> tuple[models.Group, list[models.ParticipantResult]]:
+    """A provider that creates groups asynchronously (Meta's Cloud API) answered a request id: the record waits in
+    `status: creating` (no `jid`) until the provider's event with that request id completes it (`apply_event`)."""
+    org, request_id = auth.org_id, str(made["request_id"])
+    item: Item = {
+        **group_key(org, group_id),
+        "entity": "Group",
+        "id": group_id,
+        "organization_id": org,
+        "channel_id": channel["id"],
+        "jid": None,
+        "name": body.name,
+        "description": body.description or "",
+        "participants": [],
+        "self_role": "superadmin",
+        "status": "creating",
+        "provider_request_id": request_id,
+        "invite_code": None,
+        "invite_revision": 0,
+        "created_at": now,
+        "updated_at": now,
+        "version": 1,
+    }
+    store.transact(
+        [
+            Put(item=item, condition="attribute_not_exists(PK)"),
+            Put(
+                item={**request_key(org, channel["id"], request_id), "entity": "GroupRequest", "group_id": group_id},
+                condition="attribute_not_exists(PK)",
+                error=Conflict(
+                    "The provider answered a request id already used.", details=[{"request_id": request_id}]
+                ),
+            ),
+            audit_put(auth, "group.created", "group", group_id, after={"request_id": request_id, "name": body.name}),
+        ]
+    )
+    failed = [
+        models.ParticipantResult(phone=f["phone"], status="failed", reason=f.get("reason"))
+        for f in made.get("failed") or []
+    ]
+    return view(item), failed
+
+
 def _invite_put(org: str, code: str, group_id: str) -> Put:
     return Put(item={**invite_key(org, code), "entity": "GroupInvite", "group_id": group_id, "revoked": False})
 
@@ -204,6 +262,8 @@ def _active(
     org = auth.org_id
     group = resolve(store, org, ref, channel_id, consistent=True)
     _, provider = common.adapter(store, org, group["channel_id"], "groups")
+    if group.get("status") == "creating":
+        raise Conflict("The provider is still creating this group; retry once it is active.")
     if group.get("status") != "active":
         raise Conflict("The channel has left this group; join it again first.")
     if admin and group.get("self_role") not in ADMINS:
@@ -355,7 +415,7 @@ def join(store: Store, auth: AuthContext, channel_id: str, code: str, known: Ite
             if mine.get("status") == "active":
                 raise Conflict("The channel is already in this group.", details=[{"group_id": mine["id"]}])
     answer = provider.groups("join", {"invite_code": code, "known_jid": pointer_jid})
-    jid, now = str(answer["jid"]).lower(), clock.now_iso()
+    jid, now = common.group_jid(str(answer["jid"])), clock.now_iso()
     pointer = store.get(jid_key(org, jid, channel_id), consistent=True)
     if pointer:
         group = resolve(store, org, pointer["group_id"], consistent=True)
@@ -436,8 +496,10 @@ def apply_event(store: Store, channel: Item, event: GroupEvent) -> bool:
     `version` guards the write, read again once on a race). True when the record changed."""
     org = channel["organization_id"]
     me = str((channel.get("metadata") or {}).get("wa_id") or channel.get("phone_number") or "")
+    if event.kind in ("created", "create_failed"):
+        return _complete_create(store, channel, event)
     for attempt in range(2):
-        pointer = store.get(jid_key(org, event.jid.lower(), channel["id"]), consistent=True)
+        pointer = store.get(jid_key(org, common.group_jid(event.jid), channel["id"]), consistent=True)
         if pointer is None:
             return False
         group = store.get(group_key(org, pointer["group_id"]), consistent=True)
@@ -477,3 +539,45 @@ def apply_event(store: Store, channel: Item, event: GroupEvent) -> bool:
             if attempt:
                 raise
     return False
+
+
+def _complete_create(store: Store, channel: Item, event: GroupEvent) -> bool:
+    """The provider's answer to an asynchronous create: the waiting record becomes `active` with the provider's id
+    (and its JID pointer), or `failed`. Redelivered events change nothing (the record is no longer `creating`)."""
+    org = channel["organization_id"]
+    if not event.request_id:
+        return False
+    pointer = store.get(request_key(org, channel["id"], event.request_id), consistent=True)
+    group = store.get(group_key(org, pointer["group_id"]), consistent=True) if pointer else None
+    if group is None or group.get("status") != "creating":
+        return False
+    if event.kind == "create_failed":
+        _save(store, group, {"status": "failed", "self_role": None})
+        return True
+    jid, now = common.group_jid(event.jid), clock.now_iso()
+    me = str((channel.get("metadata") or {}).get("wa_id") or channel.get("phone_number") or "")
+    changes: Item = {
+        "jid": jid,
+        "status": "active",
+        "participants": [
+            {"phone": p, "role": "member", "added_at": now} for p in dict.fromkeys(event.participants) if p != me
+        ],
+    }
+    if event.name:
+        changes["name"] = event.name
+    if event.description is not None:
+        changes["description"] = event.description
+    try:
+        _save(
+            store,
+            group,
+            changes,
+            Put(
+                item={**jid_key(org, jid, channel["id"]), "entity": "GroupJid", "group_id": group["id"]},
+                condition="attribute_not_exists(PK)",
+                error=_changed(),
+            ),
+        )
+    except Conflict:
+        return False  # a concurrent delivery of the same event completed it
+    return True

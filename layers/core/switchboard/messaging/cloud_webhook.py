@@ -5,7 +5,8 @@ One Meta app sends the traffic of all its phone numbers to one callback URL. `PO
 claimed that number and checks `X-Hub-Signature-256` with that channel's `app_secret` before anything is stored (a
 body whose signature fails for any of its numbers is refused whole: 401, nothing stored). `messages` changes become
 messages and statuses; the number's other updates (groups, templates, account) become channel log entries
-(`whatsapp.<field>`). Changes of numbers no channel claims are ignored. The per-channel URL
+(`whatsapp.<field>`), and group updates also follow into the channel's group records (an asynchronous create is
+completed by its `group_lifecycle_update`). Changes of numbers no channel claims are ignored. The per-channel URL
 (`/v1/providers/{channel_id}/callback`) goes through the same routing, with changes that carry no `metadata` going
 to that channel.
 
@@ -22,13 +23,14 @@ Items (global, outside any organization):
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import hmac
 import json
 from typing import Any
 
 from switchboard import clock
-from switchboard.errors import Conflict, Forbidden, Unauthenticated, ValidationFailed
+from switchboard.errors import Conflict, Forbidden, ServiceUnavailable, Unauthenticated, ValidationFailed
 from switchboard.providers.base import InboundMessage, StatusCallback
 from switchboard.store import Delete, Put, Store, TxOp, keys
 
@@ -170,32 +172,84 @@ def subscription(store: Store, params: dict[str, str]) -> str:
     raise Forbidden("The verify token does not match the verify_token of any whatsapp_cloud channel.")
 
 
-Routed = tuple[Item, list[InboundMessage | StatusCallback], list[tuple[str, dict[str, Any]]]]
+Change = tuple[str, dict[str, Any]]  # (field, value) of one entry of Meta's `changes`
+QUEUE_BATCH = 10  # SQS SendMessageBatch
+MAX_QUEUED_BYTES = 262_144  # SQS' limit for a message and for a whole batch; a larger change is processed at once
+CHANGE_TTL_DAYS = 8  # Meta retries a webhook for up to 7 days; a processed change is remembered longer
 
 
-def route(store: Store, headers: dict[str, str], body: bytes, *, default: Item | None = None) -> list[Routed]:
-    """Each channel the body speaks for, with its message events and its other updates (`(field, value)`: group,
-    template, account changes); every channel's signature is checked before any is returned. `default` receives
-    changes without `metadata.phone_number_id` (the per-channel URL)."""
+def route(
+    store: Store, headers: dict[str, str], body: bytes, *, default: Item | None = None
+) -> list[tuple[Item, list[Change]]]:
+    """Each channel the body speaks for, with its changes; every channel's signature is checked before any is
+    returned. `default` receives changes without `metadata.phone_number_id` (the per-channel URL)."""
     from switchboard.providers.whatsapp_cloud import WhatsAppCloudProvider, changes_by_number, signature_of
 
     grouped = changes_by_number(body)  # a body that is not Meta's shape is 400 before anything else
     if not signature_of(headers):
         raise Unauthenticated("Missing or malformed X-Hub-Signature-256 header.")
     own = _text(_config(default), "phone_number_id")
-    routed: list[Routed] = []
+    routed: list[tuple[Item, list[Change]]] = []
     for number, changes in grouped.items():
         channel = default if default is not None and number in ("", own) else None
         if channel is None and number:
             channel = channel_for_number(store, number)
         if channel is None:
             continue  # a number no channel claims (yet)
-        adapter = WhatsAppCloudProvider(channel)
-        adapter.verify_callback(headers, body)
-        messages = [value for field, value in changes if field == "messages"]
-        updates = [(field, value) for field, value in changes if field != "messages"]
-        routed.append((channel, adapter.events(messages), updates))
+        WhatsAppCloudProvider(channel).verify_callback(headers, body)
+        routed.append((channel, changes))
     return routed
+
+
+def _batches(messages: list[str]) -> list[list[str]]:
+    """SendMessageBatch calls: at most 10 messages and 256 KiB together each."""
+    batches: list[list[str]] = []
+    size = 0
+    for message in messages:
+        length = len(message.encode())
+        if not batches or len(batches[-1]) == QUEUE_BATCH or size + length > MAX_QUEUED_BYTES:
+            batches.append([])
+            size = 0
+        batches[-1].append(message)
+        size += length
+    return batches
+
+
+def receive(store: Store, headers: dict[str, str], body: bytes, *, default: Item | None = None) -> dict[str, Any]:
+    """Meta's callback, answered fast: the signature is checked here (401, nothing stored or queued, when it fails
+    for any channel the body speaks for), then each verified change is queued (`CloudWebhookQueue`) for the
+    `cloud_webhook` consumer, which processes it once (`process`)."""
+    from switchboard import aws
+    from switchboard.config import get_settings
+    from switchboard.providers.whatsapp_cloud import WhatsAppCloudProvider
+
+    messages: list[str] = []
+    processed: dict[str, int] = {"received": 0, "statuses_applied": 0}
+    for channel, changes in route(store, headers, body, default=default):
+        # the messages are read now (no I/O): one Meta could never accept is 400 here rather than a queued failure
+        WhatsAppCloudProvider(channel).events([value for field, value in changes if field == "messages"])
+        for field, value in changes:
+            message = json.dumps(
+                {
+                    "organization_id": channel["organization_id"],
+                    "channel_id": channel["id"],
+                    "field": field,
+                    "value": value,
+                },
+                separators=(",", ":"),
+                default=str,
+            )
+            if len(message.encode()) > MAX_QUEUED_BYTES:  # beyond SQS' message size: processed at once
+                for key, count in process(store, channel["organization_id"], channel["id"], field, value).items():
+                    processed[key] += count
+            else:
+                messages.append(message)
+    for batch in _batches(messages):
+        entries = [{"Id": str(n), "MessageBody": m} for n, m in enumerate(batch)]
+        answer = aws.client("sqs").send_message_batch(QueueUrl=get_settings().cloud_webhook_queue_url, Entries=entries)
+        if answer.get("Failed"):  # Meta retries the whole body; what was queued already is processed once anyway
+            raise ServiceUnavailable(f"{len(answer['Failed'])} webhook changes could not be queued; retry.")
+    return {"queued": len(messages), **processed}
 
 
 MAX_LOGGED_UPDATE = 8 * 1024  # characters of an update's JSON kept in the channel log
@@ -214,19 +268,55 @@ def _update_log(channel: Item, field: str, value: dict[str, Any]) -> Put:
     return channels.log_entry(channel["organization_id"], channel["id"], f"whatsapp.{field}", detail)
 
 
-def receive(store: Store, headers: dict[str, str], body: bytes, *, default: Item | None = None) -> dict[str, Any]:
-    """Store each routed inbound message once and apply each status, per channel."""
-    from switchboard.messaging import messages
+def change_key(org: str, channel_id: str, field: str, value: dict[str, Any]) -> dict[str, str]:
+    """The marker of a processed change: Meta's retries carry the same change, byte for byte in content."""
+    digest = hashlib.sha256(
+        json.dumps([channel_id, field, value], sort_keys=True, separators=(",", ":"), default=str).encode()
+    ).hexdigest()
+    return keys.key(keys.org_pk(org), f"WACHANGE#{digest}")
 
-    received, statuses = 0, 0
-    for channel, events, updates in route(store, headers, body, default=default):
-        org = channel["organization_id"]
-        if updates:
-            store.transact([_update_log(channel, field, value) for field, value in updates[:25]])
-        for event in events:
+
+def process(store: Store, org: str, channel_id: str, field: str, value: dict[str, Any]) -> dict[str, int]:
+    """One verified change of a channel, once: `messages` changes store their inbound messages (once per message
+    id) and apply their statuses; group updates follow into the channel's group records; every other update is a
+    channel log entry. A change already processed (Meta retried it) changes nothing; a channel gone, of another
+    platform, or of an organization pending deletion receives nothing."""
+    from switchboard.identity import repository as identity_repository
+    from switchboard.messaging import channels, messages
+    from switchboard.providers.whatsapp_cloud import GROUP_FIELDS, WhatsAppCloudProvider, group_events
+
+    counts = {"received": 0, "statuses_applied": 0}
+    marker = change_key(org, channel_id, field, value)
+    if store.get(marker, consistent=True) is not None:
+        return counts
+    channel = store.get(channels.channel_key(org, channel_id), consistent=True)
+    if not channel or channel.get("platform") != PLATFORM or not identity_repository.organization_active(store, org):
+        return counts
+    if field == "messages":
+        for event in WhatsAppCloudProvider(channel).events([value]):
             if isinstance(event, InboundMessage):
                 messages.receive(store, org, channel, event)
-                received += 1
-            else:
-                statuses += int(messages.status_callback(store, org, channel, event))
-    return {"received": received, "statuses_applied": statuses}
+                counts["received"] += 1
+            elif isinstance(event, StatusCallback):
+                counts["statuses_applied"] += int(messages.status_callback(store, org, channel, event))
+    elif field in GROUP_FIELDS:
+        from switchboard.groups import service as groups
+
+        for group_event in group_events(field, value):
+            groups.apply_event(store, channel, group_event)
+    ops: list[TxOp] = [
+        Put(
+            item={
+                **marker,
+                "entity": "WhatsAppChange",
+                "field": field,
+                "ttl": clock.epoch(clock.now()) + CHANGE_TTL_DAYS * 86400,
+            },
+            condition="attribute_not_exists(PK)",
+        )
+    ]
+    if field != "messages":
+        ops.append(_update_log(channel, field, value))
+    with contextlib.suppress(Conflict):  # a concurrent delivery of the same change recorded it (and its log entry)
+        store.transact(ops)
+    return counts

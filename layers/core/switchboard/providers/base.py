@@ -133,7 +133,8 @@ class SessionStatus:
 class GroupEvent:
     """A group changed at the provider: participants joined, left or changed role, its info changed, or the channel
     itself left it. Phones are digits; `kind` is `participants` (with `action` join | leave | promote | demote),
-    `update` (name / description) or `left`."""
+    `update` (name / description), `left`, or for providers that create groups asynchronously `created` /
+    `create_failed` (with the `request_id` the create answered)."""
 
     jid: str
     kind: str
@@ -141,6 +142,7 @@ class GroupEvent:
     participants: tuple[str, ...] = ()
     name: str | None = None
     description: str | None = None
+    request_id: str | None = None
 
 
 @dataclass(frozen=True)

@@ -48,6 +48,7 @@ from switchboard.providers.base import (
     Channel,
     ConnectResult,
     DownloadedMedia,
+    GroupEvent,
     InboundMessage,
     OutboundMessage,
     Provider,
@@ -76,6 +77,8 @@ TRANSIENT_CODES = frozenset({1, 2, 4, 17, 32, 613, 80007, 130429, 131016, 131048
 
 MEDIA_TYPES = ("image", "video", "audio", "document", "sticker")
 CAPTIONED = ("image", "video", "document")
+GROUP_PARTICIPANTS_PER_CALL = 8  # Meta's maxItems for a participants change
+GROUP_LIST_PAGES = 10  # pages of 1024 groups read for `GET /v1/channels/{id}/groups`
 PROFILE_FIELDS = ("about", "address", "description", "email", "profile_picture_url", "websites", "vertical")
 PROFILE_WRITABLE = frozenset(
     {"about", "address", "description", "email", "websites", "vertical", "profile_picture_handle"}
@@ -105,7 +108,7 @@ def base_url_refusal(value: Any, *, local: bool) -> str | None:
         or parts.fragment
         or not _GRAPH_PATH.fullmatch(parts.path)
     ):
-        return f"must be Meta's Graph API root, https://{GRAPH_HOST}[/vNN.N] (other hosts only on the local stack)"
+        return f"must be Meta's Graph API root, https://{GRAPH_HOST}[/vNN.N] (other hosts only on the local stage)"
     return None
 
 
@@ -327,6 +330,69 @@ class WhatsAppCloudProvider(Provider):
         answer = self._api().call("POST", self._phone_path("/calls"), json_body=body)
         return {"success": bool(answer.get("success", True))}
 
+    # Groups -------------------------------------------------------------------------------------------------------
+    def groups(self, action: str, payload: dict[str, Any]) -> dict[str, Any]:
+        """Cloud API groups. Meta creates a group asynchronously: `create` answers `{"request_id", "pending"}` and
+        the group's id arrives in a `group_lifecycle_update` webhook carrying that `request_id`. Group ids are
+        Meta's own, case-sensitive. Members join by invite link (Meta adds nobody at create), so the numbers given
+        at create come back in `failed`; the business can remove members but not add, promote or demote them, and
+        it cannot leave or join a group: those are 400 `unsupported_by_provider`."""
+        api = self._api()
+        wa: dict[str, Any] = {"messaging_product": "whatsapp"}
+        if action == "create":
+            body = {**wa, "subject": str(payload["name"])}
+            if payload.get("description"):
+                body["description"] = str(payload["description"])
+            answer = api.call("POST", self._phone_path("/groups"), json_body=body)
+            if not answer.get("request_id"):
+                raise ProviderUnavailable(f"{PROVIDER} accepted the group but answered without its request_id.")
+            reason = "the Cloud API adds members by invite link: share the group's invite link"
+            return {
+                "request_id": str(answer["request_id"]),
+                "pending": True,
+                "failed": [{"phone": p, "reason": reason} for p in payload.get("participants") or []],
+            }
+        if action == "list":
+            found: list[dict[str, Any]] = []
+            params = {"limit": "1024"}
+            for _ in range(GROUP_LIST_PAGES):
+                data = api.call("GET", self._phone_path("/groups"), params=params)
+                rows = _obj(data.get("data")).get("groups")
+                found.extend({"jid": str(g["id"])} for g in rows or [] if isinstance(g, dict) and g.get("id"))
+                paging = _obj(data.get("paging"))
+                after = _obj(paging.get("cursors")).get("after")
+                if not paging.get("next") or not after:
+                    break
+                params = {"limit": "1024", "after": str(after)}
+            return {"groups": found}
+        group = f"/{segment(str(payload.get('jid') or ''))}"
+        if action in ("set_name", "set_description"):
+            key, field = ("subject", "name") if action == "set_name" else ("description", "description")
+            api.call("POST", group, json_body={**wa, key: str(payload[field])})
+            return {}
+        if action == "participants" and payload.get("action") == "remove":
+            results: list[dict[str, Any]] = []
+            phones = [str(p) for p in payload.get("participants") or []]
+            for start in range(0, len(phones), GROUP_PARTICIPANTS_PER_CALL):
+                chunk = phones[start : start + GROUP_PARTICIPANTS_PER_CALL]
+                removal = {**wa, "participants": [{"user": _digits(p)} for p in chunk]}
+                api.call("DELETE", f"{group}/participants", json_body=removal)
+                results.extend({"phone": p, "status": "ok"} for p in chunk)
+            return {"results": results}
+        if action == "invite_code":
+            answer = api.call("POST", f"{group}/invite_link", json_body=wa)
+            code = str(answer.get("invite_link") or "").rstrip("/").rsplit("/", 1)[-1]
+            if not code:
+                raise ProviderUnavailable(f"{PROVIDER} answered without the group's invite link.")
+            return {"invite_code": code}
+        what = {
+            "participants": f"group participants {payload.get('action')}",
+            "set_photo": "group photo",
+            "join": "joining groups",
+            "leave": "leaving groups",
+        }.get(action, f"group action {action}")
+        raise self._unsupported(what)
+
     def download_media(self, media_id: str, message_id: str, payload: str) -> DownloadedMedia:
         api = self._api()
         info = api.call("GET", f"/{segment(media_id)}")
@@ -435,6 +501,64 @@ class WhatsAppCloudProvider(Provider):
             events.extend(_inbound(m, senders) for m in _list(value, "messages"))
             events.extend(s for s in (_status(s) for s in _list(value, "statuses")) if s is not None)
         return events
+
+
+GROUP_FIELDS = frozenset(
+    {
+        "group_lifecycle_update",
+        "group_participants_update",
+        "group_participant_update",  # the spelling of the document's `Change.field` enum
+        "group_settings_update",
+        "group_status_update",
+    }
+)
+
+
+def group_events(field: str, value: dict[str, Any]) -> list[GroupEvent]:
+    """The group events of one group change value (`value.groups[]`, Meta's `Groups` objects)."""
+    out: list[GroupEvent] = []
+    for row in _list(value, "groups"):
+        jid = str(row.get("group_id") or "").strip()
+        request_id = str(row.get("request_id") or "") or None
+        kind = str(row.get("type") or "")
+        added = tuple(
+            p
+            for p in (
+                _digits(_obj(x).get("wa_id") or _obj(x).get("input")) for x in row.get("added_participants") or []
+            )
+            if p
+        )
+        removed = tuple(
+            p
+            for p in (
+                _digits(_obj(x).get("wa_id") or _obj(x).get("input")) for x in row.get("removed_participants") or []
+            )
+            if p
+        )
+        subject = row.get("subject") if isinstance(row.get("subject"), str) else None
+        description = row.get("description") if isinstance(row.get("description"), str) else None
+        if field == "group_lifecycle_update" and kind == "group_create":
+            if row.get("errors") or not jid:
+                out.append(GroupEvent(jid, "create_failed", request_id=request_id))
+            else:
+                out.append(
+                    GroupEvent(
+                        jid, "created", participants=added, name=subject, description=description, request_id=request_id
+                    )
+                )
+            continue
+        if not jid:
+            continue
+        if field == "group_lifecycle_update" and kind == "group_delete":
+            out.append(GroupEvent(jid, "left", request_id=request_id))
+            continue
+        if removed:
+            out.append(GroupEvent(jid, "participants", action="leave", participants=removed))
+        if added:
+            out.append(GroupEvent(jid, "participants", action="join", participants=added))
+        if subject is not None or description is not None:
+            out.append(GroupEvent(jid, "update", name=subject, description=description))
+    return out
 
 
 def signature_of(headers: dict[str, str]) -> str:
