@@ -81,6 +81,7 @@ def test_capabilities_are_exactly_the_cloud_api_operations():
     assert WhatsAppCloudProvider.capabilities() == [
         "block",
         "connect",
+        "groups",
         "media_download",
         "profile",
         "react",
@@ -100,7 +101,6 @@ def test_capabilities_are_exactly_the_cloud_api_operations():
         ("pairing_code", (TO,)),
         ("privacy", (None,)),
         ("lookup_contact", (TO,)),
-        ("groups", ("list", {})),
         ("newsletters", ("list", {})),
         ("labels", ("list", {})),
     ],

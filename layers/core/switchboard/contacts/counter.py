@@ -45,7 +45,8 @@ from typing import Any
 
 from switchboard import clock
 from switchboard.errors import Conflict
-from switchboard.store import Put, Store, Update, keys
+from switchboard.identity.lifecycle import PURGING
+from switchboard.store import ConditionCheck, Put, Store, Update, keys
 
 Item = dict[str, Any]
 SHARDS = 8
@@ -119,6 +120,22 @@ def is_contact(image: Item | None) -> bool:
     return image.get("entity") == "Contact" and str(image.get("SK", "")).startswith("CONTACT#")
 
 
+class _OrganizationPurged(Conflict):
+    """The organization is being purged (or is gone): its contacts' removals are the purge's, nothing to count."""
+
+
+def _counting(org_id: str) -> ConditionCheck:
+    """In every counting transaction: the organization exists and is not being purged, so that the purge's own
+    deletions, read from the stream after it passed, never write counters back into an erased partition."""
+    return ConditionCheck(
+        key=keys.organization(org_id),
+        condition="attribute_exists(PK) AND (attribute_not_exists(#status) OR #status <> :purging)",
+        names={"#status": "status"},
+        values={":purging": PURGING},
+        error=_OrganizationPurged(),
+    )
+
+
 def count_contact_record(store: Store, event: str, old: Item | None, new: Item | None, seq: str) -> bool:
     """Apply one stream record of a contact item to the counters; False when it changed nothing."""
     image = new if event != "REMOVE" else old
@@ -132,6 +149,8 @@ def count_contact_record(store: Store, event: str, old: Item | None, new: Item |
             return _apply(store, org_id, contact_id, event, image, int(seq))
         except _TallyMoved:  # the seed job wrote the tally meanwhile: read it again
             continue
+        except _OrganizationPurged:
+            return False
     raise Conflict("The contact's tally keeps moving; the stream retries the record.")
 
 
@@ -160,6 +179,7 @@ def _apply(store: Store, org_id: str, contact_id: str, event: str, image: Item, 
                     error=_TallyMoved(),
                 ),
                 *ops,
+                _counting(org_id),
             ]
         )
         return bool(ops)
@@ -180,6 +200,7 @@ def _apply(store: Store, org_id: str, contact_id: str, event: str, image: Item, 
                 error=_TallyMoved(),
             ),
             _shard_update(org_id, shard, total, moves),
+            _counting(org_id),
         ]
     )
     return True
