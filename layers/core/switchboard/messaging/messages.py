@@ -20,7 +20,7 @@ from switchboard.events.outbox import outbox_put
 from switchboard.ids import new_message_id
 from switchboard.messaging import channels, conversations, models, status
 from switchboard.providers import OutboundMessage, ProviderRejected, provider_for
-from switchboard.providers.base import InboundMessage, SendUncertain, StatusCallback
+from switchboard.providers.base import InboundMessage, MessageChange, SendUncertain, StatusCallback
 from switchboard.store import Delete, Put, Store, TxOp, Update, keys
 
 if TYPE_CHECKING:
@@ -592,3 +592,44 @@ def status_callback(store: Store, org: str, channel: Item, callback: StatusCallb
     if callback.status not in status.RANK and callback.status not in status.TERMINAL:
         return False
     return status.apply(store, org, message, callback.status, error=callback.error)
+
+
+def apply_change(store: Store, org: str, channel: Item, change: MessageChange) -> bool:
+    """The customer's reaction, edit or revoke applied to the stored message it names (never a new message): a
+    reaction sets `customer_reaction` (an empty emoji clears it), an edit sets `text` and `edited_at`, a revoke sets
+    `deleted`, `deleted_at` and clears `text`. Edits and revokes change only the customer's own (inbound) messages.
+    A repeat changes nothing. True when the message changed."""
+    message: Item | None = None
+    for target in change.targets:
+        pointer = store.get(provider_key(org, channel["id"], target), consistent=True)
+        if pointer:
+            message = store.get(status.message_key(org, pointer["message_id"]), consistent=True)
+            break
+    if message is None or message.get("deleted"):
+        return False
+    when = change.timestamp or clock.now_iso()
+    if change.kind == "reaction":
+        changes: Item = {"customer_reaction": change.text or None}
+    elif message.get("direction") != "inbound":
+        return False
+    elif change.kind == "edit":
+        changes = {"text": change.text, "edited_at": when}
+    elif change.kind == "revoke":
+        changes = {"text": None, "deleted": True, "deleted_at": when}
+    else:
+        return False
+    if all(message.get(k) == v for k, v in changes.items() if not k.endswith("_at")):
+        return False
+    sets = ", ".join(f"#{k} = :{k}" for k in changes) + ", updated_at = :now"
+    try:  # conditional: a revoke is final, whatever arrives after it
+        store.update(
+            status.message_key(org, message["id"]),
+            f"SET {sets}",
+            condition="attribute_exists(PK) AND (attribute_not_exists(#gone) OR #gone = :no)",
+            names={**{f"#{k}": k for k in changes}, "#gone": "deleted"},
+            values={**{f":{k}": v for k, v in changes.items()}, ":now": clock.now_iso(), ":no": False},
+            return_values="NONE",
+        )
+    except Conflict:  # deleted meanwhile
+        return False
+    return True
