@@ -185,3 +185,77 @@ def test_labels_made_on_the_phone_follow_into_the_catalogue(api: Api, engine: En
                 {"id": ident, "name": "Hot lead", "color": 13, "colorHex": "#f74848", "deleted": True,
                  "instance": engine.id})  # a repeat after the deletion: nothing  # fmt: skip
     assert existing["id"]
+
+
+# Group messages -----------------------------------------------------------------------------------------------------
+GROUP = "120363025246125486@g.us"
+BOB = "4915112345672"
+
+
+def _group_message(engine: Engine, participant: str, text: str, **alt: str) -> dict[str, Any]:
+    """A participant's message in GROUP as the engine posts it: WAHA's WAMessage with `from` = the group and
+    `participant` = the sender (src/structures/responses.dto.ts WAMessageBase); Evolution's key with `remoteJid` = the
+    group and `participant` (+ `participantAlt` for a lid; whatsapp.baileys.service.ts ExtendedIMessageKey)."""
+    if engine.kind == "waha":
+        payload = engine.fake.inbound(engine.id, GROUP, text, participant=participant)
+        engine.post("message", payload)
+        return payload
+    data = engine.fake.inbound(engine.id, GROUP, text, participant=participant, **alt)
+    engine.post("messages.upsert", data)
+    return data
+
+
+def _convs(api: Api, engine: Engine) -> list[dict[str, Any]]:
+    return [c for c in _ok(api.get("/v1/conversations")) if c["channel_id"] == engine.id]
+
+
+def test_group_messages_land_in_the_groups_conversation_from_their_sender(api: Api, engine: Engine):
+    user = "c.us" if engine.kind == "waha" else "s.whatsapp.net"
+    _group_message(engine, f"{ADA}@{user}", "hello group")
+    _group_message(engine, f"{BOB}@{user}", "hi Ada")
+    if engine.kind == "waha":  # a lid participant, resolved through the engine's lids API
+        engine.fake.sessions[engine.id].lids["12345678901234@lid"] = f"{ADA}@c.us"
+        _group_message(engine, "12345678901234@lid", "from my lid")
+    else:  # Evolution names the phone behind a lid participant in the key
+        _group_message(engine, "12345678901234@lid", "from my lid", participantAlt=f"{ADA}@s.whatsapp.net")
+    (conv,) = _convs(api, engine)
+    assert conv["group_jid"] == GROUP and conv["contact_id"] is None
+    thread = list(reversed(_ok(api.get(f"/v1/conversations/{conv['id']}/messages"))))
+    assert [(m["from_phone"], m["text"]) for m in thread] == [
+        (ADA, "hello group"),
+        (BOB, "hi Ada"),
+        (ADA, "from my lid"),
+    ]
+    ada = _ok(api.post("/v1/contacts/resolve", json={"identifiers": [{"type": "phone", "value": f"+{ADA}"}]}))
+    assert thread[0]["contact_id"] == thread[2]["contact_id"] == ada["id"] != thread[1]["contact_id"]
+    news = [e["payload"] for e in _events(api, "message.new") if e["payload"]["conversation_id"] == conv["id"]]
+    assert len(news) == 3 and {n["group_jid"] for n in news} == {GROUP}
+    assert [n["from_phone"] for n in news] == [ADA, BOB, ADA]
+    one_to_one = engine.fake.inbound(engine.id, ADA, "a 1:1 message")  # the person's own chat stays their own
+    engine.post("message" if engine.kind == "waha" else "messages.upsert", one_to_one)
+    assert len(_convs(api, engine)) == 2
+
+
+def test_a_group_message_redelivered_is_stored_once(api: Api, engine: Engine):
+    user = "c.us" if engine.kind == "waha" else "s.whatsapp.net"
+    payload = _group_message(engine, f"{ADA}@{user}", "once")
+    engine.post("message" if engine.kind == "waha" else "messages.upsert", payload)
+    (conv,) = _convs(api, engine)
+    assert len(_ok(api.get(f"/v1/conversations/{conv['id']}/messages"))) == 1
+
+
+def test_erasing_a_participant_erases_their_group_messages_only(api: Api, engine: Engine):
+    from switchboard.contacts import erasure
+
+    user = "c.us" if engine.kind == "waha" else "s.whatsapp.net"
+    _group_message(engine, f"{ADA}@{user}", "Ada's secret")
+    _group_message(engine, f"{BOB}@{user}", "Bob's words")
+    ada = _ok(api.post("/v1/contacts/resolve", json={"identifiers": [{"type": "phone", "value": f"+{ADA}"}]}))
+    assert api.delete(f"/v1/contacts/{ada['id']}").status_code == 204
+    assert erasure.drive(get_store(), api.org_id, ada["id"])
+    (conv,) = _convs(api, engine)
+    thread = list(reversed(_ok(api.get(f"/v1/conversations/{conv['id']}/messages"))))
+    first = thread[0]
+    assert (first["from_phone"], first["text"], first["contact_id"]) == (None, None, None)
+    assert (thread[1]["from_phone"], thread[1]["text"]) == (BOB, "Bob's words")
+    assert conv["last_message_preview"] is None

@@ -503,6 +503,11 @@ def _sender(store: Store, auth: AuthContext, channel: Item, inbound: InboundMess
     return contacts.upsert(store, auth, body)
 
 
+def group_messages_pk(org: str, contact_id: str) -> str:
+    """A contact's messages in group conversations (GSI1), newest last: what their erasure walks."""
+    return f"ORG#{org}#CONTACTGROUPMSG#{contact_id}"
+
+
 def receive(store: Store, org: str, channel: Item, inbound: InboundMessage) -> models.InboundAccepted:
     """A customer's message: stored once (duplicate callbacks are no-ops), resolved or created as a contact,
     threaded into the conversation, announced as `message.new`."""
@@ -519,7 +524,7 @@ def receive(store: Store, org: str, channel: Item, inbound: InboundMessage) -> m
     contact, created = _sender(store, auth, channel, inbound)
     if created and inbound.contact_name:
         contacts.update(store, auth, contact.id, contact_models.ContactUpdate(name=inbound.contact_name), None)
-    conv = conversations.get_or_create(store, org, channel["id"], contact.id)
+    conv = conversations.get_or_create(store, org, channel["id"], contact.id, group_jid=inbound.group_jid)
     moment, message_id = clock.now(), new_message_id()
     now = clock.iso(moment)  # the message and its event share one time
     item: Item = {
@@ -546,6 +551,8 @@ def receive(store: Store, org: str, channel: Item, inbound: InboundMessage) -> m
         "GSI2PK": conversations.messages_pk(org, conv["id"]),
         "GSI2SK": message_id,
     }
+    if inbound.group_jid:  # a participant's message in a group: listed by sender too (GSI1), for their erasure
+        item |= {"group_jid": inbound.group_jid, "GSI1PK": group_messages_pk(org, contact.id), "GSI1SK": message_id}
     ops: list[TxOp] = [
         provider_sentinel(org, channel["id"], inbound.provider_message_id, message_id, unique=Conflict("duplicate")),
         Put(item=item, condition="attribute_not_exists(PK)"),
@@ -563,6 +570,7 @@ def receive(store: Store, org: str, channel: Item, inbound: InboundMessage) -> m
                 "msg_type": inbound.type,
                 "text": inbound.text,
                 "organization_id": org,
+                **({"group_jid": inbound.group_jid} if inbound.group_jid else {}),
             },
             occurred=moment,
         ),

@@ -263,7 +263,9 @@ class Conversation(BaseModel):
     id: str
     organization_id: str
     channel_id: str
-    contact_id: str
+    contact_id: str | None = Field(default=None, description="the contact; null for a group's conversation")
+    group_jid: str | None = Field(default=None, description="a group's conversation: the group's WhatsApp id")
+    group_id: str | None = Field(default=None, description="a group's conversation: our group record, when known")
     status: Literal["open", "closed"]
     archived: bool = False
     muted_until: str | None = None

@@ -107,6 +107,7 @@ class InboundMessage:
     contact_name: str | None = None
     timestamp: str | None = None  # ISO 8601
     from_user_id: str | None = None  # WhatsApp's business-scoped user id (identity type `whatsapp_user_id`)
+    group_jid: str | None = None  # posted in this group (`…@g.us`); `from_phone` is then the participant
 
 
 @dataclass(frozen=True)

@@ -642,10 +642,14 @@ def _inbound(item: dict[str, Any]) -> InboundMessage | None:
         raise ValidationFailed.field("body.data.key", "a message needs key.id and key.remoteJid")
     if key.get("fromMe"):
         return None
-    jid = str(key["remoteJid"])
-    sender = phone_of(jid)
-    if sender is None and jid.endswith("@lid"):  # Evolution names the phone behind a lid in the same key
-        sender = phone_of(key.get("remoteJidAlt") or key.get("senderPn"))
+    jid, group = str(key["remoteJid"]), None
+    if jid.endswith("@g.us"):  # a group's message: `key.participant` sent it (`participantAlt`: its phone for a lid)
+        group, jid = jid, str(key.get("participant") or "")
+        sender = phone_of(jid) or phone_of(key.get("participantAlt"))
+    else:
+        sender = phone_of(jid)
+        if sender is None and jid.endswith("@lid"):  # Evolution names the phone behind a lid in the same key
+            sender = phone_of(key.get("remoteJidAlt") or key.get("senderPn"))
     if sender is None:
         return None
     message = obj(item.get("message"))
@@ -675,6 +679,7 @@ def _inbound(item: dict[str, Any]) -> InboundMessage | None:
         media=media,
         contact_name=str(name) if name else None,
         timestamp=iso(item.get("messageTimestamp")),
+        group_jid=group,
     )
 
 

@@ -687,11 +687,13 @@ class WahaProvider(LinkedDeviceProvider):
             raise ValidationFailed.field("body.payload", "a message needs id and from")
         if payload.get("fromMe"):
             return None
-        sender_jid = str(payload["from"])
+        sender_jid, group = str(payload["from"]), None
+        if sender_jid.endswith("@g.us"):  # a group's message: the participant (WAMessageBase) or author sent it
+            group, sender_jid = sender_jid, str(payload.get("participant") or payload.get("author") or "")
         sender = phone_of(sender_jid)
         if sender is None and sender_jid.endswith("@lid"):
             sender = self.resolve_lid(sender_jid)
-        if sender is None:  # groups, broadcasts, newsletters; a lid the engine cannot map
+        if sender is None:  # broadcasts, newsletters; a lid the engine cannot map
             return None
         kind = _media_type(payload)
         media: dict[str, Any] | None = None
@@ -722,6 +724,7 @@ class WahaProvider(LinkedDeviceProvider):
             media=media,
             contact_name=str(name) if name else None,
             timestamp=iso(payload.get("timestamp")),
+            group_jid=group,
         )
 
 
