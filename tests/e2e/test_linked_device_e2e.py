@@ -1,6 +1,7 @@
 """The linked-device journey over real HTTP, per engine: the local stack drives a fake WAHA or Evolution API server
 (tests/fakes), and the fake posts its signed webhooks back to the stack's callback URL, as the real engines do:
-connect → QR → linked → send (queue → message_sender → engine) → ack → inbound → group create → label attach."""
+connect → QR → linked → send (queue → message_sender → engine) → ack → inbound → group create → the customer's
+reaction → a group member's message → label attach."""
 
 from __future__ import annotations
 
@@ -52,6 +53,19 @@ class Engine:
         if self.name == "waha":
             return self.fake.deliver(session, "message", self.fake.inbound(session, CUSTOMER, text))
         return self.fake.deliver(session, "messages.upsert", self.fake.inbound(session, CUSTOMER, text))
+
+    def react(self, session: str, emoji: str) -> Any:
+        ident, _ = self.fake.last_sent(session)
+        if self.name == "waha":
+            return self.fake.deliver(session, "message.reaction", self.fake.reaction(session, ident, CUSTOMER, emoji))
+        return self.fake.deliver(session, "messages.upsert", self.fake.reaction(session, ident, CUSTOMER, emoji))
+
+    def group_message(self, session: str, jid: str, text: str) -> Any:
+        if self.name == "waha":
+            payload = self.fake.inbound(session, jid, text, participant=f"{MEMBER}@c.us")
+            return self.fake.deliver(session, "message", payload)
+        data = self.fake.inbound(session, jid, text, participant=f"{MEMBER}@s.whatsapp.net")
+        return self.fake.deliver(session, "messages.upsert", data)
 
     def forged(self, session: str) -> tuple[bytes, dict[str, str]]:
         if self.name == "waha":
@@ -125,6 +139,17 @@ def test_linked_device_journey(local_only, engine: Engine):
             client.post("/v1/groups", json={"channel_id": cid, "name": "Team", "participants": [f"+{MEMBER}"]}), 201
         )
         assert engine.group_subject(cid, group["jid"]) == "Team"
+
+        engine.react(cid, "🙏")  # the customer reacts to our message: recorded on it, no new message
+        thread = _ok(client.get(f"/v1/conversations/{conv['id']}/messages"))
+        assert [m["customer_reaction"] for m in thread if m["id"] == message["id"]] == ["🙏"] and len(thread) == 2
+
+        engine.group_message(cid, group["jid"], "hello team")  # a member writes in the group: its conversation
+        convs = _ok(client.get("/v1/conversations", params={"limit": 100}))
+        [group_conv] = [c for c in convs if c["channel_id"] == cid and c.get("group_jid") == group["jid"]]
+        assert group_conv["group_id"] == group["id"]
+        [posted] = _ok(client.get(f"/v1/conversations/{group_conv['id']}/messages"))
+        assert (posted["from_phone"], posted["text"]) == (MEMBER, "hello team")
 
         label_name = f"VIP-{uuid.uuid4().hex[:4]}"
         if engine.name == "evolution":  # Evolution cannot create labels: the phone has it

@@ -264,6 +264,49 @@ class FakeEvolution(_GroupRoutes, FakeServer):
             "source": "android",
         }
 
+    def reaction(self, name: str, key_id: str, from_phone: str, emoji: str) -> dict[str, Any]:
+        """The customer's reaction as `messages.upsert` data (whatsapp.baileys.service.ts `messages.upsert` forwards
+        Baileys' message; `reactionMessage.key` names the message as the reactor sees it)."""
+        record = self.instances[name].messages[key_id]
+        data = self.inbound(name, from_phone, "")
+        target = {"remoteJid": record["remoteJid"], "fromMe": not record["fromMe"], "id": key_id}
+        sent_ms = int(time.time() * 1000)
+        data["message"] = {"reactionMessage": {"key": target, "text": emoji, "senderTimestampMs": sent_ms}}
+        data["messageType"] = "reactionMessage"
+        return data
+
+    def edited(self, name: str, key_id: str, text: str) -> dict[str, Any]:
+        """The customer's edit as `messages.edited` data (whatsapp.baileys.service.ts `messages.upsert`: the
+        `protocolMessage`, type MESSAGE_EDIT = 14, with the `editedMessage`)."""
+        record = self.instances[name].messages[key_id]
+        record["text"] = text
+        return {"key": {"remoteJid": record["remoteJid"], "fromMe": record["fromMe"], "id": key_id}, "type": 14,
+                "editedMessage": {"conversation": text}, "timestampMs": int(time.time() * 1000)}  # fmt: skip
+
+    def revoked(self, name: str, key_id: str) -> dict[str, Any]:
+        """The customer's revoke as `messages.delete` data (whatsapp.baileys.service.ts `messages.update`: a message
+        whose `update.message` is null is sent as MESSAGES_DELETE with its key)."""
+        record = self.instances[name].messages.pop(key_id)
+        return {"remoteJid": record["remoteJid"], "fromMe": record["fromMe"], "id": key_id}
+
+    def phone_label(self, name: str, label_name: str, color: int = 0, ident: str | None = None) -> dict[str, Any]:
+        """A label created (or, with `ident`, changed) on the phone: `labels.edit` data (whatsapp.baileys.service.ts
+        `labelHandle[LABELS_EDIT]`: Baileys' Label and the instance name)."""
+        with self._lock:
+            labels = self.instances[name].labels
+            ident = ident or str(max((int(i) for i in labels), default=0) + 1)
+            labels[ident] = {"id": ident, "name": label_name, "color": color, "predefinedId": None}
+            return {**labels[ident], "deleted": False, "instance": name}
+
+    def phone_label_deleted(self, name: str, ident: str) -> dict[str, Any]:
+        """A label deleted on the phone: `labels.edit` data with `deleted: true`."""
+        with self._lock:
+            instance = self.instances[name]
+            label = instance.labels.pop(ident)
+            for ids in instance.chat_labels.values():
+                ids.discard(ident)
+            return {**label, "deleted": True, "instance": name}
+
     def update(self, name: str, key_id: str, status: str) -> dict[str, Any]:
         """`messages.update` data for one of our messages (whatsapp.baileys.service.ts `messages.update`)."""
         record = self.instances[name].messages[key_id]

@@ -39,8 +39,9 @@ EVENTS = {  # src/structures/enums.dto.ts WAHAEvents
     "message.revoked", "state.change", "group.join", "group.leave", "presence.update", "poll.vote",
     "poll.vote.failed", "chat.archive", "call.received", "call.accepted", "call.rejected", "label.upsert",
     "label.deleted", "label.chat.added", "label.chat.deleted",
-    # later versions (waha-docs how-to/groups, "Events"): the group.v2 family
-    "group.v2.join", "group.v2.leave", "group.v2.participants", "group.v2.update",
+    # later versions (waha-docs how-to/groups, "Events"): the group.v2 family; message.edited
+    # (src/core/engines/gows/session.gows.core.ts `WAHAEvents.MESSAGE_EDITED`)
+    "group.v2.join", "group.v2.leave", "group.v2.participants", "group.v2.update", "message.edited",
 }  # fmt: skip
 PRESENCES = {"offline", "online", "typing", "recording", "paused"}  # src/structures/enums.dto.ts WAHAPresenceStatus
 COLORS = ["#ff9485", "#64c4ff", "#ffd429", "#dfaef0", "#99b6c1", "#55ccb3", "#ff9dff", "#d3a91d", "#6d7cce",
@@ -163,6 +164,48 @@ class FakeWaha(FakeServer):
             "ack": ack,
             "ackName": ACK_NAMES[ack],
         }
+
+    def reaction(self, name: str, message_id: str, from_phone: str, emoji: str) -> dict[str, Any]:
+        """The customer's `message.reaction` payload (src/structures/responses.dto.ts WAMessageReaction, built as
+        src/core/engines/webjs/session.webjs.core.ts processMessageReaction: `reaction.messageId` serialized)."""
+        chat = f"{from_phone}@c.us"
+        return {"id": f"false_{chat}_{secrets.token_hex(10).upper()}", "timestamp": int(time.time()), "from": chat,
+                "fromMe": False, "participant": chat, "to": f"{self.phone}@c.us",
+                "reaction": {"text": emoji, "messageId": message_id}}  # fmt: skip
+
+    def edited(self, name: str, message_id: str, text: str) -> dict[str, Any]:
+        """The customer's `message.edited` payload (src/core/engines/gows/session.gows.core.ts messagesEdited$: the
+        edit as a WAMessage with the new `body` and the bare `editedMessageId`)."""
+        original = self.sessions[name].messages[message_id]
+        original["text"] = text
+        chat, bare = original["chatId"], message_id.rsplit("_", 1)[-1]
+        edit = self.inbound(name, chat, text)
+        return {**edit, "editedMessageId": bare}
+
+    def revoked(self, name: str, message_id: str) -> dict[str, Any]:
+        """The customer's `message.revoked` payload (src/structures/webhooks.dto.ts WAMessageRevokedBody, as
+        src/core/engines/gows/session.gows.core.ts messagesRevoked$: `after` is the revoke, `before` null and the
+        bare `revokedMessageId`)."""
+        original = self.sessions[name].messages.pop(message_id)
+        after = self.inbound(name, original["chatId"], "")
+        return {"after": after, "before": None, "revokedMessageId": message_id.rsplit("_", 1)[-1]}
+
+    def phone_label(self, name: str, label_name: str, color: int = 0, ident: str | None = None) -> dict[str, Any]:
+        """A label created (or, with `ident`, changed) on the phone: the `label.upsert` payload (Label)."""
+        with self._lock:
+            labels = self.sessions[name].labels
+            ident = ident or str(max((int(i) for i in labels), default=0) + 1)
+            labels[ident] = {"id": ident, "name": label_name, "color": color, "colorHex": COLORS[color]}
+            return dict(labels[ident])
+
+    def phone_label_deleted(self, name: str, ident: str) -> dict[str, Any]:
+        """A label deleted on the phone: the `label.deleted` payload (Label)."""
+        with self._lock:
+            session = self.sessions[name]
+            label = session.labels.pop(ident)
+            for chat, ids in session.chat_labels.items():
+                session.chat_labels[chat] = [i for i in ids if i != ident]
+            return label
 
     def group_participants(self, jid: str, kind: str, phones: list[str], role: str = "participant") -> dict[str, Any]:
         """The `group.v2.participants` payload (waha-docs how-to/groups/events-group.v2.participants)."""
@@ -518,7 +561,7 @@ class FakeWaha(FakeServer):
             color = body.get("color", 0)
             if not isinstance(color, int) or not 0 <= color < len(COLORS):  # src/structures/labels.dto.ts Colors
                 raise nest_error(400, "color must be a number from 0 to 19")
-            ident = str(len(session.labels) + 1)
+            ident = str(max((int(i) for i in session.labels), default=0) + 1)
             session.labels[ident] = {"id": ident, "name": body["name"], "color": color, "colorHex": COLORS[color]}
             return Response(201, session.labels[ident])
         if len(rest) == 2 and rest[0] == "chats" and method == "GET":

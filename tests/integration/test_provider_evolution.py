@@ -15,6 +15,7 @@ from switchboard.errors import Unauthenticated, UnsupportedByProvider, Validatio
 from switchboard.messaging import messages
 from switchboard.providers import provider_for
 from switchboard.providers.base import (
+    MessageChange,
     OutboundMessage,
     ProviderRejected,
     ProviderUnavailable,
@@ -109,6 +110,9 @@ def test_connect_creates_the_instance_with_our_jwt_webhook(evo, adapter):
                 "CONNECTION_UPDATE",
                 "GROUP_PARTICIPANTS_UPDATE",
                 "LABELS_ASSOCIATION",
+                "LABELS_EDIT",
+                "MESSAGES_EDITED",
+                "MESSAGES_DELETE",
             ],
         },
     }
@@ -278,7 +282,9 @@ def test_parse_upsert_update_and_connection(evo, linked):
     assert from_lid.from_phone == "4915112345678"
     reaction = evo.inbound(CHANNEL, TO, "")
     reaction |= {"message": {"reactionMessage": {"text": "👍", "key": data["key"]}}, "messageType": "reactionMessage"}
-    assert linked.parse_callback(evo.webhook(CHANNEL, "messages.upsert", reaction)[0]) == []
+    [change] = linked.parse_callback(evo.webhook(CHANNEL, "messages.upsert", reaction)[0])  # not a new message
+    assert isinstance(change, MessageChange) and (change.kind, change.text) == ("reaction", "👍")
+    assert inbound.provider_message_id in change.targets
     other = json.loads(body) | {"instance": "someone-else"}
     assert linked.parse_callback(json.dumps(other).encode()) == []
     with pytest.raises(ValidationFailed):

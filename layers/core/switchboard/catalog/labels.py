@@ -439,3 +439,57 @@ def apply_engine_chat_label(store: Store, channel: Item, name: str, chat_phone: 
         return False
     _, changed = _set_conversation_label(store, auth, conv["id"], label, attach=attach)
     return changed
+
+
+def engine_label_key(org: str, channel_id: str, engine_label_id: str) -> dict[str, str]:
+    """A channel's engine label id → our label (`label_id`)."""
+    return keys.key(keys.org_pk(org), f"ENGLABEL#{channel_id}#{engine_label_id}")
+
+
+def apply_engine_label(
+    store: Store, channel: Item, engine_label_id: str, name: str | None, color: str | None, *, deleted: bool
+) -> bool:
+    """A label created, changed or deleted on the phone: our label for that engine label id follows. A new engine
+    label becomes the organization's label of that name (created when there is none) and is remembered by its
+    engine id; a rename or recolour updates it (a rename onto another label's name keeps ours); a deletion deletes
+    it. A repeat changes nothing. True when our catalogue changed."""
+    org = channel["organization_id"]
+    auth = AuthContext("system", "system", None, org, "owner", "system")
+    pointer_key = engine_label_key(org, channel["id"], engine_label_id)
+    pointer = store.get(pointer_key, consistent=True)
+    label = store.get(label_key(org, pointer["label_id"]), consistent=True) if pointer else None
+    if deleted:
+        if pointer is None:
+            return False
+        store.delete(pointer_key)
+        if label is None:
+            return False
+        with contextlib.suppress(NotFound):
+            delete(store, auth, label["id"])
+        return True
+    if not name:
+        return False
+    if label is not None:
+        changes: dict[str, Any] = {}
+        if label["name"] != name and (by_name(store, org, name) or {}).get("id") in (None, label["id"]):
+            changes["name"] = name
+        if color and label["color"] != color:
+            changes["color"] = color
+        if not changes:
+            return False
+        with contextlib.suppress(Conflict, NotFound):
+            update(store, auth, label["id"], models.LabelUpdate(**changes))
+            return True
+        return False
+    created = False
+    label = by_name(store, org, name)
+    if label is None:
+        try:
+            label = create(store, auth, models.LabelCreate(name=name, color=color or "#9e9e9e")).model_dump()
+            created = True
+        except Conflict:  # created concurrently under the same name
+            label = by_name(store, org, name)
+            if label is None:
+                raise
+    store.put({**pointer_key, "entity": "EngineLabel", "label_id": label["id"], "channel_id": channel["id"]})
+    return created

@@ -16,6 +16,8 @@ and ~25 writes), in this order:
   messages       per conversation, a page of 25 messages (GSI2) per chunk: text, media, contact id and the person's
                  number removed (S3 copies of received media deleted); then the conversation's preview cleared and its
                  lock (a draft) deleted: the conversation row stays, anonymised
+  group_messages the person's messages in group conversations (GSI1 `ORG#<org>#CONTACTGROUPMSG#<ct>`), 12 per
+                 chunk, redacted the same way (and taken off that list); their conversations' previews cleared
   outbox         outbox events from before the deletion that mention the person: deleted (25 per page)
   deliveries     webhook deliveries of events from before the deletion whose body mentions the person: the body is
                  cut to its ids and `redacted: true` (25 per page)
@@ -59,6 +61,7 @@ STAGES = (
     "segments",
     "channels",
     "messages",
+    "group_messages",
     "outbox",
     "deliveries",
 )
@@ -243,6 +246,26 @@ def _messages(store: Store, org: str, contact_id: str, checkpoint: Checkpoint) -
     return {"stage": "messages", "conversations": queue[1:]}
 
 
+def _group_messages(store: Store, org: str, contact_id: str, checkpoint: Checkpoint) -> Checkpoint | None:
+    """The person's messages in group conversations (GSI1 `ORG#<org>#CONTACTGROUPMSG#<ct>`), 12 per chunk: each
+    redacted (which takes it off that list, so the next chunk reads the next ones) and its group conversation's
+    preview cleared (it may quote them)."""
+    from switchboard.messaging import conversations, messages
+
+    page = store.query(messages.group_messages_pk(org, contact_id), index="GSI1", limit=CHUNK // 2)
+    for message in page.items:
+        _redact_message(store, org, message)
+    for conv_id in {m["conversation_id"] for m in page.items if m.get("conversation_id")}:
+        with contextlib.suppress(DomainError):
+            store.update(
+                conversations.conv_key(org, conv_id),
+                "SET last_message_preview = :none",
+                condition="attribute_exists(PK)",
+                values={":none": None},
+            )
+    return {"stage": "group_messages"} if page.items else _next("group_messages")
+
+
 def _redact_message(store: Store, org: str, message: Item) -> None:
     """A message without its text, media, contact and the person's number (inbound: the sender; outbound: the
     recipient); it stays in its conversation's history, so the counts and the thread keep their shape."""
@@ -253,7 +276,8 @@ def _redact_message(store: Store, org: str, message: Item) -> None:
         aws.client("s3").delete_object(Bucket=get_settings().media_bucket, Key=key)
     store.update(
         {"PK": message["PK"], "SK": message["SK"]},
-        "SET #text = :none, media = :none, #person = :none, contact_id = :none, last_error = :none, erased = :yes",
+        "SET #text = :none, media = :none, #person = :none, contact_id = :none, last_error = :none, erased = :yes"
+        " REMOVE GSI1PK, GSI1SK",
         condition="attribute_exists(PK)",
         names={"#text": "text", "#person": person},
         values={":none": None, ":yes": True},
@@ -311,6 +335,7 @@ _STEPS: dict[str, Callable[[Store, str, str, Checkpoint], Checkpoint | None]] = 
     "segments": _segments,
     "channels": _channels,
     "messages": _messages,
+    "group_messages": _group_messages,
     "outbox": _outbox,
     "deliveries": _deliveries,
 }

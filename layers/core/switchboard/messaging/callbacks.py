@@ -13,7 +13,15 @@ from switchboard.identity import repository as identity_repository
 from switchboard.ids import new_ulid
 from switchboard.messaging import channels, cloud_webhook, messages, models
 from switchboard.providers import provider_for
-from switchboard.providers.base import GroupEvent, InboundMessage, LabelEvent, SessionStatus, StatusCallback
+from switchboard.providers.base import (
+    GroupEvent,
+    InboundMessage,
+    LabelCatalogEvent,
+    LabelEvent,
+    MessageChange,
+    SessionStatus,
+    StatusCallback,
+)
 from switchboard.store import Store
 
 
@@ -84,6 +92,14 @@ def provider_callback(store: Store, channel_id: str, headers: dict[str, str], bo
             from switchboard.catalog import labels
 
             labels.apply_engine_chat_label(store, channel, event.name, event.chat_phone, attach=event.attach)
+        elif isinstance(event, LabelCatalogEvent):  # a label made, changed or deleted on the phone
+            from switchboard.catalog import labels
+
+            labels.apply_engine_label(
+                store, channel, event.engine_label_id, event.name, event.color, deleted=event.deleted
+            )
+        elif isinstance(event, MessageChange):  # the customer reacted to, edited or revoked a stored message
+            messages.apply_change(store, channel["organization_id"], channel, event)
         else:  # pragma: no cover - adapters yield only the kinds above
             raise ValidationFailed.field("body", "unknown callback event")
     return {"received": received, "statuses_applied": statuses}

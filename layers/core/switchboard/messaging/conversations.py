@@ -27,6 +27,10 @@ def pair_key(org: str, channel_id: str, contact_id: str) -> dict[str, str]:
     return keys.key(keys.org_pk(org), f"CONVKEY#{channel_id}#{contact_id}")
 
 
+def group_pair_key(org: str, channel_id: str, group_jid: str) -> dict[str, str]:
+    return keys.key(keys.org_pk(org), f"CONVGROUP#{channel_id}#{group_jid}")
+
+
 def lock_key(org: str, conv_id: str) -> dict[str, str]:
     return keys.key(keys.org_pk(org), f"CONV#{conv_id}#LOCK")
 
@@ -49,12 +53,22 @@ def get_item(store: Store, org: str, conv_id: str, *, consistent: bool = False) 
     return store.require(conv_key(org, conv_id), "No such conversation.", consistent=consistent)
 
 
-def get_or_create(store: Store, org: str, channel_id: str, contact_id: str, pointer: Item | None = None) -> Item:
+def get_or_create(
+    store: Store,
+    org: str,
+    channel_id: str,
+    contact_id: str,
+    pointer: Item | None = None,
+    *,
+    group_jid: str | None = None,
+) -> Item:
     """The conversation of a channel and a contact; created once (a sentinel guards the pair). `pointer` is the
-    pair item when the caller already read it (saves a round trip)."""
+    pair item when the caller already read it (saves a round trip). With `group_jid`, the group's conversation on
+    the channel instead (`CONVGROUP#` sentinel; no contact: each message names its sender)."""
+    sentinel = group_pair_key(org, channel_id, group_jid) if group_jid else pair_key(org, channel_id, contact_id)
     for attempt in range(3):
         if attempt or pointer is None:
-            pointer = store.get(pair_key(org, channel_id, contact_id), consistent=True)
+            pointer = store.get(sentinel, consistent=True)
         if pointer:
             return get_item(store, org, pointer["conversation_id"], consistent=True)
         now, conv_id = clock.now_iso(), new_id("cv")
@@ -64,7 +78,7 @@ def get_or_create(store: Store, org: str, channel_id: str, contact_id: str, poin
             "id": conv_id,
             "organization_id": org,
             "channel_id": channel_id,
-            "contact_id": contact_id,
+            "contact_id": None if group_jid else contact_id,
             "status": "open",
             "archived": False,
             "muted": False,
@@ -77,13 +91,15 @@ def get_or_create(store: Store, org: str, channel_id: str, contact_id: str, poin
             "updated_at": now,
             "version": 1,
         }
+        if group_jid:
+            item |= {"group_jid": group_jid, "group_id": _group_id(store, org, channel_id, group_jid)}
         item |= index_attributes(org, item, now)
         try:
             store.transact(
                 [
                     Put(
                         item={
-                            **pair_key(org, channel_id, contact_id),
+                            **sentinel,
                             "entity": "ConversationKey",
                             "conversation_id": conv_id,
                         },
@@ -96,6 +112,14 @@ def get_or_create(store: Store, org: str, channel_id: str, contact_id: str, poin
         except Conflict:
             continue
     raise Conflict("The conversation was created concurrently; retry.")
+
+
+def _group_id(store: Store, org: str, channel_id: str, group_jid: str) -> str | None:
+    """Our group record of that WhatsApp group on the channel, when we have one."""
+    from switchboard.groups import service as groups
+
+    pointer = store.get(groups.jid_key(org, group_jid.lower(), channel_id))
+    return str(pointer["group_id"]) if pointer else None
 
 
 def assignee_pk(org: str, assignee_id: str) -> str:

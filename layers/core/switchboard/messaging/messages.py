@@ -20,7 +20,7 @@ from switchboard.events.outbox import outbox_put
 from switchboard.ids import new_message_id
 from switchboard.messaging import channels, conversations, models, status
 from switchboard.providers import OutboundMessage, ProviderRejected, provider_for
-from switchboard.providers.base import InboundMessage, SendUncertain, StatusCallback
+from switchboard.providers.base import InboundMessage, MessageChange, SendUncertain, StatusCallback
 from switchboard.store import Delete, Put, Store, TxOp, Update, keys
 
 if TYPE_CHECKING:
@@ -503,6 +503,11 @@ def _sender(store: Store, auth: AuthContext, channel: Item, inbound: InboundMess
     return contacts.upsert(store, auth, body)
 
 
+def group_messages_pk(org: str, contact_id: str) -> str:
+    """A contact's messages in group conversations (GSI1), newest last: what their erasure walks."""
+    return f"ORG#{org}#CONTACTGROUPMSG#{contact_id}"
+
+
 def receive(store: Store, org: str, channel: Item, inbound: InboundMessage) -> models.InboundAccepted:
     """A customer's message: stored once (duplicate callbacks are no-ops), resolved or created as a contact,
     threaded into the conversation, announced as `message.new`."""
@@ -519,7 +524,7 @@ def receive(store: Store, org: str, channel: Item, inbound: InboundMessage) -> m
     contact, created = _sender(store, auth, channel, inbound)
     if created and inbound.contact_name:
         contacts.update(store, auth, contact.id, contact_models.ContactUpdate(name=inbound.contact_name), None)
-    conv = conversations.get_or_create(store, org, channel["id"], contact.id)
+    conv = conversations.get_or_create(store, org, channel["id"], contact.id, group_jid=inbound.group_jid)
     moment, message_id = clock.now(), new_message_id()
     now = clock.iso(moment)  # the message and its event share one time
     item: Item = {
@@ -546,6 +551,8 @@ def receive(store: Store, org: str, channel: Item, inbound: InboundMessage) -> m
         "GSI2PK": conversations.messages_pk(org, conv["id"]),
         "GSI2SK": message_id,
     }
+    if inbound.group_jid:  # a participant's message in a group: listed by sender too (GSI1), for their erasure
+        item |= {"group_jid": inbound.group_jid, "GSI1PK": group_messages_pk(org, contact.id), "GSI1SK": message_id}
     ops: list[TxOp] = [
         provider_sentinel(org, channel["id"], inbound.provider_message_id, message_id, unique=Conflict("duplicate")),
         Put(item=item, condition="attribute_not_exists(PK)"),
@@ -563,6 +570,7 @@ def receive(store: Store, org: str, channel: Item, inbound: InboundMessage) -> m
                 "msg_type": inbound.type,
                 "text": inbound.text,
                 "organization_id": org,
+                **({"group_jid": inbound.group_jid} if inbound.group_jid else {}),
             },
             occurred=moment,
         ),
@@ -592,3 +600,44 @@ def status_callback(store: Store, org: str, channel: Item, callback: StatusCallb
     if callback.status not in status.RANK and callback.status not in status.TERMINAL:
         return False
     return status.apply(store, org, message, callback.status, error=callback.error)
+
+
+def apply_change(store: Store, org: str, channel: Item, change: MessageChange) -> bool:
+    """The customer's reaction, edit or revoke applied to the stored message it names (never a new message): a
+    reaction sets `customer_reaction` (an empty emoji clears it), an edit sets `text` and `edited_at`, a revoke sets
+    `deleted`, `deleted_at` and clears `text`. Edits and revokes change only the customer's own (inbound) messages.
+    A repeat changes nothing. True when the message changed."""
+    message: Item | None = None
+    for target in change.targets:
+        pointer = store.get(provider_key(org, channel["id"], target), consistent=True)
+        if pointer:
+            message = store.get(status.message_key(org, pointer["message_id"]), consistent=True)
+            break
+    if message is None or message.get("deleted"):
+        return False
+    when = change.timestamp or clock.now_iso()
+    if change.kind == "reaction":
+        changes: Item = {"customer_reaction": change.text or None}
+    elif message.get("direction") != "inbound":
+        return False
+    elif change.kind == "edit":
+        changes = {"text": change.text, "edited_at": when}
+    elif change.kind == "revoke":
+        changes = {"text": None, "deleted": True, "deleted_at": when}
+    else:
+        return False
+    if all(message.get(k) == v for k, v in changes.items() if not k.endswith("_at")):
+        return False
+    sets = ", ".join(f"#{k} = :{k}" for k in changes) + ", updated_at = :now"
+    try:  # conditional: a revoke is final, whatever arrives after it
+        store.update(
+            status.message_key(org, message["id"]),
+            f"SET {sets}",
+            condition="attribute_exists(PK) AND (attribute_not_exists(#gone) OR #gone = :no)",
+            names={**{f"#{k}": k for k in changes}, "#gone": "deleted"},
+            values={**{f":{k}": v for k, v in changes.items()}, ":now": clock.now_iso(), ":no": False},
+            return_values="NONE",
+        )
+    except Conflict:  # deleted meanwhile
+        return False
+    return True

@@ -238,6 +238,10 @@ class ConversationMessage(BaseModel):
     status: str
     provider_message_id: str | None = None
     last_error: str | None = None
+    reaction: str | None = Field(default=None, description="our reaction to the message (`POST /v1/messages/react`)")
+    customer_reaction: str | None = Field(default=None, description="the customer's reaction to the message")
+    edited_at: str | None = Field(default=None, description="when the text was last edited (by us or the customer)")
+    deleted: bool = Field(default=False, description="deleted for everyone (its text is gone when the customer did)")
     created_at: str
     updated_at: str
 
@@ -259,7 +263,9 @@ class Conversation(BaseModel):
     id: str
     organization_id: str
     channel_id: str
-    contact_id: str
+    contact_id: str | None = Field(default=None, description="the contact; null for a group's conversation")
+    group_jid: str | None = Field(default=None, description="a group's conversation: the group's WhatsApp id")
+    group_id: str | None = Field(default=None, description="a group's conversation: our group record, when known")
     status: Literal["open", "closed"]
     archived: bool = False
     muted_until: str | None = None

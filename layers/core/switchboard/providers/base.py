@@ -107,6 +107,7 @@ class InboundMessage:
     contact_name: str | None = None
     timestamp: str | None = None  # ISO 8601
     from_user_id: str | None = None  # WhatsApp's business-scoped user id (identity type `whatsapp_user_id`)
+    group_jid: str | None = None  # posted in this group (`…@g.us`); `from_phone` is then the participant
 
 
 @dataclass(frozen=True)
@@ -155,6 +156,34 @@ class LabelEvent:
 
 
 @dataclass(frozen=True)
+class LabelCatalogEvent:
+    """A label was created, changed or deleted on the phone: `engine_label_id` is the engine's id for it on this
+    channel; `color` is `#rrggbb` when the engine gave one."""
+
+    engine_label_id: str
+    name: str | None = None
+    color: str | None = None
+    deleted: bool = False
+
+
+@dataclass(frozen=True)
+class MessageChange:
+    """The customer reacted to, edited or revoked a message we already store. Engines name the target by a bare id
+    or a serialized one, so `targets` lists the provider message ids it may be stored under (the first stored one is
+    changed). `kind` is `reaction` (`text`: the emoji, empty removes it), `edit` (`text`: the new text) or `revoke`."""
+
+    targets: tuple[str, ...]
+    kind: str
+    text: str | None = None
+    timestamp: str | None = None
+
+
+CallbackEvent = (
+    InboundMessage | StatusCallback | SessionStatus | GroupEvent | LabelEvent | LabelCatalogEvent | MessageChange
+)
+
+
+@dataclass(frozen=True)
 class DownloadedMedia:
     data: bytes
     mime_type: str
@@ -178,9 +207,7 @@ class Provider:
         """Raise `Unauthenticated` unless the callback is really from the provider (signature check)."""
         raise self._unsupported("inbound callbacks")
 
-    def parse_callback(
-        self, body: bytes
-    ) -> Sequence[InboundMessage | StatusCallback | SessionStatus | GroupEvent | LabelEvent]:
+    def parse_callback(self, body: bytes) -> Sequence[CallbackEvent]:
         raise self._unsupported("inbound callbacks")
 
     @classmethod

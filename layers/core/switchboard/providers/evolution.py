@@ -38,11 +38,14 @@ from typing import Any
 
 from switchboard.errors import Unauthenticated, ValidationFailed
 from switchboard.providers.base import (
+    CallbackEvent,
     ConnectResult,
     DownloadedMedia,
     GroupEvent,
     InboundMessage,
+    LabelCatalogEvent,
     LabelEvent,
+    MessageChange,
     OutboundMessage,
     ProviderRejected,
     ProviderUnavailable,
@@ -53,10 +56,22 @@ from switchboard.providers.base import (
     contact_cards,
 )
 from switchboard.providers.http import HttpApi, ProviderError, Reply, segment
-from switchboard.providers.whatsapp_web import LinkedDeviceProvider, callback_url, digits, header, iso, obj, phone_of
+from switchboard.providers.whatsapp_web import (
+    LABEL_COLORS,
+    LinkedDeviceProvider,
+    callback_url,
+    digits,
+    header,
+    iso,
+    obj,
+    phone_of,
+)
 
 PROVIDER = "Evolution API"
-EVENTS = ["MESSAGES_UPSERT", "MESSAGES_UPDATE", "CONNECTION_UPDATE", "GROUP_PARTICIPANTS_UPDATE", "LABELS_ASSOCIATION"]
+EVENTS = ["MESSAGES_UPSERT", "MESSAGES_UPDATE", "CONNECTION_UPDATE", "GROUP_PARTICIPANTS_UPDATE", "LABELS_ASSOCIATION",
+          "LABELS_EDIT", "MESSAGES_EDITED", "MESSAGES_DELETE"]  # fmt: skip
+# Baileys proto.Message.ProtocolMessage.Type: REVOKE = 0, MESSAGE_EDIT = 14 (numbers in JSON, names in some dumps)
+REVOKE, MESSAGE_EDIT = (0, "REVOKE"), (14, "MESSAGE_EDIT")
 GROUP_ACTIONS = {"add": "join", "remove": "leave", "promote": "promote", "demote": "demote"}
 STATES = {"open": "connected", "connecting": "pairing", "close": "disconnected"}
 ACKS = {"SERVER_ACK": "sent", "DELIVERY_ACK": "delivered", "READ": "read", "PLAYED": "played", "ERROR": "failed"}
@@ -495,9 +510,7 @@ class EvolutionProvider(LinkedDeviceProvider):
             raise Unauthenticated("Missing Authorization: Bearer header.")
         verify_jwt(value[7:].strip(), self.secret)
 
-    def parse_callback(
-        self, body: bytes
-    ) -> list[InboundMessage | StatusCallback | SessionStatus | GroupEvent | LabelEvent]:
+    def parse_callback(self, body: bytes) -> list[CallbackEvent]:
         try:
             doc = json.loads(body)
         except ValueError:
@@ -508,7 +521,7 @@ class EvolutionProvider(LinkedDeviceProvider):
             return []
         event, data = doc["event"], doc.get("data")
         items = data if isinstance(data, list) else [data]
-        out: list[InboundMessage | StatusCallback | SessionStatus | GroupEvent | LabelEvent] = []
+        out: list[CallbackEvent] = []
         for item in items:
             if not isinstance(item, dict):
                 raise ValidationFailed.field("body.data", "must be an object")
@@ -523,9 +536,33 @@ class EvolutionProvider(LinkedDeviceProvider):
                     metadata["push_name"] = str(item["profileName"])
                 out.append(SessionStatus(STATES[state], state, metadata))
             elif event == "messages.upsert":
-                inbound = _inbound(item)
-                if inbound is not None:
-                    out.append(inbound)
+                upsert = _change_in_upsert(item) or _inbound(item)
+                if upsert is not None:
+                    out.append(upsert)
+            elif event == "messages.edited":  # whatsapp.baileys.service.ts: the protocolMessage (edit or revoke)
+                change = _protocol_change(item, None, iso(item.get("timestampMs")))
+                if change is not None:
+                    out.append(change)
+            elif event == "messages.delete":  # whatsapp.baileys.service.ts messages.update: the deleted message's key
+                if not item.get("id"):
+                    raise ValidationFailed.field("body.data.id", "is required")
+                if not item.get("fromMe"):
+                    out.append(MessageChange(_key_targets(item, None), "revoke"))
+            elif event == "labels.edit":  # whatsapp.baileys.service.ts labelHandle: Baileys' Label + instance
+                if item.get("id") is None:
+                    raise ValidationFailed.field("body.data.id", "is required")
+                if item.get("deleted"):
+                    out.append(LabelCatalogEvent(str(item["id"]), deleted=True))
+                    continue
+                name = item.get("name")
+                if not isinstance(name, str) or not name.strip():
+                    raise ValidationFailed.field("body.data.name", "is required")
+                try:
+                    index = int(item.get("color"))  # type: ignore[arg-type]
+                except (TypeError, ValueError):
+                    index = -1
+                color = LABEL_COLORS[index] if 0 <= index < len(LABEL_COLORS) else None
+                out.append(LabelCatalogEvent(str(item["id"]), name=name.strip(), color=color))
             elif event == "messages.update":
                 ack = _ack(item)
                 if ack is not None:
@@ -552,16 +589,67 @@ class EvolutionProvider(LinkedDeviceProvider):
         return out
 
 
+def _key_targets(key: dict[str, Any], chat: Any) -> tuple[str, ...]:
+    """The provider ids (`<fromMe>_<remoteJid>_<id>`) a message named by a Baileys key may be stored under: the key's
+    own side first, then the other (a key's `fromMe` is the sender's view), in its chat and the phone form of it."""
+    ident = str(key.get("id") or "")
+    chats = [str(c) for c in (key.get("remoteJid") or chat, key.get("remoteJidAlt"), key.get("senderPn")) if c]
+    sides = ["true", "false"] if key.get("fromMe") else ["false", "true"]
+    found = [f"{side}_{c}_{ident}" for side in sides for c in dict.fromkeys(chats)]
+    return tuple(found) or (ident,)
+
+
+def _protocol_change(proto: dict[str, Any], chat: Any, timestamp: str | None) -> MessageChange | None:
+    """An edit (`editedMessage`, type MESSAGE_EDIT) or revoke (type REVOKE) of the message `proto.key` names."""
+    key = obj(proto.get("key"))
+    if not key.get("id"):
+        raise ValidationFailed.field("body.data.key.id", "is required")
+    edited = obj(proto.get("editedMessage"))
+    if edited or proto.get("type") in MESSAGE_EDIT:
+        text = edited.get("conversation") or obj(edited.get("extendedTextMessage")).get("text")
+        text = text or next((obj(v).get("caption") for v in edited.values() if obj(v).get("caption")), None)
+        return MessageChange(_key_targets(key, chat), "edit", text=str(text or ""), timestamp=timestamp)
+    if proto.get("type") in REVOKE:
+        return MessageChange(_key_targets(key, chat), "revoke", timestamp=timestamp)
+    return None
+
+
+def _change_in_upsert(item: dict[str, Any]) -> MessageChange | None:
+    """A customer's reaction (`reactionMessage {key, text}`), edit or revoke (`protocolMessage`) delivered as an
+    upsert; None for anything else."""
+    key, message = obj(item.get("key")), obj(item.get("message"))
+    if key.get("fromMe"):
+        return None
+    when = iso(item.get("messageTimestamp"))
+    reaction = obj(message.get("reactionMessage"))
+    if reaction:
+        target = obj(reaction.get("key"))
+        if not target.get("id"):
+            raise ValidationFailed.field("body.data.message.reactionMessage.key.id", "is required")
+        # the reaction's key is the reactor's view: our message is `fromMe: false` to them, so both sides are tried
+        targets = _key_targets({**target, "fromMe": not target.get("fromMe")}, key.get("remoteJid"))
+        return MessageChange(targets, "reaction", text=str(reaction.get("text") or ""), timestamp=when)
+    proto = obj(message.get("protocolMessage")) or obj(obj(obj(message.get("editedMessage")).get("message")).get(
+        "protocolMessage"))  # fmt: skip
+    if proto:
+        return _protocol_change(proto, key.get("remoteJid"), when)
+    return None
+
+
 def _inbound(item: dict[str, Any]) -> InboundMessage | None:
     key = obj(item.get("key"))
     if not key.get("id") or not key.get("remoteJid"):
         raise ValidationFailed.field("body.data.key", "a message needs key.id and key.remoteJid")
     if key.get("fromMe"):
         return None
-    jid = str(key["remoteJid"])
-    sender = phone_of(jid)
-    if sender is None and jid.endswith("@lid"):  # Evolution names the phone behind a lid in the same key
-        sender = phone_of(key.get("remoteJidAlt") or key.get("senderPn"))
+    jid, group = str(key["remoteJid"]), None
+    if jid.endswith("@g.us"):  # a group's message: `key.participant` sent it (`participantAlt`: its phone for a lid)
+        group, jid = jid, str(key.get("participant") or "")
+        sender = phone_of(jid) or phone_of(key.get("participantAlt"))
+    else:
+        sender = phone_of(jid)
+        if sender is None and jid.endswith("@lid"):  # Evolution names the phone behind a lid in the same key
+            sender = phone_of(key.get("remoteJidAlt") or key.get("senderPn"))
     if sender is None:
         return None
     message = obj(item.get("message"))
@@ -591,6 +679,7 @@ def _inbound(item: dict[str, Any]) -> InboundMessage | None:
         media=media,
         contact_name=str(name) if name else None,
         timestamp=iso(item.get("messageTimestamp")),
+        group_jid=group,
     )
 
 

@@ -33,11 +33,14 @@ from urllib.parse import urlsplit
 
 from switchboard.errors import Unauthenticated, ValidationFailed
 from switchboard.providers.base import (
+    CallbackEvent,
     ConnectResult,
     DownloadedMedia,
     GroupEvent,
     InboundMessage,
+    LabelCatalogEvent,
     LabelEvent,
+    MessageChange,
     OutboundMessage,
     ProviderRejected,
     ProviderUnavailable,
@@ -49,6 +52,7 @@ from switchboard.providers.base import (
 )
 from switchboard.providers.http import MAX_MEDIA, MEDIA_DEADLINE, HttpApi, ProviderError, Reply, segment
 from switchboard.providers.whatsapp_web import (
+    LABEL_COLORS,
     LinkedDeviceProvider,
     callback_url,
     digits,
@@ -62,7 +66,8 @@ PROVIDER = "WAHA"
 SIGNATURE_HEADER = "x-webhook-hmac"
 # what parse_callback consumes (group.v2.* and the lids API are WAHA's since 2025; see docs/providers.md)
 EVENTS = ["message", "message.ack", "session.status", "group.v2.participants", "group.v2.update", "group.v2.leave",
-          "label.chat.added", "label.chat.deleted"]  # fmt: skip
+          "label.chat.added", "label.chat.deleted", "label.upsert", "label.deleted", "message.reaction",
+          "message.revoked", "message.edited"]  # fmt: skip
 SESSION_STATUS = {
     "STOPPED": "disconnected",
     "STARTING": "pairing",
@@ -82,10 +87,6 @@ SEND_ROUTES = {
     "location": "/api/sendLocation",
     "contacts": "/api/sendContactVcard",
 }
-# src/structures/labels.dto.ts `Colors` (waha-docs how-to/labels "Label color"): index → colorHex
-LABEL_COLORS = ["#ff9485", "#64c4ff", "#ffd429", "#dfaef0", "#99b6c1", "#55ccb3", "#ff9dff", "#d3a91d", "#6d7cce",
-                "#d7e752", "#00d0e2", "#ffc5c7", "#93ceac", "#f74848", "#00a0f2", "#83e422", "#ffaf04", "#b5ebff",
-                "#9ba6ff", "#9368cf"]  # fmt: skip
 _SERIALIZED = re.compile(r"^(true|false)_([^_]+)_(.+)$")
 
 
@@ -576,9 +577,7 @@ class WahaProvider(LinkedDeviceProvider):
         if not hmac.compare_digest(given.encode(), expected.encode()):
             raise Unauthenticated("The X-Webhook-Hmac signature does not match the body.")
 
-    def parse_callback(
-        self, body: bytes
-    ) -> list[InboundMessage | StatusCallback | SessionStatus | GroupEvent | LabelEvent]:
+    def parse_callback(self, body: bytes) -> list[CallbackEvent]:
         try:
             doc = json.loads(body)
         except ValueError:
@@ -616,6 +615,21 @@ class WahaProvider(LinkedDeviceProvider):
             if chat is None or not name:
                 return []
             return [LabelEvent(str(name), chat, attach=event == "label.chat.added")]
+        if event in ("label.upsert", "label.deleted"):  # src/structures/labels.dto.ts Label {id, name, color, colorHex}
+            if payload.get("id") is None:
+                raise ValidationFailed.field("body.payload.id", "is required")
+            if event == "label.deleted":
+                return [LabelCatalogEvent(str(payload["id"]), deleted=True)]
+            name, hex_color = payload.get("name"), str(payload.get("colorHex") or "").lower()
+            if not isinstance(name, str) or not name.strip():
+                raise ValidationFailed.field("body.payload.name", "is required")
+            color = payload.get("color")
+            if not hex_color and isinstance(color, int) and 0 <= color < len(LABEL_COLORS):
+                hex_color = LABEL_COLORS[color]
+            return [LabelCatalogEvent(str(payload["id"]), name=name.strip(), color=hex_color or None)]
+        if event in ("message.reaction", "message.edited", "message.revoked"):
+            change = self._change(event, payload)
+            return [change] if change else []
         if event.startswith("group.v2."):
             group = obj(payload.get("group"))
             jid = str(group.get("id") or "")
@@ -633,6 +647,37 @@ class WahaProvider(LinkedDeviceProvider):
                 return [GroupEvent(jid, "participants", action=str(payload["type"]), participants=found)]
         return []
 
+    def _change(self, event: str, payload: dict[str, Any]) -> MessageChange | None:
+        """The customer's reaction (src/structures/responses.dto.ts WAMessageReaction: `reaction: {text, messageId}`),
+        edit (WAMessageEditedBody: the edit as a WAMessage, `body` and the bare `editedMessageId`) or revoke
+        (WAMessageRevokedBody: `{after, before, revokedMessageId}`) of a message; our own are already recorded."""
+        if event == "message.reaction":
+            reaction = obj(payload.get("reaction"))
+            if not reaction.get("messageId"):
+                raise ValidationFailed.field("body.payload.reaction.messageId", "is required")
+            if payload.get("fromMe"):
+                return None
+            targets = _targets(str(reaction["messageId"]), payload.get("from"))
+            text = reaction.get("text")
+            return MessageChange(targets, "reaction", text=str(text or ""), timestamp=iso(payload.get("timestamp")))
+        if event == "message.edited":
+            if not payload.get("editedMessageId"):
+                raise ValidationFailed.field("body.payload.editedMessageId", "is required")
+            if payload.get("fromMe"):
+                return None
+            targets = _targets(str(payload["editedMessageId"]), payload.get("from"))
+            body = payload.get("body")
+            return MessageChange(targets, "edit", text=str(body or ""), timestamp=iso(payload.get("timestamp")))
+        after, before = obj(payload.get("after")), obj(payload.get("before"))
+        if after.get("fromMe") or before.get("fromMe"):
+            return None
+        chat = after.get("from") or before.get("from")
+        found = [payload.get("revokedMessageId"), before.get("id"), after.get("id")]
+        targets = tuple(t for ident in found if ident for t in _targets(str(ident), chat))
+        if not targets:
+            raise ValidationFailed.field("body.payload.revokedMessageId", "is required")
+        return MessageChange(tuple(dict.fromkeys(targets)), "revoke", timestamp=iso(after.get("timestamp")))
+
     def _participant(self, jid: Any) -> str | None:
         value = str(jid or "")
         return self.resolve_lid(value) if value.endswith("@lid") else phone_of(value)
@@ -642,11 +687,13 @@ class WahaProvider(LinkedDeviceProvider):
             raise ValidationFailed.field("body.payload", "a message needs id and from")
         if payload.get("fromMe"):
             return None
-        sender_jid = str(payload["from"])
+        sender_jid, group = str(payload["from"]), None
+        if sender_jid.endswith("@g.us"):  # a group's message: the participant (WAMessageBase) or author sent it
+            group, sender_jid = sender_jid, str(payload.get("participant") or payload.get("author") or "")
         sender = phone_of(sender_jid)
         if sender is None and sender_jid.endswith("@lid"):
             sender = self.resolve_lid(sender_jid)
-        if sender is None:  # groups, broadcasts, newsletters; a lid the engine cannot map
+        if sender is None:  # broadcasts, newsletters; a lid the engine cannot map
             return None
         kind = _media_type(payload)
         media: dict[str, Any] | None = None
@@ -677,7 +724,17 @@ class WahaProvider(LinkedDeviceProvider):
             media=media,
             contact_name=str(name) if name else None,
             timestamp=iso(payload.get("timestamp")),
+            group_jid=group,
         )
+
+
+def _targets(ident: str, chat: Any) -> tuple[str, ...]:
+    """The serialized ids a message named by `ident` may be stored under: `ident` itself when serialized; for a bare
+    id, the customer's (`false_…`) then our own (`true_…`) form in the chat, as given and in its `@c.us` form."""
+    if _SERIALIZED.match(ident):
+        return (ident,)
+    chats = list(dict.fromkeys(c for c in (str(chat or ""), _cus(chat or "")) if c))
+    return tuple(f"{side}_{c}_{ident}" for side in ("false", "true") for c in chats) or (ident,)
 
 
 def _group_jid(data: dict[str, Any]) -> str | None:

@@ -33,6 +33,10 @@ ENGINES = {
 }
 DEFAULT_ENGINE = "waha"
 USER_SUFFIXES = ("@s.whatsapp.net", "@c.us")
+# WhatsApp's label palette by index: WAHA's src/structures/labels.dto.ts `Colors`; Baileys' Label `color` is the index
+LABEL_COLORS = ["#ff9485", "#64c4ff", "#ffd429", "#dfaef0", "#99b6c1", "#55ccb3", "#ff9dff", "#d3a91d", "#6d7cce",
+                "#d7e752", "#00d0e2", "#ffc5c7", "#93ceac", "#f74848", "#00a0f2", "#83e422", "#ffaf04", "#b5ebff",
+                "#9ba6ff", "#9368cf"]  # fmt: skip
 
 
 def engine_of(channel: Channel) -> str:
