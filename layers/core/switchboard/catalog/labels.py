@@ -4,6 +4,7 @@ when it supports labels (best effort: the stored state is the truth)."""
 
 from __future__ import annotations
 
+import contextlib
 from typing import TYPE_CHECKING, Any, Literal
 
 from switchboard import clock
