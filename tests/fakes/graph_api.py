@@ -670,7 +670,9 @@ class FakeGraphApi(FakeServer):
                 except (KeyError, TypeError, ValueError):
                     raise graph_error(400, f"(#100) The parameter location['{key}'] is required.", 100) from None
 
-    def _upload(self, request: Request) -> Response:
+    @staticmethod
+    def form_fields(request: Request) -> dict[str, tuple[str, bytes]]:
+        """A multipart/form-data body: each field's (content type, bytes)."""
         from email.parser import BytesParser
         from email.policy import HTTP
 
@@ -678,10 +680,14 @@ class FakeGraphApi(FakeServer):
         if not content_type.startswith("multipart/form-data"):
             raise invalid("Uploads are multipart/form-data")
         parsed = BytesParser(policy=HTTP).parsebytes(f"Content-Type: {content_type}\r\n\r\n".encode() + request.body)
-        fields: dict[str, Any] = {}
+        fields: dict[str, tuple[str, bytes]] = {}
         for part in parsed.iter_parts():
             name = part.get_param("name", header="content-disposition")
             fields[str(name)] = (part.get_content_type(), part.get_payload(decode=True))
+        return fields
+
+    def _upload(self, request: Request) -> Response:
+        fields = self.form_fields(request)
         if fields.get("messaging_product", (None, b""))[1] != b"whatsapp":
             raise graph_error(400, "(#100) The parameter messaging_product is required.", 100)
         if "file" not in fields:
@@ -717,6 +723,14 @@ class FakeGraphApi(FakeServer):
 
     def _group(self, request: Request, group_id: str, edge: str | None) -> Response:
         group, method = self.groups[group_id], request.method
+        if edge is None and method == "POST" and request.headers.get("content-type", "").startswith("multipart/"):
+            fields = self.form_fields(request)
+            if fields.get("messaging_product", ("", b""))[1] != b"whatsapp":
+                raise graph_error(400, "(#100) The parameter messaging_product is required.", 100)
+            if "file" not in fields:
+                raise graph_error(400, "(#100) The parameter file is required.", 100)
+            group["photo"] = fields["file"]
+            return Response(200, {"success": True})
         if edge is None and method == "POST":
             body = self._body(request)
             for key in ("subject", "description"):

@@ -14,9 +14,10 @@ from typing import Any
 import pytest
 
 from switchboard.config import reset_settings
+from switchboard.errors import UnsupportedByProvider, ValidationFailed
 from switchboard.providers.base import OutboundMessage, ProviderRejected
 from switchboard.providers.whatsapp_cloud import WhatsAppCloudProvider
-from tests.fakes import meta_contract
+from tests.fakes import FakeServer, Request, Response, meta_contract
 from tests.fakes.graph_api import FakeGraphApi
 from tests.integration import cloud_queue
 from tests.integration.support import Api
@@ -180,16 +181,54 @@ def test_every_request_the_adapter_can_make_validates_against_metas_document(gra
         adapter.groups("invite_code", {"jid": group_id, "revision": 0})["invite_code"]
         == graph.groups[group_id]["invite"]
     )
+    adapter.groups("set_photo", {"jid": group_id, "image_bytes": PNG, "mime_type": "image/png"})
+    with ImageHost(JPEG) as host:
+        adapter.groups("set_photo", {"jid": group_id, "image_url": f"{host.root}/p.jpg"})
+    assert graph.groups[group_id]["photo"] == ("image/jpeg", JPEG)
 
     assert graph.violations == []
     assert set(graph.operations) == EXPECTED_OPERATIONS
     assert Counter(graph.operations)["sendMessage"] == len(sends) + 4  # two reactions, a read, a typing indicator
     assert Counter(graph.operations)["removeGroupParticipants"] == 2
+    assert Counter(graph.operations)["updateGroupSettings"] == 4  # name, description, two photos
     kinds = [r.json.get("type") for r in graph.requests_to("POST", f"/v23.0/{graph.phone_number_id}/messages")]
     assert set(kinds) >= {"text", "image", "video", "audio", "document", "sticker", "location", "contacts"}
     assert set(kinds) >= {"interactive", "template", "reaction", None}
     assert graph.typing == [inbound] and graph.blocked == [] and graph.calls[next(iter(graph.calls))] == "reject"
     assert graph.media[image_id] == (b"\x89PNG\r\n", "image/png")
+
+
+PNG = b"\x89PNG\r\n\x1a\n" + b"\x00" * 32
+JPEG = b"\xff\xd8\xff\xe0\x00\x10JFIF\x00" + b"\x01" * 32 + b"\xff\xd9"
+
+
+class ImageHost(FakeServer):
+    """Another host serving one body at any path (a group photo's image URL)."""
+
+    def __init__(self, body: bytes) -> None:
+        super().__init__()
+        self.body = body
+
+    def handle(self, request: Request) -> Response:
+        return Response(200, self.body, content_type="image/jpeg")
+
+
+def test_a_group_photo_url_is_fetched_without_the_token_and_bounded(graph, adapter):
+    made = adapter.groups("create", {"name": "Inquiry", "participants": []})
+    group_id, _ = graph.complete_group(made["request_id"], [TO])
+    with ImageHost(JPEG) as host:
+        adapter.groups("set_photo", {"jid": group_id, "image_url": f"{host.root}/p.jpg"})
+        (fetched,) = host.requests
+    assert "authorization" not in fetched.headers  # Meta's token never leaves for another host
+    with ImageHost(JPEG + b"\x00" * (5 * 1024 * 1024)) as host, pytest.raises(ProviderRejected, match="larger"):
+        adapter.groups("set_photo", {"jid": group_id, "image_url": f"{host.root}/big.jpg"})
+    with ImageHost(b"GIF89a" + b"\x00" * 32) as host, pytest.raises(ValidationFailed, match="JPEG or PNG"):
+        adapter.groups("set_photo", {"jid": group_id, "image_url": f"{host.root}/p.gif"})
+    with pytest.raises(ProviderRejected):  # the address checks of every provider request
+        adapter.groups("set_photo", {"jid": group_id, "image_url": "http://169.254.169.254/latest/meta-data"})
+    with pytest.raises(UnsupportedByProvider, match="removing a group photo"):
+        adapter.groups("set_photo", {"jid": group_id, "remove": True})
+    assert len(graph.requests_to("POST", f"/v23.0/{group_id}")) == 1
 
 
 def test_a_request_metas_document_refuses_fails_the_contract(graph, adapter):

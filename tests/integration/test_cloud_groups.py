@@ -4,8 +4,11 @@ case-sensitive, Meta's group webhooks following into the record, and what the Cl
 
 from __future__ import annotations
 
+import boto3
 import pytest
 
+from switchboard.config import get_settings
+from tests.fakes import Request
 from tests.fakes.graph_api import FakeGraphApi
 from tests.integration import cloud_queue
 from tests.integration.support import Api
@@ -138,7 +141,6 @@ def test_subject_description_participants_and_invite_link(api: Api, graph: FakeG
     [
         ("participants/actions", {"action": "add", "participants": ["+14155552673"]}),
         ("participants/actions", {"action": "promote", "participants": ["+14155552671"]}),
-        ("photo", {"image_url": "https://example.com/a.jpg"}),
         ("photo", {"remove": True}),
         ("leave", None),
     ],
@@ -150,6 +152,57 @@ def test_what_the_cloud_api_does_not_offer_is_400(api: Api, graph: FakeGraphApi,
     else:
         answer = api.post(f"/v1/groups/{group['id']}/{path}", json=body)
     api.assert_error(answer, 400, "unsupported_by_provider")
+
+
+JPEG = b"\xff\xd8\xff\xe0\x00\x10JFIF\x00" + b"\x01" * 64 + b"\xff\xd9"
+
+
+def _asset(api: Api, data: bytes, content_type: str = "image/jpeg", *, stored: bool = True) -> str:
+    """An uploaded asset: the ticket from the API, the bytes put where its upload URL points."""
+    made = api.post("/v1/media/uploads", json={"content_type": content_type, "size": len(data)})
+    assert made.status_code == 201, made.text
+    asset_id = made.json()["data"]["id"]
+    if stored:
+        key = f"assets/{api.org_id}/{asset_id}"
+        boto3.client("s3").put_object(Bucket=get_settings().media_bucket, Key=key, Body=data)
+    return str(asset_id)
+
+
+def _photo_parts(request: Request) -> dict[str, tuple[str, bytes]]:
+    return FakeGraphApi.form_fields(request)
+
+
+def test_group_photo_from_an_asset_is_a_multipart_post_to_the_group(api: Api, graph: FakeGraphApi, cloud: dict):
+    group, gid = _active(api, graph, cloud)
+    asset_id = _asset(api, JPEG)
+    set_ = api.post(f"/v1/groups/{group['id']}/photo", json={"asset_id": asset_id})
+    assert set_.status_code == 200, set_.text
+    assert set_.json()["data"]["photo"]["asset_id"] == asset_id
+    (wire,) = graph.requests_to("POST", f"/v23.0/{gid}")[-1:]
+    assert wire.headers["content-type"].startswith("multipart/form-data")
+    parts = _photo_parts(wire)
+    assert parts["messaging_product"][1] == b"whatsapp"
+    assert parts["file"] == ("image/jpeg", JPEG)
+    assert graph.groups[gid]["photo"] == ("image/jpeg", JPEG)
+    assert "updateGroupSettings" in graph.operations  # validated against Meta's document on the way in
+
+    by_body = api.post("/v1/groups/photo", json={"group_id": gid, "asset_id": asset_id})  # the group named in the body
+    assert by_body.status_code == 200, by_body.text
+    assert len(graph.requests_to("POST", f"/v23.0/{gid}")) == 2
+
+
+def test_group_photo_refuses_what_meta_would_not_take(api: Api, graph: FakeGraphApi, cloud: dict):
+    group, gid = _active(api, graph, cloud)
+    path = f"/v1/groups/{group['id']}/photo"
+    gif = _asset(api, b"GIF89a" + b"\x00" * 32, "image/webp")
+    error = api.assert_error(api.post(path, json={"asset_id": gif}), 400, "validation_failed")
+    assert "JPEG or PNG" in str(error)
+    big = _asset(api, JPEG + b"\x00" * (5 * 1024 * 1024))
+    error = api.assert_error(api.post(path, json={"asset_id": big}), 400, "validation_failed")
+    assert "5 MB" in str(error)
+    missing = _asset(api, JPEG, stored=False)
+    api.assert_error(api.post(path, json={"asset_id": missing}), 400, "validation_failed")
+    assert not graph.requests_to("POST", f"/v23.0/{gid}")
 
 
 def test_join_by_invite_and_communities_are_400(api: Api, graph: FakeGraphApi, cloud: dict):

@@ -1,4 +1,4 @@
-"""S3 presigned URLs for uploads and downloads (no object bytes pass through Lambda)."""
+"""S3 presigned URLs for uploads and downloads, and bounded reads of an object a provider needs as bytes."""
 
 from __future__ import annotations
 
@@ -33,3 +33,15 @@ def presign_download(key: str) -> tuple[str, str]:
         ExpiresIn=int(DOWNLOAD_TTL.total_seconds()),
     )
     return str(url), clock.iso(clock.now() + DOWNLOAD_TTL)
+
+
+def read_object(key: str, max_bytes: int) -> bytes | None:
+    """The object's bytes, or None when it is missing; a larger object is read no further than `max_bytes + 1`
+    bytes, so a caller sees it is too large by its length."""
+    s3 = aws.client("s3")
+    try:
+        answer = s3.get_object(Bucket=get_settings().media_bucket, Key=key, Range=f"bytes=0-{max_bytes}")
+    except s3.exceptions.NoSuchKey:
+        return None
+    data: bytes = answer["Body"].read(max_bytes + 1)
+    return data

@@ -305,7 +305,15 @@ def set_photo(
     if body.asset_id:
         media.get_asset(store, auth, body.asset_id)  # 404 unless it is the organization's upload
         asset = store.get(common.org_key(auth.org_id, f"ASSET#{body.asset_id}"))
-        if asset and asset.get("object_key") and provider.platform != "sandbox":  # engines fetch it by URL
+        if asset and asset.get("object_key") and provider.platform == "whatsapp_cloud":  # Meta takes the file itself
+            from switchboard import media as s3_media
+            from switchboard.providers.whatsapp_cloud import GROUP_PHOTO_MAX
+
+            data = s3_media.read_object(str(asset["object_key"]), GROUP_PHOTO_MAX)
+            if data is None:
+                raise ValidationFailed.field("body.asset_id", "has no uploaded file yet")
+            payload["image_bytes"], payload["mime_type"] = data, str(asset.get("content_type") or "")
+        elif asset and asset.get("object_key") and provider.platform != "sandbox":  # engines fetch it by URL
             from switchboard import media as s3_media
 
             payload["asset_url"] = s3_media.presign_download(str(asset["object_key"]))[0]

@@ -24,6 +24,8 @@ Wire format (Graph API):
 - media upload: `POST /{phone_number_id}/media` (multipart `file`, `type`, `messaging_product`).
 - block users: `POST|DELETE /{phone_number_id}/block_users` `{messaging_product, block_users: [{user}]}`.
 - calls: `POST /{phone_number_id}/calls` `{messaging_product, to, call_id, action: "reject"}`.
+- group photo: `POST /{group_id}` (multipart `file`, JPEG or PNG up to 5 MB, `messaging_product`); Meta has no
+  way to remove one.
 
 The Cloud API has no edit, delete, presence states other than typing, QR, pairing code, privacy or contact lookup,
 so those stay unsupported (`400 unsupported_by_provider`).
@@ -78,6 +80,7 @@ TRANSIENT_CODES = frozenset({1, 2, 4, 17, 32, 613, 80007, 130429, 131016, 131048
 MEDIA_TYPES = ("image", "video", "audio", "document", "sticker")
 CAPTIONED = ("image", "video", "document")
 GROUP_PARTICIPANTS_PER_CALL = 8  # Meta's maxItems for a participants change
+GROUP_PHOTO_MAX = 5 * 1024 * 1024  # Meta's largest group photo
 GROUP_LIST_PAGES = 10  # pages of 1024 groups read for `GET /v1/channels/{id}/groups`
 PROFILE_FIELDS = ("about", "address", "description", "email", "profile_picture_url", "websites", "vertical")
 PROFILE_WRITABLE = frozenset(
@@ -335,8 +338,9 @@ class WhatsAppCloudProvider(Provider):
         """Cloud API groups. Meta creates a group asynchronously: `create` answers `{"request_id", "pending"}` and
         the group's id arrives in a `group_lifecycle_update` webhook carrying that `request_id`. Group ids are
         Meta's own, case-sensitive. Members join by invite link (Meta adds nobody at create), so the numbers given
-        at create come back in `failed`; the business can remove members but not add, promote or demote them, and
-        it cannot leave or join a group: those are 400 `unsupported_by_provider`."""
+        at create come back in `failed`; the business can remove members but not add, promote or demote them, it
+        can set the group's photo but not remove it, and it cannot leave or join a group: those are 400
+        `unsupported_by_provider`."""
         api = self._api()
         wa: dict[str, Any] = {"messaging_product": "whatsapp"}
         if action == "create":
@@ -385,13 +389,40 @@ class WhatsAppCloudProvider(Provider):
             if not code:
                 raise ProviderUnavailable(f"{PROVIDER} answered without the group's invite link.")
             return {"invite_code": code}
+        if action == "set_photo" and not payload.get("remove"):
+            name, image, mime = self._group_photo(payload)
+            self._api(json_content=False).call(
+                "POST", group, form={"messaging_product": "whatsapp"}, files={"file": (name, image, mime)}
+            )
+            return {}
         what = {
             "participants": f"group participants {payload.get('action')}",
-            "set_photo": "group photo",
+            "set_photo": "removing a group photo",
             "join": "joining groups",
             "leave": "leaving groups",
         }.get(action, f"group action {action}")
         raise self._unsupported(what)
+
+    def _group_photo(self, payload: dict[str, Any]) -> tuple[str, bytes, str]:
+        """(file name, bytes, MIME type) of a group photo: an uploaded asset's bytes (`image_bytes`, read by the
+        service), or `image_url` fetched without the channel's token through the address checks of every provider
+        request. JPEG or PNG, recognised by its first bytes, of at most `GROUP_PHOTO_MAX` bytes."""
+        data = payload.get("image_bytes")
+        field = "body.asset_id"
+        if not isinstance(data, bytes):
+            url = str(payload.get("image_url") or "")
+            field = "body.image_url"
+            if not url.startswith(("https://", "http://")):
+                raise ValidationFailed("A group photo on a whatsapp_cloud channel needs image_url or asset_id.")
+            fetcher = HttpApi("The group photo URL", url, {}, timeout=self.timeout)
+            data = fetcher.request("GET", url, max_bytes=GROUP_PHOTO_MAX, deadline=MEDIA_DEADLINE).content
+        if len(data) > GROUP_PHOTO_MAX:
+            raise ValidationFailed.field(field, f"is larger than {GROUP_PHOTO_MAX // (1024 * 1024)} MB")
+        if data.startswith(b"\xff\xd8\xff"):
+            return "group.jpg", data, "image/jpeg"
+        if data.startswith(b"\x89PNG\r\n\x1a\n"):
+            return "group.png", data, "image/png"
+        raise ValidationFailed.field(field, "is not a JPEG or PNG image")
 
     def download_media(self, media_id: str, message_id: str, payload: str) -> DownloadedMedia:
         api = self._api()
