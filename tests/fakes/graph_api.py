@@ -201,6 +201,17 @@ class FakeGraphApi(FakeServer):
     def url(self) -> str:
         return f"{self.root}/{VERSION}"
 
+    def channel_config(self, **extra: Any) -> dict[str, Any]:
+        """A `whatsapp_cloud` channel's config pointing at this fake (its number, account, token and app secret)."""
+        return {
+            "base_url": self.url,
+            "access_token": self.token,
+            "phone_number_id": self.phone_number_id,
+            "waba_id": self.waba_id,
+            "app_secret": self.app_secret,
+            **extra,
+        }
+
     def issue_code(
         self,
         token: str | None = None,

@@ -24,13 +24,7 @@ def graph():
 
 @pytest.fixture
 def cloud(api: Api, graph: FakeGraphApi) -> dict:
-    config = {
-        "base_url": graph.url,
-        "access_token": "tok",
-        "phone_number_id": graph.phone_number_id,
-        "waba_id": graph.waba_id,
-        "app_secret": graph.app_secret,
-    }
+    config = graph.channel_config()
     ch = api.post("/v1/channels", json={"name": "cloud", "platform": "whatsapp_cloud", "config": config})
     assert ch.status_code == 201, ch.text
     connected = api.post(f"/v1/channels/{ch.json()['data']['id']}/connect").json()["data"]

@@ -56,14 +56,7 @@ def graph():
 
 
 def cloud_channel(api: Api, graph: FakeGraphApi) -> dict[str, Any]:
-    config = {
-        "base_url": graph.url,
-        "access_token": "tok",
-        "phone_number_id": graph.phone_number_id,
-        "waba_id": graph.waba_id,
-        "app_secret": graph.app_secret,
-        "verify_token": "vt",
-    }
+    config = graph.channel_config(verify_token="vt")
     ch = api.post("/v1/channels", json={"name": "cloud", "platform": "whatsapp_cloud", "config": config})
     assert ch.status_code == 201, ch.text
     return api.post(f"/v1/channels/{ch.json()['data']['id']}/connect").json()["data"]  # type: ignore[no-any-return]
