@@ -30,6 +30,7 @@ from switchboard.store import get_store
 from switchboard.store.table import serialize
 from switchboard.webhooks import repository, service
 from switchboard.webhooks.catalogue import EVENT_TYPES
+from tests import helpers
 from tests.helpers import FakeContext
 from tests.integration.support import Api
 from tests.webhook_receiver import Answer, Receiver
@@ -763,3 +764,92 @@ def test_https_goes_to_the_checked_address_and_tls_is_verified_against_the_host_
         server.shutdown()
         server.server_close()
         thread.join(5)
+
+
+def _seed_succeeded(api: Api, endpoint_id: str, count: int) -> None:
+    """`count` succeeded deliveries of the endpoint, newer than any before, written as fan-out and an attempt would."""
+    from switchboard.webhooks.fanout import delivery_item
+
+    store, base = get_store(), clock.now()
+    for n in range(count):
+        made = clock.iso(base + timedelta(seconds=n + 1))
+        item = delivery_item(api.org_id, endpoint_id, {"event_id": f"evt_ok_{n}", "event_type": "message.new"}, made)
+        store.put(item | {"status": "succeeded"} | repository.status_index(item, "succeeded"))
+
+
+def _page(api: Api, **params: Any) -> tuple[list[str], str | None]:
+    resp = api.get(f"{BASE}/deliveries", params=params)
+    assert resp.status_code == 200, resp.text
+    body = resp.json()
+    return [d["id"] for d in body["data"]], body["meta"].get("cursor") if body["meta"]["has_more"] else None
+
+
+def test_a_status_filter_reads_only_that_status_with_a_cursor_and_follows_status_changes(
+    api, pipeline, receiver, fast_retries, monkeypatch
+):
+    first = create_endpoint(api, receiver.url("/first"))
+    second = create_endpoint(api, receiver.url("/second"))
+    receiver.default = Answer(500)
+    events = [pipeline.emit("message.new", {"message_id": f"bad-{n}"}) for n in range(2)]
+    pipeline.pump()
+    failed = {repository.delivery_id(e, ep["id"]) for e in events for ep in (first, second)}
+    assert {d["id"] for d in deliveries(api) if d["status"] == "exhausted"} == failed
+    _seed_succeeded(api, first["id"], 60)  # the old failures sit below many newer successes
+    _seed_succeeded(api, second["id"], 60)
+
+    read = helpers.count_query_items(monkeypatch)
+    page, cursor = _page(api, status="exhausted", limit=3)
+    assert len(page) == 3 and cursor is not None and read == [3]  # one query, reading only matching deliveries
+    rest, end = _page(api, status="exhausted", limit=3, cursor=cursor)
+    assert end is None and set(page) | set(rest) == failed and len(rest) == 1
+    of_first = {repository.delivery_id(e, first["id"]) for e in events}
+    read.clear()
+    assert set(_page(api, status="exhausted", endpoint_id=first["id"])[0]) == of_first and read == [2]
+    assert _page(api, status="retrying")[0] == [] and _page(api, status="pending")[0] == []
+    assert len(_page(api, status="succeeded", limit=100)[0]) == 100
+
+    receiver.default = Answer(200)
+    retried = sorted(of_first)[0]
+    assert api.post(f"{BASE}/deliveries/{retried}/retry").status_code == 202
+    assert _page(api, status="pending")[0] == [retried]
+    assert set(_page(api, status="exhausted")[0]) == failed - {retried}
+    pipeline.pump()
+    assert _page(api, status="pending")[0] == []
+    assert retried in _page(api, status="succeeded", endpoint_id=first["id"], limit=100)[0]
+
+    since = clock.iso(clock.now() - timedelta(hours=1))
+    assert api.post(f"{BASE}/endpoints/{second['id']}/recover", json={"since": since}).status_code == 202
+    pipeline.pump()
+    assert set(_page(api, status="exhausted")[0]) == of_first - {retried}
+    assert _page(api, status="exhausted", endpoint_id=second["id"])[0] == []
+    assert len(_page(api, status="succeeded", endpoint_id=second["id"], limit=100)[0]) == 62
+
+
+def test_deliveries_written_before_the_status_index_are_backfilled_in_resumable_chunks(
+    api, pipeline, receiver, fast_retries, monkeypatch
+):
+    endpoint = create_endpoint(api, receiver.url("/old"))
+    receiver.default = Answer(500)
+    events = [pipeline.emit("message.new", {"message_id": f"old-{n}"}) for n in range(2)]
+    pipeline.pump()
+    _seed_succeeded(api, endpoint["id"], 5)
+    store = get_store()
+    old = store.query_all(repository.deliveries_pk(api.org_id), index="GSI1")
+    for item in old:  # as written before the index existed
+        store.update({"PK": item["PK"], "SK": item["SK"]}, "REMOVE GSI3PK, GSI3SK, GSI4PK, GSI4SK")
+    assert _page(api, status="exhausted")[0] == []
+
+    monkeypatch.setattr(service, "STATUS_INDEX_PAGE", 3)
+    cursor, chunks = None, 0
+    while True:
+        cursor = service.backfill_status_index_chunk(store, api.org_id, cursor)
+        chunks += 1
+        if cursor is None:
+            break
+        if chunks == 1:  # a chunk that runs again from the same cursor changes nothing
+            assert service.backfill_status_index_chunk(store, api.org_id, None) is not None
+    assert chunks == 3
+    failed = {repository.delivery_id(e, endpoint["id"]) for e in events}
+    assert set(_page(api, status="exhausted")[0]) == failed
+    assert set(_page(api, status="exhausted", endpoint_id=endpoint["id"])[0]) == failed
+    assert len(_page(api, status="succeeded")[0]) == 5

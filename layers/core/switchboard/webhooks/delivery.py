@@ -222,14 +222,15 @@ def _cancel(store: Store, org: str, delivery: Item, reason: str, message_id: str
     }
     if generation:
         values[":gen"] = generation
+    index, index_names, index_values = repo.status_index_update(delivery, "canceled")
     with contextlib.suppress(Conflict):  # it changed meanwhile (claimed, retried): nothing to cancel
         store.update(
             repo.delivery_key(org, delivery["id"]),
-            "SET #status = :canceled, last_error = :reason, updated_at = :now REMOVE next_attempt_at",
+            f"SET #status = :canceled, last_error = :reason, updated_at = :now, {index} REMOVE next_attempt_at",
             condition="#status IN (:pending, :retrying) AND (attribute_not_exists(#owner) OR #owner = :me)"
             " AND (attribute_not_exists(lease_until) OR lease_until < :now_ms) AND " + _same_generation(generation),
-            names={"#status": "status", "#owner": "owner"},
-            values=values,
+            names={"#status": "status", "#owner": "owner", **index_names},
+            values=values | index_values,
             return_values="NONE",
         )
 
@@ -360,6 +361,7 @@ def _record(
         )
         status = "exhausted" if delay is None else "retrying"
     sets["status"] = status
+    sets.update(repo.status_index(claimed, status))  # the delivery moves to its new status's lists
     sets["updated_at"] = now_iso = clock.iso(now)
     removes = ["lease_until"]
     if delay is None:

@@ -38,7 +38,7 @@ def targets(endpoints: list[Item], event_type: str, data: dict[str, Any]) -> lis
 
 def delivery_item(org: str, endpoint_id: str, detail: dict[str, Any], now: str) -> Item:
     msg_id = repo.delivery_id(detail["event_id"], endpoint_id)
-    return {
+    item: Item = {
         **repo.delivery_key(org, msg_id),
         **repo.delivery_index(org, endpoint_id, now, msg_id),
         "entity": "WebhookDelivery",
@@ -58,6 +58,7 @@ def delivery_item(org: str, endpoint_id: str, detail: dict[str, Any], now: str) 
         "updated_at": now,
         "ttl": clock.epoch(clock.parse_iso(now) + repo.DELIVERY_RETENTION),
     }
+    return item | repo.status_index(item, "pending")
 
 
 def fan_out(store: Store, detail: dict[str, Any], endpoints: list[Item]) -> list[str]:

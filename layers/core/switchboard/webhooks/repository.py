@@ -4,6 +4,9 @@ WHEP#<whe_id>                     endpoint: url, filter, enabled, sealed secret 
 DLV#<msg_id>                      delivery: one event for one endpoint; the id is deterministic (event, endpoint)
                                   GSI1 `ORG#<org>#WHDLV` / `<created_at>#<msg_id>`           deliveries, newest first
                                   GSI2 `ORG#<org>#WHEP#<whe_id>#DLV` / `<created_at>#<msg_id>`  one endpoint's
+                                  GSI3 `ORG#<org>#WHDLV#<status>` / `<created_at>#<msg_id>`    by status
+                                  GSI4 `ORG#<org>#WHEP#<whe_id>#DLV#<status>` / same            endpoint + status
+                                  (`status_index`: set in the same write as every status change)
 DLV#<msg_id>#ATT#<ulid>           one attempt (status code, duration, error, response excerpt)
 WHSET#alerting                    alerting settings (e-mails, failure threshold)
 WHPORTAL#<sha256(token)> / WHPORTAL   a portal magic-link token (global partition: the token is all a visitor has)
@@ -78,6 +81,40 @@ def delivery_index(org_id: str, endpoint_id: str, created_at: str, msg_id: str) 
         "GSI2PK": endpoint_deliveries_pk(org_id, endpoint_id),
         "GSI2SK": sort,
     }
+
+
+def status_deliveries_pk(org_id: str, status: str) -> str:
+    """GSI3 partition: the organization's deliveries in one status, sorted by creation."""
+    return f"{deliveries_pk(org_id)}#{status}"
+
+
+def endpoint_status_deliveries_pk(org_id: str, endpoint_id: str, status: str) -> str:
+    """GSI4 partition: one endpoint's deliveries in one status, sorted by creation."""
+    return f"{endpoint_deliveries_pk(org_id, endpoint_id)}#{status}"
+
+
+def status_index(delivery: Item, status: str) -> Item:
+    """The GSI3/GSI4 keys of `delivery` (an item with organization_id, endpoint_id, created_at, id) once in
+    `status`: every write that sets a delivery's status sets these attributes in the same request."""
+    org, endpoint_id = str(delivery["organization_id"]), str(delivery["endpoint_id"])
+    sort = f"{delivery['created_at']}#{delivery['id']}"
+    return {
+        "GSI3PK": status_deliveries_pk(org, status),
+        "GSI3SK": sort,
+        "GSI4PK": endpoint_status_deliveries_pk(org, endpoint_id, status),
+        "GSI4SK": sort,
+    }
+
+
+STATUS_INDEX_ATTRIBUTES = ("GSI3PK", "GSI3SK", "GSI4PK", "GSI4SK")
+
+
+def status_index_update(delivery: Item, status: str) -> tuple[str, dict[str, str], dict[str, str]]:
+    """`SET` clauses, names and values that move `delivery` into `status`'s lists (appended to an update that
+    sets `#status`)."""
+    attributes = status_index(delivery, status)
+    clauses = ", ".join(f"#{a} = :{a}" for a in attributes)
+    return clauses, {f"#{a}": a for a in attributes}, {f":{a}": v for a, v in attributes.items()}
 
 
 def page_key(item: Item, index: str) -> dict[str, str]:

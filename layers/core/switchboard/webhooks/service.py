@@ -3,6 +3,7 @@ attempts, manual retry and recovery, portal access. Admin only (enforced by the 
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 from datetime import timedelta
 from typing import Any
@@ -331,14 +332,21 @@ def list_deliveries(
     event_type: str | None,
     since: str | None,
 ) -> tuple[list[models.Delivery], str | None]:
-    """Newest first. One endpoint's deliveries come from GSI2, all of them from GSI1; `since` is a key condition,
-    status and event type filter the range (a thin page keeps reading, at most 10 queries)."""
+    """Newest first. A status reads only that status's deliveries: the endpoint's from GSI4, all of them from GSI3;
+    without one, the endpoint's come from GSI2, all of them from GSI1. `since` is a key condition, the event type
+    filters the range (a thin page keeps reading, at most 10 queries)."""
     org = auth.org_id
     low = _since(since, "query.since") or "0"
     params = {"endpoint_id": endpoint_id, "status": status, "event_type": event_type, "since": low}
-    fingerprint = query_fingerprint("webhook-deliveries", params)
+    fingerprint = query_fingerprint("webhook-deliveries-by-status" if status else "webhook-deliveries", params)
     index, pk = (
-        ("GSI2", repo.endpoint_deliveries_pk(org, endpoint_id)) if endpoint_id else ("GSI1", repo.deliveries_pk(org))
+        ("GSI4", repo.endpoint_status_deliveries_pk(org, endpoint_id, status))
+        if endpoint_id and status
+        else ("GSI3", repo.status_deliveries_pk(org, status))
+        if status
+        else ("GSI2", repo.endpoint_deliveries_pk(org, endpoint_id))
+        if endpoint_id
+        else ("GSI1", repo.deliveries_pk(org))
     )
     items, nxt = cursor_page(
         store,
@@ -350,7 +358,7 @@ def list_deliveries(
         index=index,
         sk_between=(low, "~"),
         forward=False,
-        filters={"status": status or None, "event_type": event_type or None},
+        filters={"event_type": event_type or None},
     )
     return [delivery_view(i) for i in items], nxt
 
@@ -392,7 +400,7 @@ def _deliverable_endpoint(store: Store, org: str, endpoint_id: str) -> Item:
     return endpoint
 
 
-def requeue(store: Store, org: str, msg_id: str, *, job_id: str | None = None) -> Item:
+def requeue(store: Store, org: str, delivery: Item, *, job_id: str | None = None) -> Item:
     """Make a delivery due now with a fresh schedule (same id, same body) and a new `generation`, so a message still
     queued for it (a `retrying` delivery's next attempt) is dropped and only the caller's new message, queued with
     that generation, drives it; refused while an attempt runs. A recovery job passes its id: the delivery is marked
@@ -406,8 +414,12 @@ def requeue(store: Store, org: str, msg_id: str, *, job_id: str | None = None) -
         ":true": True,
         ":now_ms": int(now.timestamp() * 1000),
     }
+    msg_id = str(delivery["id"])
+    index, index_names, index_values = repo.status_index_update(delivery, "pending")
+    values |= index_values
     expression = (
-        "SET #status = :pending, next_attempt_at = :now, run_attempts = :zero, manual = :true, updated_at = :now"
+        "SET #status = :pending, next_attempt_at = :now, run_attempts = :zero, manual = :true, updated_at = :now, "
+        + index
     )
     condition = "attribute_exists(PK) AND (attribute_not_exists(lease_until) OR lease_until < :now_ms)"
     if job_id is not None:
@@ -418,7 +430,7 @@ def requeue(store: Store, org: str, msg_id: str, *, job_id: str | None = None) -
         repo.delivery_key(org, msg_id),
         expression + " REMOVE #owner, lease_until ADD generation :one",
         condition=condition,
-        names={"#status": "status", "#owner": "owner"},
+        names={"#status": "status", "#owner": "owner", **index_names},
         values=values,
         error=Conflict("An attempt of this delivery is in progress; retry shortly."),
     )
@@ -429,7 +441,7 @@ def retry_delivery(store: Store, auth: AuthContext, msg_id: str) -> models.Deliv
     org = auth.org_id
     item = _get_delivery(store, org, msg_id, consistent=True)
     _deliverable_endpoint(store, org, item["endpoint_id"])
-    updated = requeue(store, org, msg_id)
+    updated = requeue(store, org, item)
     dispatch.enqueue(org, [msg_id], {msg_id: int(updated["generation"])})
     return delivery_view(updated)
 
@@ -484,7 +496,7 @@ def recover_chunk(store: Store, job: Item) -> Any:
             ids.append(item["id"])
             continue
         try:
-            generations[item["id"]] = int(requeue(store, org, item["id"], job_id=job_id)["generation"])
+            generations[item["id"]] = int(requeue(store, org, item, job_id=job_id)["generation"])
         except Conflict:
             continue  # an attempt is running right now (it is being delivered anyway), or this job requeued it
         ids.append(item["id"])
@@ -493,6 +505,33 @@ def recover_chunk(store: Store, job: Item) -> Any:
     if page.last_key:
         return Chunk({**cp, "cursor": page.last_key}, progress)
     return Chunk({**cp, "cursor": None}, progress, done=True)
+
+
+STATUS_INDEX_PAGE = 100
+
+
+def backfill_status_index_chunk(store: Store, org: str, cursor: dict[str, Any] | None) -> dict[str, Any] | None:
+    """One chunk of giving deliveries written before the status index (GSI3/GSI4) their keys: one GSI1 page of
+    `STATUS_INDEX_PAGE` deliveries from `cursor`, each one whose keys are missing or stale updated on condition that
+    its status is still the one read (a status write since then set the keys itself). Answers the next cursor, None
+    when done; safe to run again from any cursor."""
+    page = store.query(repo.deliveries_pk(org), index="GSI1", start_key=cursor, limit=STATUS_INDEX_PAGE)
+    for item in page.items:
+        status = str(item.get("status") or "")
+        wanted = repo.status_index(item, status) if status else {}
+        if not wanted or all(item.get(k) == v for k, v in wanted.items()):
+            continue
+        index, names, values = repo.status_index_update(item, status)
+        with contextlib.suppress(Conflict):
+            store.update(
+                repo.delivery_key(org, item["id"]),
+                f"SET {index}",
+                condition="#status = :status",
+                names={"#status": "status", **names},
+                values={":status": status, **values},
+                return_values="NONE",
+            )
+    return page.last_key
 
 
 # Portal access ----------------------------------------------------------------------------------------------------
