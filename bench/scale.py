@@ -442,7 +442,7 @@ OPERATIONS: list[Operation] = [
     Operation("GET /v1/settings/billing (usage)", "B3", lambda w: w.api("settings", "GET", "/v1/settings/billing")),
     Operation(
         f"GET {WEBHOOKS}/deliveries?status=exhausted",
-        "W8",
+        "W8a",
         lambda w: w.api("webhooks", "GET", f"{WEBHOOKS}/deliveries", query={"status": "exhausted", "limit": "20"}),
         rows=RARE,
     ),
