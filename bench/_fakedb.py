@@ -2,7 +2,7 @@
 fast enough to hold 10^5 contacts, and counting what DynamoDB bills.
 
 It serves `switchboard.store.table.Store` unchanged: GetItem, PutItem, UpdateItem, DeleteItem, Query (table, GSI1 to
-GSI4; `Select=COUNT`, `Limit`, 1 MB pages, `ExclusiveStartKey`, both directions), BatchGetItem (projection),
+GSI3; `Select=COUNT`, `Limit`, 1 MB pages, `ExclusiveStartKey`, both directions), BatchGetItem (projection),
 BatchWriteItem, TransactWriteItems (all-or-nothing, `CancellationReasons`), and the expression syntax the code uses:
 comparisons, `BETWEEN`, `IN`, `AND` / `OR` / `NOT`, `attribute_exists`, `attribute_not_exists`, `begins_with`,
 `contains`, `size`; `SET` (`+` / `-`, `if_not_exists`, `list_append`), `REMOVE`, `ADD`, `DELETE`; dotted paths and
@@ -32,7 +32,7 @@ from typing import Any
 from botocore.exceptions import ClientError
 
 Raw = dict[str, Any]  # an item in DynamoDB JSON
-INDEXES = ("GSI1", "GSI2", "GSI3", "GSI4")
+INDEXES = ("GSI1", "GSI2", "GSI3")
 PAGE_BYTES = 1024 * 1024
 _TOP = "\U0010ffff"
 
@@ -499,7 +499,7 @@ class _Partition:
 
 
 class FakeDynamoDB:
-    """The low-level client of one table with indexes GSI1 to GSI4 (projection ALL)."""
+    """The low-level client of one table with indexes GSI1 to GSI3 (projection ALL)."""
 
     def __init__(self) -> None:
         self.items: dict[tuple[str, str], Raw] = {}

@@ -285,7 +285,6 @@ def _seed_deliveries(w: World, size: int) -> None:
         raw = dict(w.fake.drop(f"ORG#{w.org}", f"DLV#{delivery_id}"))
         raw["status"] = {"S": status}
         raw["GSI3PK"] = {"S": raw["GSI3PK"]["S"].removesuffix("#pending") + f"#{status}"}
-        raw["GSI4PK"] = {"S": raw["GSI4PK"]["S"].removesuffix("#pending") + f"#{status}"}
         made = clock.iso(clock.now() - timedelta(hours=hours_ago))  # the exhausted ones are older, whatever the ms
         templates[status] = Cloner([raw], [delivery_id], {raw["created_at"]["S"]: _constant(made)})
     with w.fake.bulk():

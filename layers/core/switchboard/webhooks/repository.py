@@ -5,7 +5,6 @@ DLV#<msg_id>                      delivery: one event for one endpoint; the id i
                                   GSI1 `ORG#<org>#WHDLV` / `<created_at>#<msg_id>`           deliveries, newest first
                                   GSI2 `ORG#<org>#WHEP#<whe_id>#DLV` / `<created_at>#<msg_id>`  one endpoint's
                                   GSI3 `ORG#<org>#WHDLV#<status>` / `<created_at>#<msg_id>`    by status
-                                  GSI4 `ORG#<org>#WHEP#<whe_id>#DLV#<status>` / same            endpoint + status
                                   (`status_index`: set in the same write as every status change)
 DLV#<msg_id>#ATT#<ulid>           one attempt (status code, duration, error, response excerpt)
 WHSET#alerting                    alerting settings (e-mails, failure threshold)
@@ -88,25 +87,14 @@ def status_deliveries_pk(org_id: str, status: str) -> str:
     return f"{deliveries_pk(org_id)}#{status}"
 
 
-def endpoint_status_deliveries_pk(org_id: str, endpoint_id: str, status: str) -> str:
-    """GSI4 partition: one endpoint's deliveries in one status, sorted by creation."""
-    return f"{endpoint_deliveries_pk(org_id, endpoint_id)}#{status}"
-
-
 def status_index(delivery: Item, status: str) -> Item:
-    """The GSI3/GSI4 keys of `delivery` (an item with organization_id, endpoint_id, created_at, id) once in
-    `status`: every write that sets a delivery's status sets these attributes in the same request."""
-    org, endpoint_id = str(delivery["organization_id"]), str(delivery["endpoint_id"])
-    sort = f"{delivery['created_at']}#{delivery['id']}"
-    return {
-        "GSI3PK": status_deliveries_pk(org, status),
-        "GSI3SK": sort,
-        "GSI4PK": endpoint_status_deliveries_pk(org, endpoint_id, status),
-        "GSI4SK": sort,
-    }
+    """The GSI3 keys of `delivery` (an item with organization_id, created_at, id) once in `status`: every write that
+    sets a delivery's status sets these attributes in the same request."""
+    org = str(delivery["organization_id"])
+    return {"GSI3PK": status_deliveries_pk(org, status), "GSI3SK": f"{delivery['created_at']}#{delivery['id']}"}
 
 
-STATUS_INDEX_ATTRIBUTES = ("GSI3PK", "GSI3SK", "GSI4PK", "GSI4SK")
+STATUS_INDEX_ATTRIBUTES = ("GSI3PK", "GSI3SK")
 
 
 def status_index_update(delivery: Item, status: str) -> tuple[str, dict[str, str], dict[str, str]]:

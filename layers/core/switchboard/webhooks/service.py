@@ -332,17 +332,16 @@ def list_deliveries(
     event_type: str | None,
     since: str | None,
 ) -> tuple[list[models.Delivery], str | None]:
-    """Newest first. A status reads only that status's deliveries: the endpoint's from GSI4, all of them from GSI3;
-    without one, the endpoint's come from GSI2, all of them from GSI1. `since` is a key condition, the event type
-    filters the range (a thin page keeps reading, at most 10 queries)."""
+    """Newest first. A status reads only that status's deliveries (GSI3; an endpoint then filters them while
+    reading); without one, the endpoint's come from GSI2, all of them from GSI1. `since` is a key condition, the
+    event type filters the range (a thin page keeps reading, at most 10 queries). One index for the status lists:
+    CloudFormation adds one GSI to a table per stack update."""
     org = auth.org_id
     low = _since(since, "query.since") or "0"
     params = {"endpoint_id": endpoint_id, "status": status, "event_type": event_type, "since": low}
     fingerprint = query_fingerprint("webhook-deliveries-by-status" if status else "webhook-deliveries", params)
     index, pk = (
-        ("GSI4", repo.endpoint_status_deliveries_pk(org, endpoint_id, status))
-        if endpoint_id and status
-        else ("GSI3", repo.status_deliveries_pk(org, status))
+        ("GSI3", repo.status_deliveries_pk(org, status))
         if status
         else ("GSI2", repo.endpoint_deliveries_pk(org, endpoint_id))
         if endpoint_id
@@ -358,7 +357,7 @@ def list_deliveries(
         index=index,
         sk_between=(low, "~"),
         forward=False,
-        filters={"event_type": event_type or None},
+        filters={"event_type": event_type or None, "endpoint_id": endpoint_id if status else None},
     )
     return [delivery_view(i) for i in items], nxt
 
@@ -511,7 +510,7 @@ STATUS_INDEX_PAGE = 100
 
 
 def backfill_status_index_chunk(store: Store, org: str, cursor: dict[str, Any] | None) -> dict[str, Any] | None:
-    """One chunk of giving deliveries written before the status index (GSI3/GSI4) their keys: one GSI1 page of
+    """One chunk of giving deliveries written before the status index (GSI3) their keys: one GSI1 page of
     `STATUS_INDEX_PAGE` deliveries from `cursor`, each one whose keys are missing or stale updated on condition that
     its status is still the one read (a status write since then set the keys itself). Answers the next cursor, None
     when done; safe to run again from any cursor."""
