@@ -22,17 +22,13 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from switchboard import clock
-from switchboard.errors import Conflict
 from switchboard.store import Put, Store, Update, keys
+from switchboard.stream_counts import AlreadyCounted, mark_counted
 
 Item = dict[str, Any]
 USAGE_SHARDS = 4
 RECORD_DAYS = 40  # past the end of any billing period a record can belong to
 RECORD_PREFIX = "USAGEREC#"
-
-
-class _AlreadyCounted(Conflict):
-    pass
 
 
 def usage_key(org: str, day: str, channel_id: str, shard: int) -> dict[str, str]:
@@ -62,13 +58,7 @@ def count_record(store: Store, record: Item) -> bool:
     try:
         store.transact(
             [
-                Update(
-                    key=keys.key(record["PK"], record["SK"]),
-                    expression="SET counted = :t",
-                    condition="attribute_exists(PK) AND attribute_not_exists(counted)",
-                    values={":t": True},
-                    error=_AlreadyCounted(),
-                ),
+                mark_counted(record),
                 Update(
                     key=usage_key(org, record["day"], record["channel_id"], shard),
                     expression="SET #e = :e, channel_id = :c, platform = :p, #d = :d ADD messages_sent :one",
@@ -83,7 +73,7 @@ def count_record(store: Store, record: Item) -> bool:
                 ),
             ]
         )
-    except _AlreadyCounted:
+    except AlreadyCounted:
         return False
     return True
 

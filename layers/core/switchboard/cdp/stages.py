@@ -32,6 +32,7 @@ from switchboard.contacts import service as contacts
 from switchboard.errors import Conflict, NotFound, ValidationFailed
 from switchboard.ids import new_id, new_ulid, ulid_bound, ulid_time
 from switchboard.store import Delete, Put, Store, TxOp, Update, keys
+from switchboard.stream_counts import AlreadyCounted, mark_counted
 
 Item = dict[str, Any]
 MAX_STAGES = 50
@@ -203,10 +204,6 @@ def set_contact_stage(store: Store, auth: AuthContext, contact_id: str, body: mo
 
 
 # Metrics ------------------------------------------------------------------------------------------------------------
-class _AlreadyCounted(Conflict):
-    pass
-
-
 def day_key(org: str, day: str, shard: int) -> dict[str, str]:
     return keys.key(keys.org_pk(org), f"{DAY_PREFIX}{day}#{shard}")
 
@@ -226,13 +223,7 @@ def count_stage_change(store: Store, log: Item) -> bool:
     try:
         store.transact(
             [
-                Update(
-                    key=keys.key(log["PK"], log["SK"]),
-                    expression="SET counted = :t",
-                    condition="attribute_exists(PK) AND attribute_not_exists(counted)",
-                    values={":t": True},
-                    error=_AlreadyCounted(),
-                ),
+                mark_counted(log),
                 Update(
                     key=day_key(org, day, ord(ulid[-1]) % DAY_SHARDS),
                     expression="SET #e = :e, #d = :d ADD " + ", ".join(f"{name} :one" for name in names),
@@ -241,7 +232,7 @@ def count_stage_change(store: Store, log: Item) -> bool:
                 ),
             ]
         )
-    except _AlreadyCounted:
+    except AlreadyCounted:
         return False
     return True
 
