@@ -107,6 +107,11 @@ NAME_PATTERN = r"^[^\x00-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]*$"
 Name = Annotated[str, Field(pattern=NAME_PATTERN)]
 
 
+# Every `*_at` field of a resource: the API writes ISO 8601 UTC with milliseconds and `Z` (`switchboard.clock.iso`),
+# which is RFC 3339, so the document says `format: date-time` and typed clients can read a datetime.
+Timestamp = Annotated[str, Field(json_schema_extra={"format": "date-time"})]
+
+
 # A provider's media id (WhatsApp's digits, a linked-device engine's message-derived id): it becomes part of a
 # provider URL and of the S3 key of the kept copy, so it is bounded and has no `/`, `?`, `#`, `%` or spaces.
 MEDIA_ID_PATTERN = r"^[A-Za-z0-9_][A-Za-z0-9._@:=+-]*$"

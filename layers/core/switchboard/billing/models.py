@@ -7,7 +7,7 @@ from typing import Annotated, Literal
 
 from pydantic import Field, PlainSerializer, field_validator
 
-from switchboard.models import BaseModel, EmailStr, Name, Strict
+from switchboard.models import BaseModel, EmailStr, Name, Strict, Timestamp
 
 
 def _number(value: Decimal) -> int | float:
@@ -121,7 +121,7 @@ class BillingSettings(BaseModel):
     billing_profile: BillingProfile
     usage: Usage
     version: int
-    updated_at: str | None = None
+    updated_at: Timestamp | None = None
 
 
 class BillingUpdate(Strict):
@@ -150,9 +150,9 @@ class Invoice(BaseModel):
     subtotal_amount: Money
     tax_amount: Money
     total_amount: Money
-    issued_at: str | None = None
-    due_at: str | None = None
-    paid_at: str | None = None
+    issued_at: Timestamp | None = None
+    due_at: Timestamp | None = None
+    paid_at: Timestamp | None = None
     period_start: str = Field(description="first instant of the billed calendar month (UTC)")
     period_end: str = Field(description="first instant after it (exclusive end)")
     target_plan: str = Field(description="the plan billed (the organization's plan when the invoice was generated)")
@@ -163,8 +163,8 @@ class Invoice(BaseModel):
     lines: list[InvoiceLine]
     organization_id: str
     period: str
-    created_at: str
-    updated_at: str
+    created_at: Timestamp
+    updated_at: Timestamp
     version: int
 
 

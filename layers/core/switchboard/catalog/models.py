@@ -6,7 +6,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field
 
-from switchboard.models import BaseModel, Name, Storable, Strict
+from switchboard.models import BaseModel, Name, Storable, Strict, Timestamp
 
 ID = Field(min_length=1, max_length=64)
 COLOR = r"^#[0-9a-fA-F]{6}$"
@@ -19,8 +19,8 @@ class Label(BaseModel):
     name: str
     color: str
     description: str | None = None
-    created_at: str
-    updated_at: str
+    created_at: Timestamp
+    updated_at: Timestamp
 
 
 class LabelCreate(Strict):
@@ -101,8 +101,8 @@ class HistorySync(BaseModel):
     channel_id: str
     status: Literal["requested", "completed"]
     messages_synced: int | None = None
-    requested_at: str
-    completed_at: str | None = None
+    requested_at: Timestamp
+    completed_at: Timestamp | None = None
 
 
 # Templates ---------------------------------------------------------------------------------------------------------
@@ -158,10 +158,10 @@ class Template(BaseModel):
     rejection_reason: str | None = None
     provider_template_id: str | None = None
     library_item_id: str | None = None
-    submitted_at: str | None = None
-    status_updated_at: str | None = None
-    created_at: str
-    updated_at: str
+    submitted_at: Timestamp | None = None
+    status_updated_at: Timestamp | None = None
+    created_at: Timestamp
+    updated_at: Timestamp
 
 
 class TemplateDuplicate(Strict):

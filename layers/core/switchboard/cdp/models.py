@@ -7,7 +7,7 @@ from typing import Annotated, Any, Literal
 from pydantic import Field, ValidationInfo, field_validator, model_validator
 from pydantic_core import PydanticCustomError
 
-from switchboard.models import BaseModel, Name, Storable, Strict
+from switchboard.models import BaseModel, Name, Storable, Strict, Timestamp
 
 FieldType = Literal["text", "number", "boolean", "date", "single_select", "multi_select", "email", "phone", "url"]
 SELECT_TYPES = ("single_select", "multi_select")
@@ -63,8 +63,8 @@ class CustomField(BaseModel):
     options: list[FieldOption] = Field(default_factory=list)
     required: bool = False
     description: str | None = None
-    created_at: str
-    updated_at: str
+    created_at: Timestamp
+    updated_at: Timestamp
 
 
 class ObjectField(BaseModel):
@@ -101,8 +101,8 @@ class Stage(BaseModel):
     description: str | None = None
     color: str | None = None
     position: int
-    created_at: str
-    updated_at: str
+    created_at: Timestamp
+    updated_at: Timestamp
 
 
 class StageSet(Strict):
@@ -116,7 +116,7 @@ class StageChange(BaseModel):
     to_stage: str | None = None
     reason: str | None = None
     changed_by: str | None = None
-    changed_at: str
+    changed_at: Timestamp
 
 
 class ContactStage(BaseModel):
@@ -195,8 +195,8 @@ class Activity(BaseModel):
     kind: str = "event"
     contact_id: str
     properties: Properties = Field(default_factory=dict)
-    occurred_at: str
-    received_at: str
+    occurred_at: Timestamp
+    received_at: Timestamp
 
 
 # Object types and contact objects --------------------------------------------------------------------------------
@@ -246,8 +246,8 @@ class ObjectType(BaseModel):
     display_field: str | None = None
     fields: list[ObjectField] = Field(default_factory=list)
     version: int
-    created_at: str
-    updated_at: str
+    created_at: Timestamp
+    updated_at: Timestamp
 
 
 class FieldReorder(Strict):
@@ -274,8 +274,8 @@ class ContactObject(BaseModel):
     display_name: str
     properties: Properties = Field(default_factory=dict)
     version: int
-    created_at: str
-    updated_at: str
+    created_at: Timestamp
+    updated_at: Timestamp
 
 
 class CommentCreate(Strict):
@@ -289,7 +289,7 @@ class Comment(BaseModel):
     contact_id: str
     body: str
     author_id: str | None = None
-    created_at: str
+    created_at: Timestamp
 
 
 class RelationshipSet(Strict):
@@ -301,8 +301,8 @@ class Relationship(BaseModel):
     related_id: str
     related_kind: str = Field(description="`contact`, or the object kind of the related record")
     label: str | None = None
-    created_at: str
-    updated_at: str
+    created_at: Timestamp
+    updated_at: Timestamp
 
 
 # Contacts imports -------------------------------------------------------------------------------------------------
@@ -339,8 +339,8 @@ class ImportReport(BaseModel):
     errors: list[RejectedRow] = Field(default_factory=list)
     errors_truncated: bool = False
     created_by: str | None = None
-    created_at: str
-    completed_at: str
+    created_at: Timestamp
+    completed_at: Timestamp
 
 
 # Segments -----------------------------------------------------------------------------------------------------------
@@ -362,15 +362,15 @@ class Segment(BaseModel):
     description: str | None = None
     rules: dict[str, Any]
     member_count: int = 0
-    built_at: str | None = None
+    built_at: Timestamp | None = None
     status: Literal["building", "ready", "failed"] = Field(
         default="ready", description="`building` while the segment.build job fills the membership"
     )
     progress: dict[str, int] | None = Field(default=None, description="the build's counters: contacts_scanned")
     job_id: str | None = Field(default=None, description="the segment.build job of the latest build")
     version: int
-    created_at: str
-    updated_at: str
+    created_at: Timestamp
+    updated_at: Timestamp
 
 
 class SegmentMember(BaseModel):
@@ -379,7 +379,7 @@ class SegmentMember(BaseModel):
     email: str | None = None
     phone: str | None = None
     lifecycle_stage: str | None = None
-    added_at: str
+    added_at: Timestamp
 
 
 # Templates ----------------------------------------------------------------------------------------------------------
@@ -413,8 +413,8 @@ class Template(BaseModel):
     custom_fields: list[dict[str, Any]] = Field(default_factory=list)
     lifecycle_stages: list[dict[str, Any]] = Field(default_factory=list)
     segments: list[dict[str, Any]] = Field(default_factory=list)
-    created_at: str | None = None
-    updated_at: str | None = None
+    created_at: Timestamp | None = None
+    updated_at: Timestamp | None = None
 
 
 class TemplateAction(Strict):

@@ -6,7 +6,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import ConfigDict, Field
 
-from switchboard.models import BaseModel, Name, Storable, Strict
+from switchboard.models import BaseModel, Name, Storable, Strict, Timestamp
 
 ResolveType = Literal[
     "contact_id", "phone", "whatsapp", "wa_id", "email", "external_id", "instagram", "whatsapp_user_id"
@@ -28,7 +28,7 @@ class Identity(BaseModel):
     value: str
     source: str | None = None
     channel_id: str | None = None
-    created_at: str
+    created_at: Timestamp
 
 
 class Contact(BaseModel):
@@ -47,8 +47,8 @@ class Contact(BaseModel):
     identities: list[Identity] = Field(default_factory=list)
     blocked: bool = False
     version: int
-    created_at: str
-    updated_at: str
+    created_at: Timestamp
+    updated_at: Timestamp
 
 
 Attributes = Annotated[dict[str, str | int | float | bool | list[str] | None], Storable]
@@ -93,8 +93,8 @@ class Note(BaseModel):
     contact_id: str
     body: str
     author_id: str | None = None
-    created_at: str
-    updated_at: str
+    created_at: Timestamp
+    updated_at: Timestamp
 
 
 class TagCreate(Strict):
@@ -114,8 +114,8 @@ class Tag(BaseModel):
     job_id: str | None = Field(
         default=None, description="the tag.cascade job of the latest rename, which renames the tag on its contacts"
     )
-    created_at: str
-    updated_at: str
+    created_at: Timestamp
+    updated_at: Timestamp
 
 
 class TagAssign(Strict):
@@ -128,7 +128,7 @@ class AssignedTag(BaseModel):
     tag_id: str
     name: str
     color: str | None = None
-    assigned_at: str
+    assigned_at: Timestamp
 
 
 class ConsentIn(Strict):
@@ -141,8 +141,8 @@ class Consent(BaseModel):
     channel: str
     status: ConsentStatus
     source: str | None = None
-    captured_at: str
-    updated_at: str
+    captured_at: Timestamp
+    updated_at: Timestamp
     history: list[dict[str, Any]] = Field(default_factory=list)
 
 
@@ -155,10 +155,10 @@ class SuppressionIn(Strict):
 class Suppression(BaseModel):
     channel: str
     reason: str
-    expires_at: str | None = None
+    expires_at: Timestamp | None = None
     active: bool
-    created_at: str
-    updated_at: str
+    created_at: Timestamp
+    updated_at: Timestamp
 
 
 class BlockIdentifier(Strict):

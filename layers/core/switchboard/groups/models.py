@@ -6,7 +6,7 @@ from typing import Annotated, ClassVar, Literal
 
 from pydantic import Field, model_validator
 
-from switchboard.models import BaseModel, Choices, Name, Strict
+from switchboard.models import BaseModel, Choices, Name, Strict, Timestamp
 
 ParticipantRole = Literal["member", "admin", "superadmin"]
 Phone = Annotated[str, Field(min_length=1, max_length=64)]
@@ -28,14 +28,14 @@ GROUP_DESCRIPTION = Field(max_length=2048)
 class Participant(BaseModel):
     phone: str = Field(description="digits with country code, no plus sign")
     role: ParticipantRole
-    added_at: str
+    added_at: Timestamp
 
 
 class GroupPhoto(BaseModel):
     url: str | None = None
     asset_id: str | None = None
     provider_photo_id: str | None = None
-    updated_at: str
+    updated_at: Timestamp
 
 
 class Group(BaseModel):
@@ -61,9 +61,9 @@ class Group(BaseModel):
     )
     invite_link: str | None = Field(default=None, description="only known to admins of the group")
     community_id: str | None = None
-    created_at: str
-    updated_at: str
-    left_at: str | None = None
+    created_at: Timestamp
+    updated_at: Timestamp
+    left_at: Timestamp | None = None
 
 
 class GroupRef(Strict):
@@ -201,8 +201,8 @@ class GroupHub(BaseModel):
     description: str = ""
     group_ids: list[str] = Field(default_factory=list)
     group_count: int = 0
-    created_at: str
-    updated_at: str
+    created_at: Timestamp
+    updated_at: Timestamp
 
 
 class GroupHubCreate(Strict):
@@ -225,8 +225,8 @@ class Community(BaseModel):
     name: str
     description: str = ""
     group_ids: list[str] = Field(default_factory=list)
-    created_at: str
-    updated_at: str
+    created_at: Timestamp
+    updated_at: Timestamp
 
 
 class CommunityCreate(Strict):
@@ -252,8 +252,8 @@ class Newsletter(BaseModel):
     role: Literal["owner", "subscriber"]
     subscribed: bool
     invite_link: str | None = None
-    created_at: str
-    updated_at: str
+    created_at: Timestamp
+    updated_at: Timestamp
 
 
 class NewsletterCreate(Strict):

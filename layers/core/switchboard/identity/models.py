@@ -8,7 +8,7 @@ from typing import Annotated, Any, Literal
 from pydantic import ConfigDict, Field, ValidationInfo, field_validator
 from pydantic_core import PydanticCustomError
 
-from switchboard.models import BaseModel, EmailStr, Name, Storable, Strict
+from switchboard.models import BaseModel, EmailStr, Name, Storable, Strict, Timestamp
 
 RoleName = Literal["owner", "admin", "member", "viewer"]
 Otp = Field(min_length=6, max_length=6, pattern=r"^[0-9]{6}$", description="6-digit one-time code")
@@ -25,7 +25,7 @@ class User(BaseModel):
     image: str
     timezone: str
     week_start: str
-    created_at: str
+    created_at: Timestamp
     first_name: str
     last_name: str
 
@@ -75,7 +75,7 @@ class Login(Strict):
 
 class LoginResult(BaseModel):
     token: str
-    expires_at: str
+    expires_at: Timestamp
     user: User
 
 
@@ -124,7 +124,7 @@ class Presence(Strict):
 
 
 class PresenceView(Presence):
-    updated_at: str
+    updated_at: Timestamp
 
 
 class OnboardingStep(Strict):
@@ -135,7 +135,7 @@ class OnboardingStep(Strict):
 class Onboarding(BaseModel):
     completed_steps: list[str]
     completed: bool
-    updated_at: str | None = None
+    updated_at: Timestamp | None = None
 
 
 class FingerprintEvent(Strict):
@@ -147,9 +147,9 @@ class FingerprintEvent(Strict):
 
 class Session(BaseModel):
     id: str
-    created_at: str
-    last_seen_at: str
-    expires_at: str
+    created_at: Timestamp
+    last_seen_at: Timestamp
+    expires_at: Timestamp
     ip_address: str | None = None
     user_agent: str | None = None
     current: bool = False
@@ -159,10 +159,10 @@ class Session(BaseModel):
 class Organization(BaseModel):
     id: str
     name: str
-    created_at: str
-    updated_at: str
+    created_at: Timestamp
+    updated_at: Timestamp
     status: Literal["active", "pending_deletion", "purging"] = "active"
-    purge_at: str | None = None  # when a pending deletion becomes final (30 days after the request)
+    purge_at: Timestamp | None = None  # when a pending deletion becomes final (30 days after the request)
 
 
 class OrganizationWithRole(Organization):
@@ -190,7 +190,7 @@ class Member(BaseModel):
     user_email: str
     user_name: str
     user_image: str
-    created_at: str
+    created_at: Timestamp
 
 
 class MemberUpdate(Strict):
@@ -209,9 +209,9 @@ class Invitation(BaseModel):
     role: str
     status: Literal["pending", "accepted", "revoked", "expired"]
     invited_by: str | None = None
-    created_at: str
-    expires_at: str
-    accepted_at: str | None = None
+    created_at: Timestamp
+    expires_at: Timestamp
+    accepted_at: Timestamp | None = None
 
 
 class InvitationAccept(Strict):
@@ -235,8 +235,8 @@ class Team(BaseModel):
     name: str
     description: str | None = None
     member_count: int = 0
-    created_at: str
-    updated_at: str
+    created_at: Timestamp
+    updated_at: Timestamp
 
 
 class TeamMemberAdd(Strict):
@@ -248,7 +248,7 @@ class TeamMember(BaseModel):
     user_id: str
     user_email: str
     user_name: str
-    added_at: str
+    added_at: Timestamp
 
 
 class ApiKey(BaseModel):
@@ -256,9 +256,9 @@ class ApiKey(BaseModel):
     name: str
     role: str
     prefix: str
-    created_at: str
+    created_at: Timestamp
     created_by: str | None = None
-    last_used_at: str | None = None
+    last_used_at: Timestamp | None = None
 
 
 class ApiKeyCreated(ApiKey):
@@ -280,13 +280,13 @@ class AuditEntry(BaseModel):
     actor_user_id: str | None = None
     before: dict[str, Any] | None = None
     after: dict[str, Any] | None = None
-    created_at: str
+    created_at: Timestamp
 
 
 class SecuritySettings(BaseModel):
     session_idle_timeout_minutes: int = Field(default=43200, ge=5, le=129600)
     api_key_allowed_cidrs: list[str] = Field(default_factory=list, max_length=50)
-    updated_at: str | None = None
+    updated_at: Timestamp | None = None
 
 
 class SecuritySettingsUpdate(Strict):

@@ -13,6 +13,7 @@ from switchboard.identity import repository
 from switchboard.identity.accounts import get_user, normalize_email, require_user
 from switchboard.identity.models import BaseModel, EmailStr, Strict
 from switchboard.ids import new_ulid
+from switchboard.models import Timestamp
 from switchboard.store import Put, Store, keys
 
 AVATAR_TYPES = {"image/png": "png", "image/jpeg": "jpg", "image/webp": "webp"}
@@ -29,13 +30,13 @@ class AvatarUploadTicket(BaseModel):
     upload_url: str
     method: str = "PUT"
     headers: dict[str, str]
-    expires_at: str
+    expires_at: Timestamp
     image: str
 
 
 class AvatarLink(BaseModel):
     url: str
-    expires_at: str
+    expires_at: Timestamp
 
 
 class Privacy(Strict):
@@ -54,7 +55,7 @@ class BlockedUser(BaseModel):
     user_id: str
     name: str
     email: str
-    blocked_at: str
+    blocked_at: Timestamp
 
 
 class Contact(BaseModel):

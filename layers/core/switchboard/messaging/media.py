@@ -15,7 +15,7 @@ from switchboard.contacts.identifiers import normalize_phone
 from switchboard.errors import Conflict, NotFound, UnsupportedByProvider, ValidationFailed
 from switchboard.ids import new_id
 from switchboard.messaging import channels, messages
-from switchboard.models import MEDIA_ID_MAX, MEDIA_ID_PATTERN, BaseModel, Strict
+from switchboard.models import MEDIA_ID_MAX, MEDIA_ID_PATTERN, BaseModel, Strict, Timestamp
 from switchboard.store import Put, Store, keys
 
 Item = dict[str, Any]
@@ -188,14 +188,14 @@ class Asset(BaseModel):
     content_type: str
     size: int
     file_name: str | None = None
-    created_at: str
+    created_at: Timestamp
 
 
 class UploadTicket(Asset):
     upload_url: str
     method: str = "PUT"
     headers: dict[str, str]
-    expires_at: str
+    expires_at: Timestamp
 
 
 def _asset_key(org: str, asset_id: str) -> dict[str, str]:

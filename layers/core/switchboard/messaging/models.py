@@ -6,7 +6,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, Field, model_validator
 
-from switchboard.models import BaseModel, Name, Storable, Strict, check_storable
+from switchboard.models import BaseModel, Name, Storable, Strict, Timestamp, check_storable
 
 Platform = Literal["sandbox", "whatsapp_cloud", "whatsapp_web"]
 ChannelStatus = Literal["disconnected", "pairing", "connected", "error"]
@@ -23,13 +23,13 @@ class Channel(BaseModel):
     mode: str
     status: str
     is_active: bool
-    last_connected_at: str | None = None
+    last_connected_at: Timestamp | None = None
     last_error: str | None = None
     linked_channel_id: str | None = None
     metadata: dict[str, Any] = Field(default_factory=dict)
     config: dict[str, Any] = Field(default_factory=dict)
-    created_at: str
-    updated_at: str
+    created_at: Timestamp
+    updated_at: Timestamp
 
 
 class ChannelCreate(Strict):
@@ -53,7 +53,7 @@ class ChannelStatusView(BaseModel):
     channel_id: str
     status: str
     is_active: bool
-    last_connected_at: str | None = None
+    last_connected_at: Timestamp | None = None
     last_error: str | None = None
 
 
@@ -67,7 +67,7 @@ class ChannelLog(BaseModel):
     id: str
     event: str
     detail: dict[str, Any] = Field(default_factory=dict)
-    created_at: str
+    created_at: Timestamp
 
 
 class QrCode(BaseModel):
@@ -121,7 +121,7 @@ class BlockOnChannel(Strict):
 
 class BlockedOnChannel(BaseModel):
     phone: str
-    blocked_at: str
+    blocked_at: Timestamp
 
 
 class SandboxInbound(Strict):
@@ -214,8 +214,8 @@ class Message(BaseModel):
     type: str
     status: str
     provider_message_id: str | None = None
-    created_at: str
-    updated_at: str
+    created_at: Timestamp
+    updated_at: Timestamp
     last_error: str | None = None
     uncertain: bool = Field(
         default=False,
@@ -240,10 +240,12 @@ class ConversationMessage(BaseModel):
     last_error: str | None = None
     reaction: str | None = Field(default=None, description="our reaction to the message (`POST /v1/messages/react`)")
     customer_reaction: str | None = Field(default=None, description="the customer's reaction to the message")
-    edited_at: str | None = Field(default=None, description="when the text was last edited (by us or the customer)")
+    edited_at: Timestamp | None = Field(
+        default=None, description="when the text was last edited (by us or the customer)"
+    )
     deleted: bool = Field(default=False, description="deleted for everyone (its text is gone when the customer did)")
-    created_at: str
-    updated_at: str
+    created_at: Timestamp
+    updated_at: Timestamp
 
 
 class MessageStatus(BaseModel):
@@ -274,11 +276,11 @@ class Conversation(BaseModel):
     unread_count: int = 0
     assignee: Assignee | None = None
     labels: list[str] = Field(default_factory=list)
-    last_message_at: str | None = None
+    last_message_at: Timestamp | None = None
     last_message_preview: str | None = None
-    last_inbound_at: str | None = None
-    created_at: str
-    updated_at: str
+    last_inbound_at: Timestamp | None = None
+    created_at: Timestamp
+    updated_at: Timestamp
 
 
 class AssignRequest(Strict):
@@ -303,8 +305,8 @@ class ConversationLock(BaseModel):
     lock_owner_id: str
     lock_owner_name: str
     draft_id: str | None = None
-    expires_at: str
-    updated_at: str
+    expires_at: Timestamp
+    updated_at: Timestamp
 
 
 class CloudWebhook(BaseModel):

@@ -6,7 +6,7 @@ from typing import Annotated, Any
 
 from pydantic import Field
 
-from switchboard.models import BaseModel, Name, Storable, Strict
+from switchboard.models import BaseModel, Name, Storable, Strict, Timestamp
 
 TOPICS = ("invitations", "webhook_failures", "billing", "weekly_digest")
 
@@ -34,8 +34,8 @@ class Integration(BaseModel):
     enabled: bool
     config: dict[str, Any]
     secrets: dict[str, str] = Field(description="secret fields, masked (`••••` and at most the last four characters)")
-    created_at: str
-    updated_at: str
+    created_at: Timestamp
+    updated_at: Timestamp
     version: int
 
 
@@ -79,7 +79,7 @@ class NotificationPreferences(BaseModel):
     role: str
     emails: EmailTopics
     customized: bool = Field(description="false while the member has the defaults of their role")
-    updated_at: str | None = None
+    updated_at: Timestamp | None = None
     version: int
 
 

@@ -6,7 +6,7 @@ from typing import Any, Literal
 
 from pydantic import Field, SecretStr, field_validator
 
-from switchboard.models import BaseModel, Name, Strict
+from switchboard.models import BaseModel, Name, Strict, Timestamp
 
 
 def _graph_id() -> Any:
@@ -100,7 +100,7 @@ class ProgressStep(Strict):
 class Step(BaseModel):
     name: StepName
     status: StepStatus
-    completed_at: str | None = None
+    completed_at: Timestamp | None = None
     error: str | None = None
 
 
@@ -116,7 +116,7 @@ class StepError(BaseModel):
 
 class SignupEventRecord(BaseModel):
     event: str
-    received_at: str
+    received_at: Timestamp
     current_step: str | None = None
     error_message: str | None = None
 
@@ -153,17 +153,17 @@ class Progress(BaseModel):
     phone_numbers: list[PhoneNumberInfo] = []
     granted_scopes: list[str] = []
     token_obtained: bool = False
-    token_expires_at: str | None = None
+    token_expires_at: Timestamp | None = None
     waba: dict[str, Any] | None = None
     phone: dict[str, Any] | None = None
     templates: TemplateSummary | None = None
     channel_id: str | None = None
     last_error: StepError | None = None
     events: list[SignupEventRecord] = []
-    created_at: str
-    updated_at: str
-    expires_at: str
-    completed_at: str | None = None
+    created_at: Timestamp
+    updated_at: Timestamp
+    expires_at: Timestamp
+    completed_at: Timestamp | None = None
     version: int
 
 
@@ -186,7 +186,7 @@ class OnboardingError(BaseModel):
     support_label: str | None = Field(default=None, description="key of the /v1/waba/labels/support entry")
     error_id: str | None = Field(default=None, description="ERROR events: the embedded signup's error id")
     session_id: str | None = Field(default=None, description="ERROR events: the embedded signup's session id")
-    created_at: str
+    created_at: Timestamp
 
 
 class GraphCode(BaseModel):

@@ -7,7 +7,7 @@ from typing import Annotated, Any, Literal
 from pydantic import Field, field_validator
 
 from switchboard import clock
-from switchboard.models import BaseModel, EmailStr, Strict
+from switchboard.models import BaseModel, EmailStr, Strict, Timestamp
 from switchboard.webhooks.catalogue import EVENT_TYPES
 
 DeliveryStatus = Literal["pending", "retrying", "succeeded", "exhausted", "canceled"]
@@ -50,13 +50,13 @@ class Endpoint(BaseModel):
     filter_types: list[str] = Field(default_factory=list, description="Subscribed event types; empty = every event")
     enabled: bool
     disabled_reason: str | None = Field(default=None, description="gone (410), failing (5 days) or manual")
-    disabled_at: str | None = None
-    secret_rotated_at: str | None = None
-    last_success_at: str | None = None
+    disabled_at: Timestamp | None = None
+    secret_rotated_at: Timestamp | None = None
+    last_success_at: Timestamp | None = None
     failing_since: str | None = None
     consecutive_failures: int = 0
-    created_at: str
-    updated_at: str
+    created_at: Timestamp
+    updated_at: Timestamp
 
 
 class EndpointWithSecret(Endpoint):
@@ -93,13 +93,13 @@ class TestDelivery(BaseModel):
     event_type: str
     endpoint_id: str
     delivery_id: str
-    sent_at: str
+    sent_at: Timestamp
 
 
 class AlertingSettings(BaseModel):
     emails: list[str] = Field(default_factory=list)
     failure_threshold: int = Field(description="Consecutive failed attempts of an endpoint before the e-mails go out")
-    updated_at: str | None = None
+    updated_at: Timestamp | None = None
 
 
 class AlertingSettingsUpdate(Strict):
@@ -116,13 +116,13 @@ class Delivery(BaseModel):
     event_type: str
     status: DeliveryStatus
     attempt_count: int = 0
-    next_attempt_at: str | None = None
-    last_attempt_at: str | None = None
+    next_attempt_at: Timestamp | None = None
+    last_attempt_at: Timestamp | None = None
     last_status_code: int | None = None
     last_error: str | None = None
     payload: dict[str, Any] = Field(default_factory=dict, description="The flat event body")
-    created_at: str
-    updated_at: str
+    created_at: Timestamp
+    updated_at: Timestamp
 
 
 class Attempt(BaseModel):
@@ -137,7 +137,7 @@ class Attempt(BaseModel):
     duration_ms: int
     error: str | None = None
     response: str | None = Field(default=None, description="The first KiB of the response body")
-    created_at: str
+    created_at: Timestamp
 
 
 class RecoverRequest(Strict):
@@ -161,4 +161,4 @@ class PortalAccessRequest(Strict):
 
 class PortalAccess(BaseModel):
     url: str = Field(description="Single-use link; the token is in the fragment, so it never reaches server logs")
-    expires_at: str
+    expires_at: Timestamp
