@@ -83,7 +83,7 @@ def login(body: Annotated[models.Login, Body()]) -> Data[models.LoginResult]:
     return Data(data=result)
 
 
-@app.post("/v1/auth/logout", middlewares=authenticated(), tags=AUTH, status_code=204)
+@app.post("/v1/auth/logout", middlewares=authenticated(sessions_only=True), tags=AUTH, status_code=204)
 def logout() -> None:
     accounts.logout(get_store(), current_auth(app))
 
@@ -102,43 +102,43 @@ def password_confirm(body: Annotated[models.PasswordConfirm, Body()]) -> Data[Se
     return Data(data=SessionsEnded(password_reset=True, sessions_ended=ended))
 
 
-@app.get("/v1/auth/me", middlewares=authenticated(), tags=AUTH)
+@app.get("/v1/auth/me", middlewares=authenticated(sessions_only=True), tags=AUTH)
 def me() -> Data[models.User]:
     auth = current_auth(app)
     return Data(data=accounts.user_view(accounts.get_user(get_store(), accounts.require_user(auth))))
 
 
-@app.patch("/v1/auth/me", middlewares=authenticated(), tags=AUTH)
+@app.patch("/v1/auth/me", middlewares=authenticated(sessions_only=True), tags=AUTH)
 def update_me(body: Annotated[models.ProfileUpdate, Body()]) -> Data[models.User]:
     return Data(data=accounts.update_profile(get_store(), current_auth(app), body))
 
 
-@app.get("/v1/auth/me/preferences", middlewares=authenticated(), tags=AUTH)
+@app.get("/v1/auth/me/preferences", middlewares=authenticated(sessions_only=True), tags=AUTH)
 def get_preferences() -> Data[models.Preferences]:
     return Data(data=accounts.get_preferences(get_store(), current_auth(app)))
 
 
-@app.put("/v1/auth/me/preferences", middlewares=authenticated(), tags=AUTH)
+@app.put("/v1/auth/me/preferences", middlewares=authenticated(sessions_only=True), tags=AUTH)
 def put_preferences(body: Annotated[models.Preferences, Body()]) -> Data[models.Preferences]:
     return Data(data=accounts.put_preferences(get_store(), current_auth(app), body))
 
 
-@app.get("/v1/auth/me/presence", middlewares=authenticated(), tags=AUTH)
+@app.get("/v1/auth/me/presence", middlewares=authenticated(sessions_only=True), tags=AUTH)
 def get_presence() -> Data[models.PresenceView]:
     return Data(data=accounts.get_presence(get_store(), current_auth(app)))
 
 
-@app.put("/v1/auth/me/presence", middlewares=authenticated(), tags=AUTH)
+@app.put("/v1/auth/me/presence", middlewares=authenticated(sessions_only=True), tags=AUTH)
 def put_presence(body: Annotated[models.Presence, Body()]) -> Data[models.PresenceView]:
     return Data(data=accounts.put_presence(get_store(), current_auth(app), body))
 
 
-@app.get("/v1/auth/onboarding", middlewares=authenticated(), tags=AUTH)
+@app.get("/v1/auth/onboarding", middlewares=authenticated(sessions_only=True), tags=AUTH)
 def get_onboarding() -> Data[models.Onboarding]:
     return Data(data=accounts.get_onboarding(get_store(), current_auth(app)))
 
 
-@app.post("/v1/auth/onboarding", middlewares=authenticated(), tags=AUTH)
+@app.post("/v1/auth/onboarding", middlewares=authenticated(sessions_only=True), tags=AUTH)
 def update_onboarding(body: Annotated[models.OnboardingStep, Body()]) -> Data[models.Onboarding]:
     return Data(data=accounts.update_onboarding(get_store(), current_auth(app), body))
 
@@ -152,7 +152,7 @@ def fingerprint_event(body: Annotated[models.FingerprintEvent, Body()]) -> Data[
 SETTINGS = ["settings"]
 
 
-@app.get("/v1/settings/sessions", middlewares=authenticated(), tags=SETTINGS)
+@app.get("/v1/settings/sessions", middlewares=authenticated(sessions_only=True), tags=SETTINGS)
 def list_sessions() -> ListData[models.Session]:
     auth = current_auth(app)
     rows = sessions.list_sessions(get_store(), accounts.require_user(auth))
@@ -172,7 +172,9 @@ def list_sessions() -> ListData[models.Session]:
     )
 
 
-@app.delete("/v1/settings/sessions/<sessionID>", middlewares=authenticated(), tags=SETTINGS, status_code=204)
+@app.delete(
+    "/v1/settings/sessions/<sessionID>", middlewares=authenticated(sessions_only=True), tags=SETTINGS, status_code=204
+)
 def revoke_session(sessionID: str) -> None:
     auth = current_auth(app)
     sessions.revoke(get_store(), accounts.require_user(auth), sessionID)
@@ -237,7 +239,7 @@ def list_organizations() -> ListData[models.OrganizationWithRole]:
     return _list(organizations.list_my_organizations(get_store(), current_auth(app)))
 
 
-@app.post("/v1/organizations", middlewares=authenticated(), tags=ORGS, status_code=201)
+@app.post("/v1/organizations", middlewares=authenticated(sessions_only=True), tags=ORGS, status_code=201)
 def create_organization(body: Annotated[models.OrganizationCreate, Body()]) -> Data[models.Organization]:
     """A signed-in user creates an organization and becomes its owner."""
     return Data(data=organizations.create_organization(get_store(), current_auth(app), body))
@@ -295,7 +297,7 @@ def revoke_invitation(invitationID: str) -> None:
     organizations.revoke_invitation(get_store(), current_auth(app), invitationID)
 
 
-@app.post("/v1/invitations/<id>/accept", middlewares=authenticated(), tags=INVITES)
+@app.post("/v1/invitations/<id>/accept", middlewares=authenticated(sessions_only=True), tags=INVITES)
 def accept_invitation(id: str, body: Annotated[models.InvitationAccept, Body()]) -> Data[models.Invitation]:
     """The invited user (session with the invited e-mail) joins with the invited role, sending the token of the
     e-mailed link."""
@@ -404,58 +406,58 @@ def list_audit_logs(
 USERS = ["users"]
 
 
-@app.get("/v1/users/me/profile", middlewares=authenticated(), tags=USERS)
+@app.get("/v1/users/me/profile", middlewares=authenticated(sessions_only=True), tags=USERS)
 def get_profile() -> Data[models.User]:
     return me()
 
 
-@app.patch("/v1/users/me/profile", middlewares=authenticated(), tags=USERS)
+@app.patch("/v1/users/me/profile", middlewares=authenticated(sessions_only=True), tags=USERS)
 def update_profile(body: Annotated[models.ProfileUpdate, Body()]) -> Data[models.User]:
     return Data(data=accounts.update_profile(get_store(), current_auth(app), body))
 
 
-@app.post("/v1/users/me/avatar", middlewares=authenticated(), tags=USERS)
+@app.post("/v1/users/me/avatar", middlewares=authenticated(sessions_only=True), tags=USERS)
 def upload_avatar(body: Annotated[users.AvatarUpload, Body()]) -> Data[users.AvatarUploadTicket]:
     """A presigned S3 PUT for the new avatar (PNG, JPEG or WebP, up to 5 MiB)."""
     return Data(data=users.avatar_upload(get_store(), current_auth(app), body))
 
 
-@app.get("/v1/users/me/avatar", middlewares=authenticated(), tags=USERS)
+@app.get("/v1/users/me/avatar", middlewares=authenticated(sessions_only=True), tags=USERS)
 def get_avatar() -> Data[users.AvatarLink]:
     return Data(data=users.avatar_link(get_store(), current_auth(app)))
 
 
-@app.get("/v1/users/me/privacy", middlewares=authenticated(), tags=USERS)
+@app.get("/v1/users/me/privacy", middlewares=authenticated(sessions_only=True), tags=USERS)
 def get_privacy() -> Data[users.Privacy]:
     return Data(data=users.get_privacy(get_store(), current_auth(app)))
 
 
-@app.put("/v1/users/me/privacy", middlewares=authenticated(), tags=USERS)
+@app.put("/v1/users/me/privacy", middlewares=authenticated(sessions_only=True), tags=USERS)
 def put_privacy(body: Annotated[users.Privacy, Body()]) -> Data[users.Privacy]:
     return Data(data=users.put_privacy(get_store(), current_auth(app), body))
 
 
-@app.get("/v1/users/me/blocklist", middlewares=authenticated(), tags=USERS)
+@app.get("/v1/users/me/blocklist", middlewares=authenticated(sessions_only=True), tags=USERS)
 def get_blocklist() -> ListData[users.BlockedUser]:
     return _list(users.blocklist(get_store(), current_auth(app)))
 
 
-@app.get("/v1/users/me/blocks", middlewares=authenticated(), tags=USERS)
+@app.get("/v1/users/me/blocks", middlewares=authenticated(sessions_only=True), tags=USERS)
 def list_blocks() -> ListData[users.BlockedUser]:
     return _list(users.blocklist(get_store(), current_auth(app)))
 
 
-@app.post("/v1/users/me/blocks", middlewares=authenticated(), tags=USERS, status_code=201)
+@app.post("/v1/users/me/blocks", middlewares=authenticated(sessions_only=True), tags=USERS, status_code=201)
 def block_user(body: Annotated[users.BlockCreate, Body()]) -> Data[users.BlockedUser]:
     return Data(data=users.block(get_store(), current_auth(app), body))
 
 
-@app.delete("/v1/users/me/blocks/<userRef>", middlewares=authenticated(), tags=USERS, status_code=204)
+@app.delete("/v1/users/me/blocks/<userRef>", middlewares=authenticated(sessions_only=True), tags=USERS, status_code=204)
 def unblock_user(userRef: str) -> None:
     users.unblock(get_store(), current_auth(app), userRef)
 
 
-@app.get("/v1/users/me/contacts", middlewares=authenticated(), tags=USERS)
+@app.get("/v1/users/me/contacts", middlewares=authenticated(sessions_only=True), tags=USERS)
 def my_contacts() -> ListData[users.Contact]:
     return _list(users.contacts(get_store(), current_auth(app)))
 

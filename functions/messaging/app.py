@@ -198,12 +198,12 @@ def enable_two_step(channelID: str, body: Annotated[models.TwoStepEnable, Body()
 
 
 @app.get("/v1/channels/<channelID>/profile", middlewares=requires("viewer"), tags=CH)
-def get_profile(channelID: str) -> Data[dict[str, Any]]:
+def get_channel_profile(channelID: str) -> Data[dict[str, Any]]:
     return Data(data=channels.account_document(get_store(), current_auth(app), channelID, "profile", None))
 
 
 @app.put("/v1/channels/<channelID>/profile", middlewares=requires("admin"), tags=CH)
-def put_profile(channelID: str, body: Annotated[models.Document, Body()]) -> Data[dict[str, Any]]:
+def put_channel_profile(channelID: str, body: Annotated[models.Document, Body()]) -> Data[dict[str, Any]]:
     return Data(data=channels.account_document(get_store(), current_auth(app), channelID, "profile", body.model_dump()))
 
 

@@ -76,6 +76,8 @@ def test_routes_were_discovered():
 # The policy, from CONVENTIONS "Authentication and tenancy" and "Account flows" --------------------------------------
 PUBLIC = Access("public")
 AUTHENTICATED = Access("authenticated")
+# The signed-in user's own routes: a person's session, never an API key (the document's `Session` scheme).
+SESSION = Access("authenticated", sessions_only=True)
 VIEWER, MEMBER, ADMIN, OWNER = (Access("role", role) for role in ROLES)
 
 # "Public, no credential: GET /v1/health, /v1/ready, /v1/version, /openapi.json".
@@ -83,6 +85,14 @@ SYSTEM_PATHS = {"/v1/health", "/v1/ready", "/v1/version", "/openapi.json"}
 # Routes that act on the caller's own user or session, or come before there is one (the pre-session auth routes take
 # the platform key): any valid credential, no role in an organization.
 SELF_AREAS = ("/v1/auth", "/v1/users/me", "/v1/settings/sessions")
+# The routes before there is a session (they take the platform key), within SELF_AREAS.
+PRE_SESSION = (
+    "/v1/auth/email-verification",
+    "/v1/auth/register",
+    "/v1/auth/login",
+    "/v1/auth/password",
+    "/v1/auth/fingerprint-events",
+)
 # Administrative areas: reading them is administration too (who holds which key, who was invited, what the audit log
 # says, how the organization is secured, webhook endpoints and deliveries, integrations, notifications).
 ADMIN_AREAS = ("/v1/api-keys", "/v1/audit-logs", "/v1/invitations", "/v1/settings")
@@ -129,10 +139,12 @@ def expected_access(method: str, path: str) -> Access:
         return PUBLIC
     if re.fullmatch(r"/v1/providers/\{[^/]+\}/callback", path) or path == "/v1/providers/whatsapp_cloud/webhook":
         return PUBLIC  # the provider calls back; it holds no API key and is checked by its signature
+    if any(_under(path, area) for area in PRE_SESSION) or (method, path) == ("GET", "/v1/organizations"):
+        return AUTHENTICATED  # GET /v1/organizations: the caller's own organizations (a key's: its one)
     if any(_under(path, area) for area in SELF_AREAS) or path == "/v1/organizations":
-        return AUTHENTICATED  # /v1/organizations: the caller's own organizations (list, create)
+        return SESSION  # POST /v1/organizations: a user creates an organization and becomes its owner
     if method == "POST" and re.fullmatch(r"/v1/invitations/\{[^/]+\}/accept", path):
-        return AUTHENTICATED  # the invited user, who is not a member yet
+        return SESSION  # the invited user, who is not a member yet
     if (method, path) in ORGANIZATION_LIFECYCLE:
         return ORGANIZATION_LIFECYCLE[(method, path)]
     if any(_under(path, area) for area in OWNER_AREAS):
@@ -286,6 +298,21 @@ def test_every_role_gets_exactly_what_the_policy_allows(api: Api, roomy_rate_lim
         else:
             _authenticated_checks(api, route, throwaway_keys, problems)
     assert not problems, f"{len(problems)} role checks failed:\n" + "\n".join(problems)
+
+
+def test_an_api_key_is_refused_on_exactly_the_session_only_routes(api: Api, roomy_rate_limit):
+    """Routes declared `sessions_only` (the document gives them only the `Session` scheme) answer an owner's API key
+    403 before anything else (a body is not even read); every other route lets the key through to its own checks."""
+    owner_key = _mint_keys(api, api.owner_headers)["owner"]
+    problems = []
+    for route in ROUTES:
+        if route.declared is None or route.declared.kind == "public" or (route.method == "DELETE" and not route.params):
+            continue
+        resp = _call(api, route, owner_key)
+        refused = _is_forbidden_envelope(resp) and "session" in resp.json()["error"]["message"]
+        if refused != route.declared.sessions_only:
+            problems.append(f"{route.name} (sessions_only={route.declared.sessions_only}): {resp.text[:160]}")
+    assert not problems, "\n".join(problems)
 
 
 def test_no_credential_is_401_on_every_non_public_route(api: Api):

@@ -26,7 +26,7 @@ def test_committed_openapi_matches_the_code():
 def test_document_is_openapi_3_with_security_schemes():
     doc = build_openapi(FUNCTIONS)
     assert doc["openapi"].startswith("3.")
-    assert set(doc["components"]["securitySchemes"]) == {"ApiKey", "Bearer"}
+    assert set(doc["components"]["securitySchemes"]) == {"ApiKey", "Bearer", "Session"}
     assert doc["paths"]["/v1/health"]["get"]["security"] == []
     assert "ErrorEnvelope" in doc["components"]["schemas"]
 

@@ -97,7 +97,8 @@ class Access:
 
     While the organization is pending deletion only routes with `when_pending` (the role they then need) act in it;
     every other organization route answers 403 (CONVENTIONS "Tenant safety and data lifecycle"). A `sessions_only`
-    route refuses API keys (403) whatever their role: a person must act (deleting or restoring the organization)."""
+    route refuses API keys (403) whatever their role: a person must act (deleting or restoring the organization, or
+    anything about the signed-in user). The document gives such routes the `Session` security scheme only."""
 
     kind: Literal["public", "authenticated", "role"]
     role: str | None = None
@@ -109,6 +110,8 @@ class Access:
             return
         if auth is None:
             raise Unauthenticated()
+        if self.kind == "authenticated" and self.sessions_only and auth.principal_type != "session":
+            raise Forbidden("This operation needs a signed-in user (session token), not an API key.")
         if self.kind == "role":
             assert self.role is not None
             if not auth.organization_id:
@@ -144,9 +147,10 @@ def requires(role: Role, *, when_pending: Role | None = None, sessions_only: boo
     return [AccessMiddleware(Access("role", role, when_pending, sessions_only))]
 
 
-def authenticated() -> list[AccessMiddleware]:
-    """Any valid credential, with or without an organization (e.g. creating the first organization)."""
-    return [AccessMiddleware(Access("authenticated"))]
+def authenticated(*, sessions_only: bool = False) -> list[AccessMiddleware]:
+    """Any valid credential, with or without an organization (e.g. creating the first organization);
+    `sessions_only`: a signed-in user's session, API keys refused (the caller's own user, sessions, profile)."""
+    return [AccessMiddleware(Access("authenticated", sessions_only=sessions_only))]
 
 
 def public() -> list[AccessMiddleware]:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any, Generic, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, model_serializer
+from pydantic import BaseModel, ConfigDict, Field
 
 T = TypeVar("T")
 
@@ -35,20 +35,25 @@ class ErrorEnvelope(BaseModel):
     error: ErrorBody
 
 
+def _absent(value: Any) -> bool:
+    return value is None
+
+
 class Meta(BaseModel):
-    """Pagination meta: offset lists carry `offset`, cursor lists `cursor`; absent values are left out."""
+    """Pagination meta: offset lists carry `offset`, cursor lists `cursor`; absent values are left out (per field,
+    so the document still lists every field with its type for typed clients)."""
 
     model_config = _DEFERRED
 
-    has_more: bool
-    limit: int
-    offset: int | None = None
-    cursor: str | None = None
-    total: int | None = None
-
-    @model_serializer(mode="wrap")
-    def _drop_absent(self, handler: Any) -> dict[str, Any]:
-        return {k: v for k, v in handler(self).items() if v is not None}
+    has_more: bool = Field(description="Whether there is a next page")
+    limit: int = Field(description="The page size applied")
+    offset: int | None = Field(default=None, exclude_if=_absent, description="Offset lists: this page's offset")
+    cursor: str | None = Field(
+        default=None, exclude_if=_absent, description="Cursor lists: the next page's `cursor` (when `has_more`)"
+    )
+    total: int | None = Field(
+        default=None, exclude_if=_absent, description="How many items all pages hold, where cheap to count"
+    )
 
 
 class Data(BaseModel, Generic[T]):
