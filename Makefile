@@ -8,7 +8,7 @@ SAM_VENV := .venv-sam
 PORT ?= 3000
 PYTEST_WORKERS ?= 2
 
-.PHONY: install chromium dev test test-unit test-integration test-e2e test-faults lint format typecheck openapi build validate bench fuzz load clean
+.PHONY: install chromium dev test test-unit test-integration test-e2e test-faults lint lint-openapi format typecheck openapi build validate bench fuzz load clean
 
 $(STAMP): requirements-dev.txt layers/core/requirements.txt
 	@test -n "$(PYTHON)" || { echo "python3.13 not found (pyenv install 3.13.0, or set PYTHON=)"; exit 1; }
@@ -49,12 +49,26 @@ test-e2e: install
 test-faults: install
 	$(BIN)/python -m pytest tests/faults -s -q
 
-lint: install $(SAM_VENV)/.installed
+lint: install $(SAM_VENV)/.installed lint-openapi
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy
 	$(BIN)/cfn-lint template.yaml
 	AWS_DEFAULT_REGION=us-east-1 $(SAM_VENV)/bin/sam validate --lint --region us-east-1
+
+## The npm tools pinned in package-lock.json (redocly, spectral, openapi-typescript, typescript), into node_modules.
+node_modules/.installed: package.json package-lock.json
+	npm ci --no-audit --no-fund --loglevel=error
+	@touch $@
+
+## The OpenAPI document as integrators' linters read it: redocly (`recommended`) and spectral (`spectral:oas`), both
+## with 0 warnings (redocly fails only on errors by itself, so its summary's warning count is checked here).
+OPENAPI_DOC := layers/core/switchboard/openapi.json
+lint-openapi: node_modules/.installed
+	@out=$$(npx --no-install redocly lint --config redocly.yaml --format=stylish $(OPENAPI_DOC) 2>&1); status=$$?; \
+		echo "$$out" | grep -E "(warning|error) +[a-z]|You have|valid"; \
+		if [ $$status -ne 0 ] || echo "$$out" | grep -qE "You have [0-9]+ (warning|error)"; then exit 1; fi
+	npx --no-install spectral lint --ruleset .spectral.yaml --fail-severity=warn --display-only-failures $(OPENAPI_DOC)
 
 format: install
 	$(BIN)/ruff check --fix .
