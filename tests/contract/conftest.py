@@ -10,6 +10,8 @@ Knobs (environment):
 - FUZZ_COVERAGE=1: add schemathesis' coverage phase (boundary values and type mutations of every field and parameter,
   many more requests); `make fuzz` sets it.
 - FUZZ_SEED: default fixed, so a failure seen in CI reproduces; `make fuzz` passes a random one.
+- FUZZ_STATEFUL_EXAMPLES (default 20) and FUZZ_STATEFUL_STEPS (default 6): the stateful phase's scenarios and their
+  length; a scenario follows the document's `links` (create → read of what it made, then its other operations).
 - FUZZ_STRICT (default 1): every check fails the run, except the commented exceptions (SCHEMA_INEXPRESSIBLE,
   shadowing static paths); FUZZ_STRICT=0 lists two checks' failures as advisories instead of failing.
 """
@@ -28,12 +30,16 @@ import pytest
 import schemathesis
 from schemathesis import Case, CheckContext, Response
 from schemathesis.engine import Status, events, from_schema
+from schemathesis.engine.run import PhaseName
 
 from tests.e2e.conftest import Stack, _start_local_stack, _stop_local_stack
 
 FUZZ_EXAMPLES = int(os.environ.get("FUZZ_EXAMPLES", "1"))
 FUZZ_COVERAGE = os.environ.get("FUZZ_COVERAGE", "") not in ("", "0")
 FUZZ_SEED = int(os.environ.get("FUZZ_SEED", "20261122"))
+# Stateful phase: scenarios (chains along the document's links) and steps per scenario.
+FUZZ_STATEFUL_EXAMPLES = int(os.environ.get("FUZZ_STATEFUL_EXAMPLES", "20"))
+FUZZ_STATEFUL_STEPS = int(os.environ.get("FUZZ_STATEFUL_STEPS", "6"))
 # Strict by default: every check fails the run. FUZZ_STRICT=0 lists `positive_data_acceptance` and
 # `allow_header_conformance` failures as advisories instead (a knob for exploring a loosened document locally).
 FUZZ_STRICT = os.environ.get("FUZZ_STRICT", "1") not in ("", "0")
@@ -293,7 +299,14 @@ def fuzz_config(stack: Stack) -> schemathesis.Config:
                 "examples": {"enabled": True},
                 "coverage": {"enabled": FUZZ_COVERAGE},
                 "fuzzing": {"enabled": True},
-                "stateful": {"enabled": False},
+                # Chains of operations along the document's `links` (each create → the read of what it made),
+                # so the reads and updates get ids that exist; explicit links only, within the run's budget.
+                "stateful": {
+                    "enabled": True,
+                    "max-steps": FUZZ_STATEFUL_STEPS,
+                    "generation": {"max-examples": FUZZ_STATEFUL_EXAMPLES},
+                    "inference": {"algorithms": []},
+                },
             },
         }
     )
@@ -319,13 +332,16 @@ class FuzzReport:
     advisories: dict[tuple[str, str], str] = field(default_factory=dict)
     errors: list[str] = field(default_factory=list)
     elapsed: float = 0.0
+    stateful_scenarios: int = 0
+    stateful_requests: int = 0
 
     def summary(self) -> str:
         by_class = Counter(f"{code // 100}xx" for code in self.statuses.elements())
         lines = [
             f"fuzzed {len(self.operations)} operations with {self.requests} requests in {self.elapsed:.1f} s; "
             f"responses {dict(sorted(by_class.items()))}; {len(self.failures)} distinct failures, "
-            f"{len(self.errors)} errors"
+            f"{len(self.errors)} errors; stateful phase: {self.stateful_scenarios} scenarios, "
+            f"{self.stateful_requests} requests"
         ]
         if self.advisories:
             lines.append(f"advisory ({len(self.advisories)}; FUZZ_STRICT=1 makes them failures):")
@@ -339,6 +355,12 @@ class FuzzReport:
         return "\n\n".join(self.errors)
 
 
+def case_label(recorder: Any, case_id: str) -> str:
+    """The operation ("METHOD /path") a recorded case called: a stateful scenario's recorder spans several."""
+    node = recorder.cases.get(case_id)
+    return str(node.value.operation.label) if node is not None else str(recorder.label)
+
+
 def run_fuzzer(schema: Any, stack: Stack) -> FuzzReport:
     """Run schemathesis' engine (what `st run` uses) over `schema`; every response, failure and error is collected."""
     report = FuzzReport()
@@ -346,23 +368,28 @@ def run_fuzzer(schema: Any, stack: Stack) -> FuzzReport:
     for event in from_schema(schema).execute():
         if isinstance(event, events.ScenarioFinished):
             recorder = event.recorder
-            for interaction in recorder.interactions.values():
+            if event.phase == PhaseName.STATEFUL_TESTING:
+                report.stateful_scenarios += 1
+            for case_id, interaction in recorder.interactions.items():
                 if interaction.response is not None:
                     report.requests += 1
                     report.statuses[interaction.response.status_code] += 1
-                    report.operations.add(recorder.label)
+                    report.operations.add(case_label(recorder, case_id))
+                    if event.phase == PhaseName.STATEFUL_TESTING:
+                        report.stateful_requests += 1
             for case_id, checks in recorder.checks.items():
                 interaction = recorder.interactions.get(case_id)
                 response = interaction.response if interaction is not None else None
                 fields = detail_fields(response.content if response is not None else None)
+                label = case_label(recorder, case_id)
                 for check in checks:
                     if check.status != Status.FAILURE or check.failure_info is None:
                         continue
                     failure = check.failure_info.failure
-                    known = relaxed(check.name, recorder.label, shadowing, fields)
+                    known = relaxed(check.name, label, shadowing, fields)
                     target = report.advisories if known else report.failures
                     target.setdefault(
-                        (recorder.label, f"{check.name}: {failure.title}"),
+                        (label, f"{check.name}: {failure.title}"),
                         f"[{check.name}] {failure.title}\n{failure.message}\nrejected fields: {fields}\n"
                         f"{check.failure_info.code_sample}",
                     )
