@@ -38,6 +38,16 @@ def _boolean_only(annotation: Any) -> bool:
 Choices = tuple[tuple[str, ...], ...]
 
 
+def _given(schema: dict[str, Any], model: type[Any], name: str) -> dict[str, Any]:
+    """What a given `name` is: `true` for a boolean; else its non-null type when that is one plain JSON type (so
+    typed clients read `to: string`, not `unknown`), or just "not null"."""
+    if model.model_fields[name].annotation is bool:
+        return {"const": True}
+    prop = schema.get("properties", {}).get(name, {})
+    kinds = [a.get("type") for a in prop.get("anyOf", []) if a.get("type") != "null"]
+    return {"type": kinds[0]} if len(kinds) == 1 and isinstance(kinds[0], str) else {"not": {"type": "null"}}
+
+
 def _document_choices(schema: dict[str, Any], model: type[Any]) -> None:
     """`json_schema_extra` of request models: each `exactly_one_of` group (declared on the model or a base of it, and
     checked by its own validator) is documented as a `oneOf`, so the document states the rule the validator applies.
@@ -51,8 +61,7 @@ def _document_choices(schema: dict[str, Any], model: type[Any]) -> None:
     for group in groups:
         branches = []
         for name in group:
-            given = {"const": True} if model.model_fields[name].annotation is bool else {"not": {"type": "null"}}
-            branches.append({"required": [name], "properties": {name: given}})
+            branches.append({"required": [name], "properties": {name: _given(schema, model, name)}})
         rules.append({"oneOf": branches})
     if rules:
         schema["allOf"] = [*schema.get("allOf", []), *rules]
