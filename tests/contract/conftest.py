@@ -287,7 +287,8 @@ def contract_stack() -> Iterator[Stack]:
         _stop_local_stack(stack)
 
 
-def fuzz_config(stack: Stack) -> schemathesis.Config:
+def fuzz_config(stack: Stack, *, stateful: bool = True) -> schemathesis.Config:
+    """`stateful=False` for a run over operations that no link joins (a lone operation)."""
     return schemathesis.Config.from_dict(
         {
             "seed": FUZZ_SEED,
@@ -302,7 +303,7 @@ def fuzz_config(stack: Stack) -> schemathesis.Config:
                 # Chains of operations along the document's `links` (each create → the read of what it made),
                 # so the reads and updates get ids that exist; explicit links only, within the run's budget.
                 "stateful": {
-                    "enabled": True,
+                    "enabled": stateful,
                     "max-steps": FUZZ_STATEFUL_STEPS,
                     "generation": {"max-examples": FUZZ_STATEFUL_EXAMPLES},
                     "inference": {"algorithms": []},
