@@ -49,12 +49,13 @@ test-e2e: install
 test-faults: install
 	$(BIN)/python -m pytest tests/faults -s -q
 
-lint: install $(SAM_VENV)/.installed lint-openapi
+lint: install $(SAM_VENV)/.installed
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy
 	$(BIN)/cfn-lint template.yaml
 	AWS_DEFAULT_REGION=us-east-1 $(SAM_VENV)/bin/sam validate --lint --region us-east-1
+	$(MAKE) lint-openapi
 
 ## The npm tools pinned in package-lock.json (redocly, spectral, openapi-typescript, typescript), into node_modules.
 node_modules/.installed: package.json package-lock.json
