@@ -77,12 +77,20 @@ def test_creates_link_to_the_read_of_what_they_made():
     note = paths["/v1/contacts/{contactID}/notes"]["post"]["responses"]["201"]["links"]["getNote"]
     assert note["parameters"] == {"contactID": "$request.path.contactID", "noteID": "$response.body#/data/id"}
     assert "getMessage" in paths["/v1/messages"]["post"]["responses"]["202"]["links"]
+    assert set(paths["/v1/contacts"]["post"]["responses"]["201"]["links"]) == {
+        "getContact",
+        "updateContact",
+        "deleteContact",
+    }
     ids = {op["operationId"]: (p, m) for p, m, op in _ops()}
     for path, _method, op in _ops():
         for response in op["responses"].values():
-            for target in response.get("links", {}).values():
-                target_path, target_method = ids[target["operationId"]]
-                assert target_method == "get"
+            links = response.get("links", {})
+            targets = {ids[target["operationId"]] for target in links.values()}
+            if links:  # the read of the new resource, and only operations on that one path
+                assert len({p for p, _ in targets}) == 1 and any(m == "get" for _, m in targets), (path, targets)
+            for target in links.values():
+                target_path, _ = ids[target["operationId"]]
                 assert set(target["parameters"]) == set(re.findall(r"\{([^}]+)\}", target_path)), (path, target)
 
 

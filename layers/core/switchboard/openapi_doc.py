@@ -300,8 +300,9 @@ CREATES_ELSEWHERE = {
 
 def _link_creates_to_gets(doc: dict[str, Any]) -> None:
     """OpenAPI `links` from each create (`POST /things`, or `POST /things/{id}/parts`) to the read of what it made
-    (`GET /things/{thingID}`): the new resource's `data.id` fills the read's last parameter, the request's own path
-    parameters the others. Generators and stateful fuzzers (tests/contract) chain the two through it."""
+    (`GET /things/{thingID}`) and the other operations on that path: the new resource's `data.id` fills their last
+    parameter, the request's own path parameters the others. Generators and stateful fuzzers (tests/contract) chain
+    them through it."""
     paths = doc["paths"]
     for path, item in paths.items():
         create = item.get("post")
@@ -320,12 +321,15 @@ def _link_creates_to_gets(doc: dict[str, Any]) -> None:
         *kept, new_param = re.findall(r"\{([^}]+)\}", child)
         parameters = {name: f"$request.path.{name}" for name in kept}
         parameters[new_param] = "$response.body#/data/id"
+        # The read first, then the resource's other operations (update, replace, delete, an action on it).
+        targets = [read] + [op for method, op in paths[child].items() if method != "get"]
         link = {
-            read["operationId"]: {
-                "operationId": read["operationId"],
+            op["operationId"]: {
+                "operationId": op["operationId"],
                 "parameters": parameters,
-                "description": f"The `{new_param}` of the new resource, read back with {read['operationId']}.",
+                "description": f"The new resource's `{new_param}` (its `data.id`), for {op['operationId']}.",
             }
+            for op in targets
         }
         for status, response in create["responses"].items():
             if status in ("200", "201", "202") and _data_has_id(doc, response):
