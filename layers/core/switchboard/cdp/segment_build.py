@@ -10,16 +10,17 @@ Phases, each chunk at most one page:
    member rows; every contact whose evaluation differs from its membership is flipped. Flips are written
    `FLIPS_PER_TX` per transaction: per contact the member row (conditional: a change happens once), a check that the
    contact's `updated_at` is still the one evaluated, and its `crm.list.entry_added|removed` event; plus one
-   `ADD member_count` on the segment with the condition `build_generation = <the job's>`, placed first so a rules
-   change cancels the whole write. A contact changed since the page was read is left to the incremental path
+   ConditionCheck `build_generation = <the job's>` on the segment, placed first so a rules change cancels the whole
+   write (the build is the segment's only writer of such transactions: no flip of the incremental path holds it).
+   A contact changed since the page was read is left to the incremental path
    (its `contact.updated` event comes after the change and re-evaluates it against the current rules); a member row
    already flipped by that path is skipped. So running a chunk twice writes nothing the second time.
 2. `sweep`: one consistent page of the member rows (`SEGMENT#<seg>#MEMBER#`) and a BatchGet of their contacts; rows of
    contacts that no longer exist are removed the same way (with a check that the contact is still absent).
    The last page sets `status: ready`, `built_at` and drops the progress (condition: same generation).
 
-`member_count` is only ever moved by `ADD` next to a member row's write or delete, by the build and by the incremental
-path alike, so it equals the member rows at every moment. The segment's `progress.contacts_scanned` is set from the
+`member_count` is counted from the stream of the member rows (switchboard.cdp.segment_counts): it equals the member
+rows once the stream has been read. The segment's `progress.contacts_scanned` is set from the
 checkpoint (an absolute value: a repeated chunk sets the same number). A chunk failing on every try leaves the
 segment `status: failed` (`on_failed`); `python -m switchboard.jobs resume <job_id>` continues the build.
 """
@@ -38,7 +39,7 @@ from switchboard.store import ConditionCheck, Store, TxOp, keys
 
 KIND = "segment.build"
 PAGE = 100  # contacts (scan) or member rows (sweep) per chunk
-FLIPS_PER_TX = 30  # 3 operations each, plus the segment's count: ≤ 100 per transaction
+FLIPS_PER_TX = 30  # 3 operations each, plus the segment's generation check: ≤ 100 per transaction
 Item = dict[str, Any]
 
 
@@ -184,8 +185,7 @@ def _write(store: Store, org: str, segment: Item, flips: list[tuple[str, bool, T
 
 
 def _ops(org: str, segment: Item, part: list[tuple[str, bool, TxOp]]) -> list[TxOp]:
-    delta = sum(1 if join else -1 for _, join, _ in part)
-    ops: list[TxOp] = [segments.count_op(org, segment, delta, _Superseded())]
+    ops: list[TxOp] = [segments.generation_check(org, segment, _Superseded())]
     for contact_id, join, check in part:
-        ops += [*segments.flip_ops(org, segment, contact_id, join, count=False), check]
+        ops += [*segments.flip_ops(org, segment, contact_id, join), check]
     return ops

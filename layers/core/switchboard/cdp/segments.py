@@ -6,9 +6,12 @@ answer at once with the segment `status: building` and a new `build_generation`,
 (switchboard.cdp.segment_build) that evaluates every contact a page at a time and ends with `status: ready`.
 Meanwhile, and after, membership follows the contacts incrementally: every `contact.updated` event reaches
 `functions/cdp_segments` (rule CdpSegmentEventsRule → CdpSegmentEventsQueue), which evaluates that one contact against
-the organization's segments and flips the memberships that changed (conditional member write + count + event in one
-transaction, so a replayed event changes nothing; the count's condition holds the build generation the rules were read
-with). Event-count conditions age with time: a build re-evaluates them.
+the organization's segments and flips the memberships that changed (conditional member write + event in one
+transaction, so a replayed event changes nothing). The segment is read (consistent) just before and just after each
+flip: a flip decided under rules replaced meanwhile (another `build_generation`) is not written, or, when the rules
+changed between that read and the write, is evaluated again under the new ones at once. `member_count` is counted
+from the stream (switchboard.cdp.segment_counts), never in a flip's transaction. Event-count conditions age with time:
+a build re-evaluates them.
 
 Rule tree: `{"and": [...]}`, `{"or": [...]}`, `{"not": rule}`, a field condition
 `{"field": "email" | "attributes.plan" | "tags" | "lifecycle_stage" | "consent.whatsapp" | …, "op": …, "value": …}`
@@ -25,13 +28,13 @@ from switchboard import clock
 from switchboard.api.auth import AuthContext
 from switchboard.api.pagination import decode_cursor, encode_cursor, query_fingerprint
 from switchboard.audit import audit_put
-from switchboard.cdp import models
+from switchboard.cdp import models, segment_counts
 from switchboard.cdp.events import count_events
 from switchboard.contacts import repository as contact_repo
 from switchboard.errors import Conflict, DomainError, NotFound, ValidationFailed
 from switchboard.events.outbox import outbox_put
 from switchboard.ids import new_id
-from switchboard.store import Delete, Put, Store, TxOp, Update, keys
+from switchboard.store import ConditionCheck, Delete, Put, Store, TxOp, Update, keys
 
 Item = dict[str, Any]
 MAX_DEPTH = 6
@@ -228,43 +231,34 @@ def _entry_event(org: str, segment: Item, contact_id: str, added: bool) -> Put:
     )
 
 
-class RulesChanged(Conflict):
-    """The segment's rules were replaced (a new build generation) or it was deleted since it was read."""
-
-
 class Unchanged(Conflict):
     """The membership already is what the evaluation wants (another evaluation got there first)."""
 
 
-def flip_ops(org: str, segment: Item, contact_id: str, join: bool, *, count: bool = True) -> list[TxOp]:
-    """One membership change: the member item (conditional, so a change happens once), the count (unless the caller
-    adds one count update for several changes) and the event. The count's condition holds the build generation the
-    rules were read with, so a change decided under rules that were replaced meanwhile is not written."""
+def flip_ops(org: str, segment: Item, contact_id: str, join: bool) -> list[TxOp]:
+    """One membership change: the member item (conditional, so a change happens once) and the event. Nothing shared:
+    `member_count` is counted from the stream (switchboard.cdp.segment_counts)."""
     key = member_key(org, segment["id"], contact_id)
     if join:
-        member = {"entity": "SegmentMember", "segment_id": segment["id"], "contact_id": contact_id}
+        member = {"entity": segment_counts.MEMBER_ENTITY, "segment_id": segment["id"], "contact_id": contact_id}
         change: TxOp = Put(
-            item={**key, **member, "added_at": clock.now_iso()},
+            item={**key, **member, "added_at": clock.now_iso(), "counted": segment_counts.STREAM},
             condition="attribute_not_exists(PK)",
             error=Unchanged(),
         )
     else:
         change = Delete(key=key, condition="attribute_exists(PK)", error=Unchanged())
-    event = _entry_event(org, segment, contact_id, join)
-    if not count:
-        return [change, event]
-    return [count_op(org, segment, 1 if join else -1, RulesChanged()), change, event]
+    return [change, _entry_event(org, segment, contact_id, join)]
 
 
-def count_op(org: str, segment: Item, delta: int, error: DomainError) -> Update:
-    """`member_count` moved by `delta`, on the condition that the segment still has the rules it was read with."""
+def generation_check(org: str, segment: Item, error: DomainError) -> ConditionCheck:
+    """The segment still has the rules it was read with (a build's transactions hold it: one writer per segment)."""
     generation = int(segment.get("build_generation", 0))
-    return Update(
+    return ConditionCheck(
         key=segment_key(org, segment["id"]),
-        expression="ADD member_count :d",
         condition="attribute_exists(PK) AND "
         + ("attribute_not_exists(build_generation)" if generation == 0 else "build_generation = :g"),
-        values={":d": delta, **({":g": generation} if generation else {})},
+        values={":g": generation} if generation else None,
         error=error,
     )
 
@@ -305,23 +299,33 @@ def refresh_contact(
     }
     changes: list[tuple[str, bool]] = []
     for listed in segments:
-        segment = listed
+        segment, member = listed, listed["id"] in current
         for _ in range(3):
             wanted = contact is not None and evaluate(segment["rules"], Context(store, org, contact))
-            if wanted == (segment["id"] in current):
+            if wanted == member:
                 break
-            try:
-                store.transact(flip_ops(org, segment, contact_id, wanted))
-            except Unchanged:
+            # the rules as they are just before the write: a flip decided under replaced rules is not written
+            fresh = store.get(segment_key(org, listed["id"]), consistent=True)
+            if fresh is None:
                 break
-            except RulesChanged:  # read with older rules (or deleted): evaluate again with the segment as it is now
-                fresh = store.get(segment_key(org, listed["id"]), consistent=True)
-                if fresh is None:
-                    break
+            if fresh.get("build_generation") != segment.get("build_generation"):
                 segment = fresh
                 continue
+            try:
+                store.transact(flip_ops(org, segment, contact_id, wanted))
+            except Unchanged:  # another evaluation got there first
+                break
+            member = wanted
             changes.append((segment["id"], wanted))
-            break
+            # the rules replaced between that read and the write (a build may have passed this contact already):
+            # evaluate again under the current ones; the segment deleted meanwhile: no row of it stays behind
+            after = store.get(segment_key(org, listed["id"]), consistent=True)
+            if after is None:
+                store.delete(member_key(org, listed["id"], contact_id))
+                break
+            if after.get("build_generation") == segment.get("build_generation"):
+                break
+            segment = after
     return changes
 
 
@@ -349,12 +353,15 @@ def get_item(store: Store, org: str, segment_id: str, *, consistent: bool = Fals
 
 
 def get(store: Store, auth: AuthContext, segment_id: str) -> models.Segment:
-    return view(get_item(store, auth.org_id, segment_id))
+    """The segment with `member_count` summed from its counter shards (one GetItem + one BatchGet)."""
+    (item,) = segment_counts.with_counts(store, auth.org_id, [get_item(store, auth.org_id, segment_id)])
+    return view(item)
 
 
 def list_segments(store: Store, auth: AuthContext) -> list[models.Segment]:
     rows = store.query_all(keys.org_pk(auth.org_id), sk_prefix="CDPSEG#")
-    return [view(i) for i in sorted(rows, key=lambda i: i["created_at"])]
+    counted = segment_counts.with_counts(store, auth.org_id, rows)
+    return [view(i) for i in sorted(counted, key=lambda i: i["created_at"])]
 
 
 def _build_fields(generation: int, job_id: str) -> Item:
@@ -425,7 +432,7 @@ def update(store: Store, auth: AuthContext, segment_id: str, body: models.Segmen
     values: Item = {f":f{n}": value for n, value in enumerate(changes.values())}
     store.transact(
         [
-            # SET, not a Put of the whole item: `member_count` moves concurrently (ADD) and must not be overwritten
+            # SET, not a Put of the whole item: the build moves `status` and `progress` concurrently
             Update(
                 key=segment_key(org, segment_id),
                 expression="SET " + ", ".join(f"#f{n} = :f{n}" for n in range(len(changes))),
@@ -438,7 +445,7 @@ def update(store: Store, auth: AuthContext, segment_id: str, body: models.Segmen
             audit_put(auth, "cdp.segment.updated", "segment", segment_id, after=patch),
         ]
     )
-    new = {**item, **changes}
+    (new,) = segment_counts.with_counts(store, org, [{**item, **changes}])
     if job is not None:
         _enqueue(job)
     return view(new)
