@@ -28,8 +28,8 @@ from switchboard import clock
 from switchboard.api.auth import AuthContext
 from switchboard.api.pagination import decode_cursor, encode_cursor, query_fingerprint
 from switchboard.audit import audit_put
-from switchboard.cdp import models, segment_counts
-from switchboard.cdp.events import count_events
+from switchboard.cdp import models, segment_counts, segment_windows
+from switchboard.cdp.events import event_window
 from switchboard.contacts import repository as contact_repo
 from switchboard.errors import Conflict, DomainError, NotFound, ValidationFailed
 from switchboard.events.outbox import outbox_put
@@ -145,13 +145,23 @@ def _check(rule: Any, path: str, depth: int) -> int:
 
 
 class Context:
-    """Per-contact reads that only some rules need (consent, event counts), cached for the evaluation."""
+    """Per-contact reads that only some rules need (event counts; consent of a contact written before consent was
+    kept on the contact item), cached for the evaluation."""
 
     def __init__(self, store: Store, org: str, contact: Item) -> None:
         self.store, self.org, self.contact = store, org, contact
         self._consent: dict[str, str | None] = {}
+        # the first day an event counted by a windowed rule has left its window: the evaluation may change then
+        # without any new event (switchboard.cdp.segment_windows re-evaluates members on that day)
+        self.expires: str | None = None
 
     def consent(self, channel: str) -> str | None:
+        """From the contact item's `consent` map (every contact created or backfilled since it exists: no read); a
+        contact the `contacts.consent_backfill` job has not reached yet has no map: its consent row is read."""
+        kept = self.contact.get("consent")
+        if isinstance(kept, dict):
+            status = kept.get(channel)
+            return str(status) if status is not None else None
         if channel not in self._consent:
             row = self.store.get(contact_repo.child_key(self.org, self.contact["id"], "CONSENT", channel))
             self._consent[channel] = row.get("status") if row else None
@@ -209,8 +219,11 @@ def evaluate(rule: Item, ctx: Context) -> bool:
     if "not" in rule:
         return not evaluate(rule["not"], ctx)
     if "event" in rule:
-        since = clock.now() - timedelta(days=rule.get("within_days", 30))
-        count = count_events(ctx.store, ctx.org, ctx.contact["id"], rule["event"], since)
+        days = int(rule.get("within_days", 30))
+        count, first = event_window(ctx.store, ctx.org, ctx.contact["id"], rule["event"], clock.now() - timedelta(days))
+        if first is not None:
+            out = clock.iso(clock.parse_iso(f"{first}T00:00:00Z") + timedelta(days=days + 1))[:10]
+            ctx.expires = min(ctx.expires or out, out)
         return _compare(count, rule.get("op", "gte"), rule.get("count", 1))
     return _compare(ctx.value(rule["field"]), rule["op"], rule.get("value"))
 
@@ -235,9 +248,10 @@ class Unchanged(Conflict):
     """The membership already is what the evaluation wants (another evaluation got there first)."""
 
 
-def flip_ops(org: str, segment: Item, contact_id: str, join: bool) -> list[TxOp]:
-    """One membership change: the member item (conditional, so a change happens once) and the event. Nothing shared:
-    `member_count` is counted from the stream (switchboard.cdp.segment_counts)."""
+def flip_ops(org: str, segment: Item, contact_id: str, join: bool, expires: str | None = None) -> list[TxOp]:
+    """One membership change: the member item (conditional, so a change happens once) and the event; a join decided
+    by windowed event counts also writes its expiry row (`expires`, switchboard.cdp.segment_windows). Nothing
+    shared: `member_count` is counted from the stream (switchboard.cdp.segment_counts)."""
     key = member_key(org, segment["id"], contact_id)
     if join:
         member = {"entity": segment_counts.MEMBER_ENTITY, "segment_id": segment["id"], "contact_id": contact_id}
@@ -248,7 +262,10 @@ def flip_ops(org: str, segment: Item, contact_id: str, join: bool) -> list[TxOp]
         )
     else:
         change = Delete(key=key, condition="attribute_exists(PK)", error=Unchanged())
-    return [change, _entry_event(org, segment, contact_id, join)]
+    ops = [change, _entry_event(org, segment, contact_id, join)]
+    if join and expires is not None:
+        ops.append(segment_windows.expiry_put(org, segment["id"], contact_id, expires))
+    return ops
 
 
 def generation_check(org: str, segment: Item, error: DomainError) -> ConditionCheck:
@@ -283,10 +300,11 @@ def refresh_after_events(store: Store, org: str, contact_ids: set[str]) -> list[
 
 
 def refresh_contact(
-    store: Store, org: str, contact_id: str, segments: list[Item] | None = None
+    store: Store, org: str, contact_id: str, segments: list[Item] | None = None, *, renew: bool = False
 ) -> list[tuple[str, bool]]:
     """Incremental evaluation (a `contact.updated` event): the contact against every segment of its organization
-    (or `segments`); each membership that flips is one transaction. A contact that no longer exists leaves every
+    (or `segments`); each membership that flips is one transaction. `renew`: a member that stays on windowed event
+    counts gets its next expiry row (the window schedule's re-evaluation). A contact that no longer exists leaves every
     segment. → [(segment_id, joined?)] for the changes made. Replaying the same event changes nothing."""
     if segments is None:
         segments = store.query_all(keys.org_pk(org), sk_prefix="CDPSEG#", consistent=True)
@@ -301,8 +319,11 @@ def refresh_contact(
     for listed in segments:
         segment, member = listed, listed["id"] in current
         for _ in range(3):
-            wanted = contact is not None and evaluate(segment["rules"], Context(store, org, contact))
+            ctx = Context(store, org, contact or {})
+            wanted = contact is not None and evaluate(segment["rules"], ctx)
             if wanted == member:
+                if renew and member and ctx.expires is not None:  # stays, on counts that will age: look again then
+                    store.put(segment_windows.expiry_put(org, segment["id"], contact_id, ctx.expires).item)
                 break
             # the rules as they are just before the write: a flip decided under replaced rules is not written
             fresh = store.get(segment_key(org, listed["id"]), consistent=True)
@@ -312,7 +333,7 @@ def refresh_contact(
                 segment = fresh
                 continue
             try:
-                store.transact(flip_ops(org, segment, contact_id, wanted))
+                store.transact(flip_ops(org, segment, contact_id, wanted, ctx.expires))
             except Unchanged:  # another evaluation got there first
                 break
             member = wanted

@@ -298,8 +298,55 @@ def put_consent(
         "recorded_at": now,
         "actor_id": auth.principal_id,
     }
-    store.transact([_contact_exists(org, contact_id), Put(item=current), Put(item=log)])
-    return _consent_view(store, org, contact_id, current)
+    for _ in range(3):
+        # the contact item carries the current status per channel (`consent`), so a segment rule on consent is
+        # evaluated from the contact alone; written with the consent rows, under the contact's version
+        contact = get_item(store, org, contact_id, consistent=True)
+        consent = {**(contact.get("consent") or {}), channel: body.status}
+        try:
+            write_contact(
+                store,
+                auth,
+                contact,
+                {**contact, "consent": consent},
+                [Put(item=current), Put(item=log)],
+                ["consent"],
+                "consent",
+            )
+        except Conflict:  # the contact changed meanwhile: read it again
+            continue
+        return _consent_view(store, org, contact_id, current)
+    raise Conflict("The contact keeps changing; retry.")
+
+
+CONSENT_BACKFILL_CHUNK = 25  # contacts per chunk: ≤ 25 consent Queries and ≤ 25 UpdateItems
+
+
+def consent_backfill_chunk(store: Store, org: str, start: dict[str, Any] | None) -> dict[str, Any] | None:
+    """One resumable chunk (job kind `contacts.consent_backfill`) of giving contacts written before the contact item
+    kept its consent (`consent`: channel → status) their map: a page of the organization's contacts (GSI1), and per
+    contact without the map one consistent Query of its `CONSENT#` rows and one UpdateItem `SET consent` with
+    `version + 1` (so a write that read the contact before it is refused by its version condition and reads it
+    again), on condition that it still has no map (a consent change since gave it one). The checkpoint to continue
+    from, None when done."""
+    page = store.query(repo.list_pk(org), index="GSI1", limit=CONSENT_BACKFILL_CHUNK, start_key=start)
+    for contact in page.items:
+        if isinstance(contact.get("consent"), dict):
+            continue
+        rows = store.query_all(f"ORG#{org}", sk_prefix=repo.child_prefix(contact["id"], "CONSENT#"), consistent=True)
+        consent = {r["channel"]: r["status"] for r in rows}
+        try:
+            store.update(
+                repo.contact_key(org, contact["id"]),
+                "SET consent = :c, version = version + :one",
+                condition="attribute_exists(PK) AND attribute_not_exists(consent)",
+                values={":c": consent, ":one": 1},
+                error=Conflict("given its map meanwhile"),
+                return_values="NONE",
+            )
+        except Conflict:  # deleted, or a consent change gave it its map meanwhile
+            continue
+    return page.last_key
 
 
 def _consent_view(store: Store, org: str, contact_id: str, current: Item) -> models.Consent:
@@ -411,9 +458,8 @@ def merge(store: Store, auth: AuthContext, target_id: str, body: models.MergeReq
     target = get_item(store, org, target_id, consistent=True)
     source = get_item(store, org, body.from_contact_id, consistent=True)
     children = store.query_all(f"ORG#{org}", sk_prefix=repo.child_prefix(source["id"]))
-    target_children = {
-        c["SK"].split("#", 2)[2] for c in store.query_all(f"ORG#{org}", sk_prefix=repo.child_prefix(target_id))
-    }
+    target_rows = store.query_all(f"ORG#{org}", sk_prefix=repo.child_prefix(target_id))
+    target_children = {c["SK"].split("#", 2)[2] for c in target_rows}
     ops: list[TxOp] = []
     for child in children:
         suffix = child["SK"].split("#", 2)[2]  # e.g. NOTE#note_…, TAG#tag_…, CONSENT#whatsapp
@@ -446,6 +492,9 @@ def merge(store: Store, auth: AuthContext, target_id: str, body: models.MergeReq
     merged["tags"] = list(dict.fromkeys([*target.get("tags", []), *source.get("tags", [])]))
     merged["identities"] = [*target.get("identities", []), *source.get("identities", [])]
     merged["blocked"] = bool(target.get("blocked") or source.get("blocked"))
+    merged["consent"] = {  # as the consent rows now are: the target's own status for a channel wins
+        c["channel"]: c["status"] for c in [*children, *target_rows] if c.get("entity") == "ContactConsent"
+    }
     final: list[TxOp] = [
         Update(
             key=repo.sentinel_key(org, Identifier(i["type"], i["value"], i.get("source")).sentinel_sk),

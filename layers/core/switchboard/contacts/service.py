@@ -354,6 +354,7 @@ def creation_ops(auth: AuthContext, fields: Item, idents: list) -> tuple[Item, l
         "tags": [],
         "identities": [_identity_record(i, ch, now) for i, ch in idents],
         "blocked": False,
+        "consent": {},  # channel → status, kept by consent changes (children.put_consent) for segment rules
         "version": 1,
         "created_at": now,
         "updated_at": now,

@@ -55,6 +55,12 @@ KINDS: dict[str, str] = {
     "label.detach": "switchboard.catalog.label_jobs:run_chunk",
     "contacts.count_seed": "switchboard.contacts.counter:seed_chunk",
     "webhooks.recover": "switchboard.webhooks.service:recover_chunk",
+    "segments.window_expiry": "switchboard.cdp.segment_windows:run_chunk",
+    # backfills (switchboard.jobs.backfills), started by an operator per organization
+    "contacts.consent_backfill": "switchboard.jobs.backfills:run_chunk",
+    "contacts.search_reindex": "switchboard.jobs.backfills:run_chunk",
+    "conversations.assignee_reindex": "switchboard.jobs.backfills:run_chunk",
+    "channels.legacy_rows": "switchboard.jobs.backfills:run_chunk",
 }
 
 
@@ -109,6 +115,14 @@ def enqueue(job_id: str, seq: int) -> None:
         QueueUrl=get_settings().jobs_queue_url,
         MessageBody=json.dumps({"job_id": job_id, "seq": seq}, separators=(",", ":")),
     )
+
+
+def start(store: Store, kind: str, org_id: str, checkpoint: dict[str, Any] | None = None) -> str:
+    """Start a job on its own (operators: backfills); → its id."""
+    job = start_op(kind, org_id, checkpoint=checkpoint)
+    store.transact([job])
+    enqueue(job.item["id"], 0)
+    return str(job.item["id"])
 
 
 def get_job(store: Store, job_id: str) -> Item | None:
