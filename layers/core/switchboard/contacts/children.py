@@ -8,14 +8,14 @@ from switchboard import clock
 from switchboard.api.auth import AuthContext
 from switchboard.api.pagination import decode_cursor, encode_cursor, query_fingerprint
 from switchboard.audit import audit_put
-from switchboard.contacts import models, search
+from switchboard.contacts import models
 from switchboard.contacts import repository as repo
 from switchboard.contacts.identifiers import Identifier
 from switchboard.contacts.service import get_item, not_found, resolve, view, write_contact
 from switchboard.errors import Conflict, NotFound, ValidationFailed
 from switchboard.ids import new_id, new_ulid
 from switchboard.jobs import service as jobs
-from switchboard.store import ConditionCheck, Delete, Put, Store, TxOp, Update
+from switchboard.store import ConditionCheck, Delete, Put, Store, TxOp
 
 Item = dict[str, Any]
 
@@ -450,80 +450,8 @@ def _apply_provider_blocks(store: Store, auth: AuthContext, contact: Item, block
 
 # Merge -------------------------------------------------------------------------------------------------------------
 def merge(store: Store, auth: AuthContext, target_id: str, body: models.MergeRequest) -> models.Contact:
-    """Moves identities, notes, tags, consents and suppressions of `from_contact_id` into the target, then deletes
-    it. Children move first (copy + delete, idempotent), so an interrupted merge can simply be run again."""
-    org = auth.org_id
-    if body.from_contact_id == target_id:
-        raise ValidationFailed.field("body.from_contact_id", "must differ from the target contact")
-    target = get_item(store, org, target_id, consistent=True)
-    source = get_item(store, org, body.from_contact_id, consistent=True)
-    children = store.query_all(f"ORG#{org}", sk_prefix=repo.child_prefix(source["id"]))
-    target_rows = store.query_all(f"ORG#{org}", sk_prefix=repo.child_prefix(target_id))
-    target_children = {c["SK"].split("#", 2)[2] for c in target_rows}
-    ops: list[TxOp] = []
-    for child in children:
-        suffix = child["SK"].split("#", 2)[2]  # e.g. NOTE#note_…, TAG#tag_…, CONSENT#whatsapp
-        ops.append(Delete(key={"PK": child["PK"], "SK": child["SK"]}))
-        if child.get("entity") == "ContactTag":
-            ops.append(Delete(key=repo.tag_reverse_key(org, child["tag_id"], source["id"])))
-        if suffix in target_children:
-            continue  # the target's own tag, consent or suppression for the same thing wins
-        moved = {**child, "SK": f"CONTACT#{target_id}#{suffix}"}
-        if "contact_id" in moved:
-            moved["contact_id"] = target_id
-        ops.append(Put(item=moved))
-        if child.get("entity") == "ContactTag":
-            ops.append(
-                Put(
-                    item={
-                        **repo.tag_reverse_key(org, child["tag_id"], target_id),
-                        "entity": "TagMember",
-                        "contact_id": target_id,
-                    }
-                )
-            )
-    for start in range(0, len(ops), 100):
-        store.transact(ops[start : start + 100])
+    """Moves identities, notes, tags, consents and suppressions of `from_contact_id` into the target and deletes it:
+    the pointer and the target first, the rest in bounded chunks (switchboard.contacts.merge)."""
+    from switchboard.contacts import merge as merging
 
-    merged = dict(target)
-    for field in ("name", "first_name", "last_name", "email", "phone", "company", "avatar_url", "lifecycle_stage"):
-        merged[field] = target.get(field) or source.get(field)
-    merged["attributes"] = {**(source.get("attributes") or {}), **(target.get("attributes") or {})}
-    merged["tags"] = list(dict.fromkeys([*target.get("tags", []), *source.get("tags", [])]))
-    merged["identities"] = [*target.get("identities", []), *source.get("identities", [])]
-    merged["blocked"] = bool(target.get("blocked") or source.get("blocked"))
-    merged["consent"] = {  # as the consent rows now are: the target's own status for a channel wins
-        c["channel"]: c["status"] for c in [*children, *target_rows] if c.get("entity") == "ContactConsent"
-    }
-    final: list[TxOp] = [
-        Update(
-            key=repo.sentinel_key(org, Identifier(i["type"], i["value"], i.get("source")).sentinel_sk),
-            expression="SET contact_id = :to",
-            condition="contact_id = :from",
-            values={":to": target_id, ":from": source["id"]},
-            error=Conflict("An identity of the merged contact changed meanwhile; retry the merge."),
-        )
-        for i in source.get("identities", [])
-    ]
-    final.append(
-        Delete(
-            key=repo.contact_key(org, source["id"]),
-            condition="#v = :v",
-            names={"#v": "version"},
-            values={":v": source["version"]},
-            error=Conflict("The merged contact changed; retry."),
-        )
-    )
-    final += search.index_ops(org, source, None)
-    final.append(
-        audit_put(
-            auth,
-            "contact.merged",
-            "contact",
-            target_id,
-            before={"from_contact_id": source["id"], "from_name": source.get("name")},
-            after={"identities": len(merged["identities"])},
-        )
-    )
-    changes = ["merged", "identities"]
-    return view(write_contact(store, auth, target, merged, final, changes, "merged"))
+    return merging.merge(store, auth, target_id, body)
