@@ -117,3 +117,27 @@ def test_members_counted_before_stream_counting_are_taken_off_once(api: Api):
     assert counted(api, seg["id"]) == 1
     run_counters()
     assert counted(api, seg["id"]) == 1 and members(api, seg["id"]) == [bob["id"]]
+
+
+def test_counting_never_writes_into_an_organization_being_purged(api: Api):
+    """The purge's own deletions of member rows, read from the stream after it passed, write no shard or tally."""
+    from switchboard.identity.lifecycle import PURGING
+
+    store, org = get_store(), api.org_id
+    ada = contact(api, name="Ada", email="ada@example.com", attributes={"plan": "pro"})
+    seg = ok(api.post("/v1/cdp/segments", json={"name": "Pro", "rules": PRO}), 201)
+    run_jobs(api)
+    assert counted(api, seg["id"]) == 1
+    store.update(
+        keys.organization(org), "SET #s = :p", names={"#s": "status"}, values={":p": PURGING}, return_values="NONE"
+    )
+    for prefix in (segment_counts.SHARD_PREFIX, segment_counts.TALLY_PREFIX, segments.member_prefix(seg["id"])):
+        for row in store.query_all(keys.org_pk(org), sk_prefix=prefix, consistent=True):
+            store.delete(keys.key(row["PK"], row["SK"]))  # as the purge does
+    run_counters()
+    left = [
+        row["SK"]
+        for prefix in (segment_counts.SHARD_PREFIX, segment_counts.TALLY_PREFIX)
+        for row in store.query_all(keys.org_pk(org), sk_prefix=prefix, consistent=True)
+    ]
+    assert left == [] and ada["id"]
