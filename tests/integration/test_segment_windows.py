@@ -91,3 +91,27 @@ def test_members_whose_window_aged_out_leave_on_the_scheduled_day(api: Api, monk
     assert sum(int(j["progress"].get("left", 0)) for j in done if j) == 1
     # Bob stays on his newer orders: his next day is written; the rows read are gone
     assert expiry_rows(org) == sorted([(bob["id"], day(2)), (cy["id"], day(2))])
+
+
+def test_a_non_member_joins_when_its_counts_fall_below_the_rule(api: Api, monkeypatch: pytest.MonkeyPatch):
+    """`lt` rules (lapsed customers): fewer events make the rule hold, so a non-member with events in the window is
+    watched too, and joins on the day they age out."""
+    org, start = api.org_id, clock.now()
+    lapsed = {"and": [{"field": "name", "op": "exists"}, {**BUYERS, "op": "lt"}]}  # fewer than 2 orders in 7 days
+    eve = contact(api, name="Eve", email="eve@example.com")
+    fay = contact(api, name="Fay", email="fay@example.com")
+    ingest(api, eve["id"], clock.iso(start - timedelta(days=3)), "e1", "e2")
+    seg = built(api, api.post("/v1/cdp/segments", json={"name": "Lapsed", "rules": lapsed}))
+    assert members(api, seg["id"]) == [fay["id"]]  # Fay has no orders; Eve has two
+    assert expiry_rows(org) == [(eve["id"], day(5))]  # Fay has nothing that ages; Eve is watched
+    schedule()
+    run_jobs(api)
+
+    later = start + timedelta(days=5)
+    monkeypatch.setattr(clock, "now", lambda: later)
+    assert len(schedule()) == 5
+    run_jobs(api)
+    assert members(api, seg["id"]) == sorted([eve["id"], fay["id"]])
+    added = [e["payload"]["contact_id"] for e in events_of(api, "crm.list.entry_added")]
+    assert added.count(eve["id"]) == 1
+    assert expiry_rows(org) == []  # nothing left that can age: no more rows

@@ -9,8 +9,9 @@ Phases, each chunk at most one page:
 1. `scan`: one GSI1 page (`PAGE` contacts) of `ORG#<org>#CONTACTS` from `cursor`, one consistent BatchGet of their
    member rows; every contact whose evaluation differs from its membership is flipped. Flips are written
    `FLIPS_PER_TX` per transaction: per contact the member row (conditional: a change happens once), a check that the
-   contact's `updated_at` is still the one evaluated, its `crm.list.entry_added|removed` event and, for a join on
-   windowed event counts, its expiry row (members that stay on such counts get theirs too); plus one
+   contact's `updated_at` is still the one evaluated, its `crm.list.entry_added|removed` event and, when windowed
+   event counts can change its membership as they age (`segments.watch_day`), its expiry row (contacts that stay as
+   they are get theirs too); plus one
    ConditionCheck `build_generation = <the job's>` on the segment, placed first so a rules change cancels the whole
    write (the build is the segment's only writer of such transactions: no flip of the incremental path holds it).
    A contact changed since the page was read is left to the incremental path
@@ -42,7 +43,7 @@ KIND = "segment.build"
 PAGE = 100  # contacts (scan) or member rows (sweep) per chunk
 FLIPS_PER_TX = 24  # ≤ 4 operations each (+ an expiry row), plus the segment's generation check: ≤ 100
 Item = dict[str, Any]
-Flip = tuple[str, bool, TxOp, "str | None"]  # contact id, join?, the check of the contact, expiry day of a join
+Flip = tuple[str, bool, TxOp, "str | None"]  # contact id, join?, the check of the contact, its expiry day
 
 
 class _Superseded(Conflict):
@@ -93,10 +94,11 @@ def _scan(store: Store, org: str, segment: Item, checkpoint: Item) -> Chunk:
         )
     }
     flips: list[Flip] = []
-    kept: list[TxOp] = []  # members that stay on windowed event counts: their next expiry row
+    kept: list[TxOp] = []  # contacts that stay as they are on windowed event counts: their next expiry row
     for contact in page.items:
         ctx = segments.Context(store, org, contact)
         wanted = segments.evaluate(segment["rules"], ctx)
+        day = segments.watch_day(segment, ctx, wanted)
         if wanted != (contact["id"] in current):
             seen = ConditionCheck(
                 key=contact_repo.contact_key(org, contact["id"]),
@@ -104,9 +106,9 @@ def _scan(store: Store, org: str, segment: Item, checkpoint: Item) -> Chunk:
                 values={":seen": contact["updated_at"]},
                 error=_Moved(),
             )
-            flips.append((contact["id"], wanted, seen, ctx.expires))
-        elif wanted and ctx.expires is not None:
-            kept.append(segment_windows.expiry_put(org, segment["id"], contact["id"], ctx.expires))
+            flips.append((contact["id"], wanted, seen, day))
+        elif day is not None:
+            kept.append(segment_windows.expiry_put(org, segment["id"], contact["id"], day))
     for start in range(0, len(kept), 100):
         store.transact(kept[start : start + 100])  # idempotent Puts
     added, removed = _write(store, org, segment, flips)

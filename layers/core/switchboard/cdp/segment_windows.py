@@ -2,16 +2,18 @@
 
 A rule `{"event": "order.placed", "op": "gte", "count": 2, "within_days": 30}` holds for a contact while enough of its
 events are younger than the window; once the oldest counted event's day has left the window the count falls, and
-the member may have to leave although nothing happened. Nothing else would notice, so every join decided by such
-counts (`segments.Context.expires`: the first day an event counted by a windowed rule is out of its window) writes,
-in the join's own transaction, an expiry row (all in `ORG#<org>`):
+the member may have to leave although nothing happened (or, for `lt` / `lte` / `eq` rules and events under `not`, a
+non-member may have to join). Nothing else would notice, so every evaluation whose outcome such counts can change
+(`segments.watch_day`; `segments.Context.expires`: the first day an event counted by a windowed rule is out of its
+window) leaves an expiry row, in the flip's own transaction when the membership changes (all in `ORG#<org>`):
 
     SK `SEGEXP#<seg>#<ct>#<day>`, GSI1 `SEGEXP#<day>#<shard>` / `<org>#<seg>#<ct>` (shard = a hash of the contact)
 
-so the members that can age out on a day are found by one GSI1 partition per shard, platform-wide, without reading
-any other member. A member that stays on such counts (a build pass, or the re-evaluation itself) gets the row of its
-next such day. Rows are only ever added for a day after the day they are written (the first counted day is inside
-the window), so once a day's job has started no row of that day appears any more.
+so the contacts whose membership can change on a day are found by one GSI1 partition per shard, platform-wide,
+without reading any other contact. A member that stays on such counts (a build pass, or the re-evaluation itself)
+gets the row of its next such day; a watched non-member gets one each time it is evaluated (at most one per day).
+Rows are only ever added for a day after the day they are written (the first counted day is inside the window), so
+once a day's job has started no row of that day appears any more.
 
 The schedule (`start_due`, daily, template.yaml `ExpireSegmentWindows`) starts one job of kind `KIND` per day not yet
 started (the platform item `SEGEXP#SWEPT` holds the last such day; at most `CATCH_UP_DAYS` back, after an outage of
@@ -20,9 +22,6 @@ that moves that item on. A chunk reads one page (`PAGE` rows) of the day's shard
 `{"day", "shard", "cursor"}`, re-evaluates each row's contact against its segment (`segments.refresh_contact` with
 `renew`: a flip when the membership changes, the next expiry row when it stays) and deletes the rows it read; the
 last page of the last shard ends the job. Re-evaluating twice changes nothing, so a repeated chunk is harmless.
-
-Not covered: a contact that is *not* a member and would join when its counts fall (`lt` / `lte` / `eq` rules, or an
-event rule under `not`) still waits for its next change or a build.
 """
 
 from __future__ import annotations
@@ -117,15 +116,16 @@ def run_chunk(store: Store, job: Item) -> Any:
     checkpoint = dict(job.get("checkpoint") or {})
     day, shard = str(checkpoint["day"]), int(checkpoint.get("shard") or 0)
     page = store.query(due_pk(day, shard), index="GSI1", limit=PAGE, start_key=checkpoint.get("cursor"))
-    left = 0
+    left = joined = 0
     for row in page.items:
         org, segment_id = str(row["organization_id"]), str(row["segment_id"])
         segment = store.get(segments.segment_key(org, segment_id), consistent=True)
         if segment is not None:
             changes = segments.refresh_contact(store, org, str(row["contact_id"]), [segment], renew=True)
-            left += sum(1 for _, joined in changes if not joined)
+            left += sum(1 for _, added in changes if not added)
+            joined += sum(1 for _, added in changes if added)
     store.batch_delete([keys.key(r["PK"], r["SK"]) for r in page.items])
-    progress = {"rows": len(page.items), "left": left}
+    progress = {"rows": len(page.items), "left": left, "joined": joined}
     if page.last_key:
         return Chunk({**checkpoint, "cursor": page.last_key}, progress)
     if shard + 1 < SHARDS:

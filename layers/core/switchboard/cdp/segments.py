@@ -248,10 +248,31 @@ class Unchanged(Conflict):
     """The membership already is what the evaluation wants (another evaluation got there first)."""
 
 
+def ages_in(rule: Any, negated: bool = False) -> bool:
+    """Whether fewer events can make the rule hold (`lt`, `lte`, `eq`, or `gt` / `gte` under a `not`): a non-member
+    of such a segment may join when its counts age, so it is watched too."""
+    if not isinstance(rule, dict):
+        return False
+    if "event" in rule:
+        op = rule.get("op", "gte")
+        return op == "eq" or (op in ("lt", "lte")) != negated
+    if "not" in rule:
+        return ages_in(rule["not"], not negated)
+    return any(ages_in(r, negated) for key in ("and", "or") for r in rule.get(key) or [])
+
+
+def watch_day(segment: Item, ctx: Context, wanted: bool) -> str | None:
+    """The day to evaluate the contact again although nothing happens (its windowed counts fall then), when that can
+    change its membership: a member's, or a non-member's of a segment whose rules can hold on fewer events."""
+    if ctx.expires is None or not (wanted or ages_in(segment["rules"])):
+        return None
+    return ctx.expires
+
+
 def flip_ops(org: str, segment: Item, contact_id: str, join: bool, expires: str | None = None) -> list[TxOp]:
-    """One membership change: the member item (conditional, so a change happens once) and the event; a join decided
-    by windowed event counts also writes its expiry row (`expires`, switchboard.cdp.segment_windows). Nothing
-    shared: `member_count` is counted from the stream (switchboard.cdp.segment_counts)."""
+    """One membership change: the member item (conditional, so a change happens once) and the event; with `expires`
+    (`watch_day`) also the contact's expiry row of that day (switchboard.cdp.segment_windows). Nothing shared:
+    `member_count` is counted from the stream (switchboard.cdp.segment_counts)."""
     key = member_key(org, segment["id"], contact_id)
     if join:
         member = {"entity": segment_counts.MEMBER_ENTITY, "segment_id": segment["id"], "contact_id": contact_id}
@@ -263,7 +284,7 @@ def flip_ops(org: str, segment: Item, contact_id: str, join: bool, expires: str 
     else:
         change = Delete(key=key, condition="attribute_exists(PK)", error=Unchanged())
     ops = [change, _entry_event(org, segment, contact_id, join)]
-    if join and expires is not None:
+    if expires is not None:
         ops.append(segment_windows.expiry_put(org, segment["id"], contact_id, expires))
     return ops
 
@@ -304,8 +325,9 @@ def refresh_contact(
 ) -> list[tuple[str, bool]]:
     """Incremental evaluation (a `contact.updated` event): the contact against every segment of its organization
     (or `segments`); each membership that flips is one transaction. `renew`: a member that stays on windowed event
-    counts gets its next expiry row (the window schedule's re-evaluation). A contact that no longer exists leaves every
-    segment. → [(segment_id, joined?)] for the changes made. Replaying the same event changes nothing."""
+    counts gets its next expiry row (the window schedule's re-evaluation; a watched non-member always does). A
+    contact that no longer exists leaves every segment. → [(segment_id, joined?)] for the changes made. Replaying the
+    same event changes nothing."""
     if segments is None:
         segments = store.query_all(keys.org_pk(org), sk_prefix="CDPSEG#", consistent=True)
     if not segments:
@@ -321,9 +343,12 @@ def refresh_contact(
         for _ in range(3):
             ctx = Context(store, org, contact or {})
             wanted = contact is not None and evaluate(segment["rules"], ctx)
+            day = watch_day(segment, ctx, wanted) if contact is not None else None
             if wanted == member:
-                if renew and member and ctx.expires is not None:  # stays, on counts that will age: look again then
-                    store.put(segment_windows.expiry_put(org, segment["id"], contact_id, ctx.expires).item)
+                # stays, on counts that will age: look again then (a member's row was written with its join; a
+                # non-member's is written whenever it is evaluated, one per day)
+                if day is not None and (renew or not member):
+                    store.put(segment_windows.expiry_put(org, segment["id"], contact_id, day).item)
                 break
             # the rules as they are just before the write: a flip decided under replaced rules is not written
             fresh = store.get(segment_key(org, listed["id"]), consistent=True)
@@ -333,7 +358,7 @@ def refresh_contact(
                 segment = fresh
                 continue
             try:
-                store.transact(flip_ops(org, segment, contact_id, wanted, ctx.expires))
+                store.transact(flip_ops(org, segment, contact_id, wanted, day))
             except Unchanged:  # another evaluation got there first
                 break
             member = wanted
