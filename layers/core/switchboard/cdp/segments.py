@@ -10,8 +10,8 @@ the organization's segments and flips the memberships that changed (conditional 
 transaction, so a replayed event changes nothing). The segment is read (consistent) just before and just after each
 flip: a flip decided under rules replaced meanwhile (another `build_generation`) is not written, or, when the rules
 changed between that read and the write, is evaluated again under the new ones at once. `member_count` is counted
-from the stream (switchboard.cdp.segment_counts), never in a flip's transaction. Event-count conditions age with time:
-a build re-evaluates them.
+from the stream (switchboard.cdp.segment_counts), never in a flip's transaction. Windowed event-count conditions age
+with time: the contacts whose membership that can change are re-evaluated on that day (switchboard.cdp.segment_windows).
 
 Rule tree: `{"and": [...]}`, `{"or": [...]}`, `{"not": rule}`, a field condition
 `{"field": "email" | "attributes.plan" | "tags" | "lifecycle_stage" | "consent.whatsapp" | …, "op": …, "value": …}`
@@ -152,7 +152,7 @@ class Context:
         self.store, self.org, self.contact = store, org, contact
         self._consent: dict[str, str | None] = {}
         # the first day an event counted by a windowed rule has left its window: the evaluation may change then
-        # without any new event (switchboard.cdp.segment_windows re-evaluates members on that day)
+        # without any new event (switchboard.cdp.segment_windows re-evaluates the contact on that day)
         self.expires: str | None = None
 
     def consent(self, channel: str) -> str | None:
