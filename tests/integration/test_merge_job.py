@@ -96,3 +96,37 @@ def test_every_merge_transaction_stays_within_100_operations(api: Api, monkeypat
     JobsQueue(api).drain()
     assert sizes and max(sizes) <= 100
     assert max(sizes) > 90  # the request filled its transaction with re-pointed identities
+
+
+def test_a_target_deleted_mid_merge_leaves_nothing_of_the_merged_person(api: Api, monkeypatch: pytest.MonkeyPatch):
+    """The target is deleted while the merge job still has identities and children to move: its erasure and the
+    job together leave no sentinel, child or other item holding the merged person's identities or notes."""
+    import json
+
+    from tests.integration.test_security_contact_erasure import run_cascade, scan_all
+    from tests.integration.test_webhooks import Pipeline
+
+    monkeypatch.setattr(merging, "INLINE_CHUNKS", 0)  # everything after the request waits for the queue
+    pipeline = Pipeline(api)
+    target = contact(api, name="Ada", email="ada@example.com")
+    source = contact(api, name="Lin", email="lin@example.com")
+    for start in range(0, 140, 20):
+        ok(
+            api.post(
+                "/v1/contacts",
+                json={"email": "lin@example.com", "identities": [ident(n) for n in range(start, start + 20)]},
+            )
+        )
+    ok(api.post(f"/v1/contacts/{source['id']}/notes", json={"body": "secret-note-of-lin"}), 201)
+    ok(api.post(f"/v1/contacts/{target['id']}/merge", json={"from_contact_id": source["id"]}))
+    assert api.delete(f"/v1/contacts/{target['id']}").status_code == 204
+    run_cascade(pipeline)  # the target's erasure, before the merge job runs
+    JobsQueue(api).drain()
+    run_cascade(pipeline)
+    left = [
+        (i["PK"]["S"], i["SK"]["S"])
+        for i in scan_all()
+        if any(needle in json.dumps(i) for needle in ("lin-", "secret-note-of-lin", "lin@example.com"))
+    ]
+    assert left == []
+    api.assert_error(api.post("/v1/contacts/resolve", json={"identifiers": [ident(130)]}), 404, "not_found")

@@ -19,6 +19,10 @@ The job moves the rest, one bounded chunk at a time (each safe to run twice), fr
   segments    Query `CDPSEG#` (25 from `cursor`): the source leaves them (`segments.refresh_contact`)
   done        the pointer `status: merged` (it stays: ids only, for identities resolved later)
 
+Each identities / children chunk first reads the target (consistent): once it is deleted, what is left of the source
+is deleted instead of moved (sentinels on condition they still name the source), so nothing of the person outlives
+the target's erasure. A target deleted while a chunk runs can still receive that chunk's moves (not handled).
+
 The request runs up to `INLINE_CHUNKS` chunks itself (a merge of an ordinary contact completes before it answers);
 the rest runs on the JobsQueue.
 """
@@ -140,11 +144,22 @@ def run_chunk(store: Store, job: Item) -> Any:
     checkpoint = dict(job.get("checkpoint") or {})
     source_id, target_id = str(checkpoint["source_id"]), str(checkpoint["target_id"])
     phase = checkpoint.get("phase", "identities")
+    # the target deleted meanwhile (its erasure may have passed already): what is left of the source is deleted,
+    # not moved under a contact that no longer exists
+    alive = phase in ("identities", "children") and store.get(repo.contact_key(org, target_id), consistent=True)
     if phase == "identities":
         pending = list(checkpoint.get("pending") or [])
         for sentinel_sk in pending[:IDENTITIES_PER_CHUNK]:
             try:
-                store.transact([_repoint(org, sentinel_sk, source_id, target_id)])
+                if alive:
+                    store.transact([_repoint(org, sentinel_sk, source_id, target_id)])
+                else:
+                    store.delete(
+                        repo.sentinel_key(org, sentinel_sk),
+                        condition="contact_id = :from",
+                        values={":from": source_id},
+                        error=_Repointed(),
+                    )
             except _Repointed:
                 continue
         rest = pending[IDENTITIES_PER_CHUNK:]
@@ -153,7 +168,7 @@ def run_chunk(store: Store, job: Item) -> Any:
             return Chunk({**checkpoint, "pending": rest}, {"identities": moved})
         return Chunk({**checkpoint, "pending": [], "phase": "children"}, {"identities": moved})
     if phase == "children":
-        count = _move_children(store, org, source_id, target_id)
+        count = _move_children(store, org, source_id, target_id, move=bool(alive))
         if count:
             return Chunk(checkpoint, {"children": count})
         return Chunk({**checkpoint, "phase": "segments", "cursor": None})
@@ -177,25 +192,22 @@ def run_chunk(store: Store, job: Item) -> Any:
     return Chunk({**checkpoint, "phase": "done", "cursor": None}, done=True)
 
 
-def _move_children(store: Store, org: str, source_id: str, target_id: str) -> int:
-    """One page of the source's children moved under the target (see the module's note); → how many were read."""
+def _move_children(store: Store, org: str, source_id: str, target_id: str, *, move: bool = True) -> int:
+    """One page of the source's children moved under the target (see the module's note), or only deleted when the
+    target is gone (`move=False`); → how many were read."""
     page = store.query(f"ORG#{org}", sk_prefix=repo.child_prefix(source_id), limit=CHILDREN_PER_CHUNK, consistent=True)
     if not page.items:
         return 0
     suffixes = {c["SK"]: c["SK"].split("#", 2)[2] for c in page.items}  # e.g. NOTE#note_…, TAG#tag_…
-    taken = {
-        t["SK"].split("#", 2)[2]
-        for t in store.batch_get(
-            [repo.child_key(org, target_id, *s.split("#", 1)) for s in suffixes.values()], consistent=True
-        )
-    }
+    wanted = [repo.child_key(org, target_id, *s.split("#", 1)) for s in suffixes.values()] if move else []
+    taken = {t["SK"].split("#", 2)[2] for t in store.batch_get(wanted, consistent=True)}
     ops: list[TxOp] = []
     for child in page.items:
         suffix = suffixes[child["SK"]]
         ops.append(Delete(key={"PK": child["PK"], "SK": child["SK"]}))
         if child.get("entity") == "ContactTag":
             ops.append(Delete(key=repo.tag_reverse_key(org, child["tag_id"], source_id)))
-        if suffix in taken:
+        if suffix in taken or not move:
             continue  # the target's own tag, consent or suppression for the same thing wins
         moved = {**child, "SK": f"CONTACT#{target_id}#{suffix}"}
         if "contact_id" in moved:
