@@ -559,9 +559,15 @@ def _extrapolate(size: int, earlier: list[tuple[int, Cost]]) -> Cost:
     )
 
 
-def measure(size: int, only: Sequence[str] = (), earlier: dict[int, dict[str, Cost]] | None = None) -> dict[str, Cost]:
+def measure(
+    size: int,
+    only: Sequence[str] = (),
+    earlier: dict[int, dict[str, Cost]] | None = None,
+    jobs: dict[int, dict[str, JobCost]] | None = None,
+) -> dict[str, Cost]:
     """Every operation once against an organization of `size` contacts: its items read and written. An operation
-    that `earlier` results predict to take over CAP_SECONDS here is extrapolated from them instead."""
+    that `earlier` results predict to take over CAP_SECONDS here is extrapolated from them instead. With `jobs`, the
+    jobs of JOBS are then run over the same organization (`jobs[size]`)."""
     out: dict[str, Cost] = {}
     earlier = earlier or {}
     with _environment():
@@ -585,7 +591,113 @@ def measure(size: int, only: Sequence[str] = (), earlier: dict[int, dict[str, Co
             cost.seconds = time.perf_counter() - start
             cost.reads, cost.writes, cost.calls = meter.reads, meter.writes, sum(meter.calls.values())
             out[op.name] = cost
+        if jobs is not None:
+            jobs[size] = measure_jobs(world, size, jobs)
     return out
+
+
+# Jobs: items per chunk and chunks, per organization size -----------------------------------------------------------
+JOB_CAP_SECONDS = 60.0  # a job predicted to run longer on the fake is extrapolated from the previous size
+
+
+@dataclass
+class JobCost:
+    chunks: int = 0
+    reads: int = 0  # the most items one chunk read
+    writes: int = 0  # the most items one chunk wrote
+    error: str = ""
+    seconds: float = 0.0
+    extrapolated: bool = False
+
+
+@dataclass
+class Job:
+    kind: str  # the job kind, as in docs/data-model.md "Jobs"
+    pattern: str
+    start: Callable[[World], str]  # starts it over the world's data → the job id
+
+
+def _started(kind: str) -> Callable[[World], str]:
+    def start(w: World) -> str:
+        from switchboard.jobs import service
+        from switchboard.store import get_store
+
+        return service.start(get_store(), kind, w.org)
+
+    return start
+
+
+def _segment_build(w: World) -> str:
+    body = {"name": "leads", "rules": {"field": "lifecycle_stage", "op": "eq", "value": "lead"}}
+    return str(w.api("cdp", "POST", "/v1/cdp/segments", body)["data"]["job_id"])
+
+
+JOBS = [
+    Job("segment.build", "D9a", _segment_build),
+    Job("contacts.search_reindex", "C8a", _started("contacts.search_reindex")),
+    Job("contacts.consent_backfill", "C13a", _started("contacts.consent_backfill")),
+    Job("conversations.assignee_reindex", "M7a", _started("conversations.assignee_reindex")),
+]
+
+
+def measure_jobs(w: World, size: int, earlier: dict[int, dict[str, JobCost]]) -> dict[str, JobCost]:
+    """Every job of JOBS run to its end over the world's data, one chunk at a time (the consumer's `run_chunk`):
+    the items its costliest chunk read and wrote, and its number of chunks. A job that `earlier` results predict to
+    take over JOB_CAP_SECONDS is extrapolated (chunks in proportion to the size, the same cost per chunk)."""
+    from switchboard.jobs import service
+    from switchboard.store import get_store
+
+    out: dict[str, JobCost] = {}
+    for job in JOBS:
+        before = [(n, r[job.kind]) for n, r in sorted(earlier.items()) if job.kind in r and not r[job.kind].error]
+        if before and before[-1][1].seconds * size / before[-1][0] * CAP_GROWTH > JOB_CAP_SECONDS:
+            n, last = before[-1]
+            chunks, seconds = round(last.chunks * size / n), last.seconds * size / n
+            out[job.kind] = JobCost(chunks, last.reads, last.writes, seconds=seconds, extrapolated=True)
+            continue
+        cost, start, outcome = JobCost(), time.perf_counter(), ""
+        try:
+            job_id = job.start(w)
+            for seq in range(10 * size + 100):
+                with w.fake.metered() as meter:
+                    outcome = service.run_chunk(get_store(), job_id, seq, send_next=False)
+                cost.chunks += 1
+                cost.reads, cost.writes = max(cost.reads, meter.reads), max(cost.writes, meter.writes)
+                if outcome != "chunk":
+                    break
+            if outcome != "completed":
+                cost.error = f"ended {outcome!r}"
+        except ApiError as err:
+            cost.error = str(err)
+        cost.seconds = time.perf_counter() - start
+        out[job.kind] = cost
+    return out
+
+
+def report_jobs(results: dict[int, dict[str, JobCost]], out: Callable[[str], None] = print) -> None:
+    """The jobs' table: chunks at each size (they grow with the data) and the most items one chunk read and wrote
+    (flat: `FAIL` when the largest size's chunk costs more than RATIO_LIMIT times the smallest's)."""
+    sizes = sorted(results)
+    if not sizes or not results[sizes[0]]:
+        return
+    lo, top = _exp(sizes[0]), _exp(sizes[-1])
+    chunks = " | ".join(f"chunks@{_exp(s)}" for s in sizes)
+    out(f"job | pattern | {chunks} | reads/chunk@{lo} | reads/chunk@{top} | writes/chunk@{lo} | writes/chunk@{top} "
+        f"| ratio per chunk | result")  # fmt: skip
+    for job in JOBS:
+        costs = [results[s].get(job.kind) for s in sizes]
+        if any(c is None for c in costs):
+            continue
+        first, last = costs[0], costs[-1]
+        assert first is not None and last is not None
+        errors = [c.error for c in costs if c and c.error]
+        r = max(ratio(first.reads, last.reads), ratio(first.writes, last.writes))
+        verdict = "ERROR" if errors else ("PASS" if r <= RATIO_LIMIT else "FAIL")
+        cells = " | ".join(f"~{c.chunks}" if c and c.extrapolated else str(c.chunks if c else "") for c in costs)
+        out(f"{job.kind} | {job.pattern} | {cells} | {first.reads} | {last.reads} | {first.writes} | {last.writes} "
+            f"| {r:.2f} | {verdict}")  # fmt: skip
+        for e in dict.fromkeys(errors):
+            out(f"  error: {e}")
 
 
 @contextmanager
@@ -752,13 +864,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--sizes", type=int, nargs="+")
     parser.add_argument("--only", nargs="+", default=[], help="operations whose name contains one of these")
     parser.add_argument("--burst", type=int, help=f"sends and deliveries of the key-distribution check ({BURST:,})")
+    parser.add_argument("--no-jobs", action="store_true", help="skip the jobs' chunks table")
     args, _ = parser.parse_known_args(argv)
     sizes = sorted(args.sizes or (QUICK_SIZES if args.quick else SIZES))
     burst = args.burst if args.burst is not None else (QUICK_BURST if args.quick else BURST)
     results: dict[int, dict[str, Cost]] = {}
+    jobs: dict[int, dict[str, JobCost]] | None = None if args.no_jobs or args.only else {}
     for size in sizes:
         start = time.perf_counter()
-        results[size] = measure(size, args.only, results)
+        results[size] = measure(size, args.only, results, jobs)
         print(f"# {size:,} contacts measured in {time.perf_counter() - start:.1f} s", flush=True)
     hottest = 0.0
     if burst:
@@ -772,6 +886,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(line)
         lines.append(line)
 
+    if jobs:
+        report_jobs(jobs, show)
     worst = report(results, show)
     print(f"scale: worst request ratio {worst:.2f}")
     failed = any(" | FAIL" in line or " | ERROR" in line for line in lines)

@@ -1,5 +1,6 @@
 """Background jobs (switchboard.jobs): the JobsQueue consumer, one chunk per message, and the schedules that start
-due organization purges (daily) and re-send the next chunk of stalled jobs (hourly)."""
+due organization purges (daily), start the day's segment window expiry (daily) and re-send the next chunk of
+stalled jobs (hourly)."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from aws_lambda_powertools import Logger
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from switchboard import tracing
+from switchboard.cdp import segment_windows
 from switchboard.jobs import purge, service
 from switchboard.store import get_store
 
@@ -24,6 +26,10 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     if action == "start_due_purges":
         started = purge.start_due_purges(get_store())
         logger.info("organization purges started", extra={"jobs": started})
+        return {"started": started}
+    if action == "expire_segment_windows":
+        started = segment_windows.start_due(get_store())
+        logger.info("segment window expiry started", extra={"jobs": started})
         return {"started": started}
     if action == "resume_stalled":
         resumed = service.resume_stalled(get_store())

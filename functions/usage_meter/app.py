@@ -5,7 +5,9 @@ move a counter:
 - a contact item inserted, modified or removed: the organization's contacts in total and per lifecycle stage
   (switchboard.contacts.counter.count_contact_record);
 - a new stage-change log (`CDPSTAGELOG#`): the day's entries, exits and conversions
-  (switchboard.cdp.stages.count_stage_change).
+  (switchboard.cdp.stages.count_stage_change);
+- a segment member row inserted or removed: the segment's `member_count`
+  (switchboard.cdp.segment_counts.count_member_record).
 Each is idempotent per stream record. A failing record alone is retried by the stream (partial batch response);
 records still failing after the mapping's retries land in UsageMeterDLQ."""
 
@@ -20,6 +22,7 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from switchboard import metrics, tracing
 from switchboard.billing.usage import RECORD_PREFIX, count_record
+from switchboard.cdp.segment_counts import count_member_record, is_member_row
 from switchboard.cdp.stages import STAGE_LOG_PREFIX, count_stage_change
 from switchboard.contacts.counter import count_contact_record, is_contact
 from switchboard.logs import redact_logs
@@ -41,6 +44,9 @@ def record_handler(record: DynamoDBRecord) -> bool:
     if is_contact(new) or is_contact(old):
         counted = count_contact_record(get_store(), event, old, new, str(stream["SequenceNumber"]))
         metrics.count("ContactRecordsCounted" if counted else "ContactRecordsRepeated")
+    elif is_member_row(new) or is_member_row(old):
+        counted = count_member_record(get_store(), event, old, new, str(stream["SequenceNumber"]))
+        metrics.count("SegmentMembersCounted" if counted else "SegmentMembersRepeated")
     elif event == "INSERT" and new is not None and sk.startswith(STAGE_LOG_PREFIX):
         counted = count_stage_change(get_store(), new)
         metrics.count("StageChangesCounted" if counted else "StageChangesRepeated")

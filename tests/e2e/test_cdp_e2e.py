@@ -56,9 +56,10 @@ def test_cdp_flow_over_http(local_only):
 
         def ready() -> dict[str, Any] | None:
             data: dict[str, Any] = client.get(seg_path).json()["data"]
-            return data if data["status"] == "ready" else None
+            # the segment.build job ran on the JobsQueue; the stream consumer counted its member row
+            return data if data["status"] == "ready" and data["member_count"] == 1 else None
 
-        assert wait_until(ready, timeout=30.0)["member_count"] == 1  # the segment.build job ran on the JobsQueue
+        assert wait_until(ready, timeout=30.0)["member_count"] == 1
         members = client.get(f"{seg_path}/members").json()
         assert [m["contact_id"] for m in members["data"]] == [contact_id]
 

@@ -27,6 +27,7 @@ def built(api: Api, response: Any, status: int = 201) -> dict[str, Any]:
     seg = ok(response, status)
     assert seg["status"] == "building" and seg["job_id"]
     run_jobs(api)
+    run_counters()  # member_count is counted from the stream of the member rows
     ready: dict[str, Any] = ok(api.get(f"/v1/cdp/segments/{seg['id']}"))
     assert ready["status"] == "ready" and ready["built_at"], ready
     return ready

@@ -212,6 +212,12 @@ def count_events(store: Store, org: str, contact_id: str, name: str, since: date
     """How many `name` events the contact had since `since` (the segment rule `event`): the day rows after `since`'s
     day, and that day's own events read from the timeline (only the part of the day inside the window counts).
     Reads one row per day of the window plus one day of the contact's activity, whatever its history."""
+    return event_window(store, org, contact_id, name, since)[0]
+
+
+def event_window(store: Store, org: str, contact_id: str, name: str, since: datetime) -> tuple[int, str | None]:
+    """`count_events`, and the first day (`YYYY-MM-DD`) of the window holding one of the events counted (None when
+    none is): the count can only fall once that day has left the window. Same reads."""
     pk = keys.org_pk(org)
     day = clock.iso(since)[:10]
     next_day = clock.iso(clock.parse_iso(f"{day}T00:00:00Z") + timedelta(days=1))[:10]
@@ -228,4 +234,6 @@ def count_events(store: Store, org: str, contact_id: str, name: str, since: date
     later = store.query_all(
         pk, sk_between=(f"CONTACT#{contact_id}#EVDAY#{name}#{next_day}", f"CONTACT#{contact_id}#EVDAY#{name}#~")
     )
-    return len(first_day) + sum(int(row.get("events") or 0) for row in later)
+    counted_days = [str(row["SK"]).rsplit("#", 1)[1] for row in later if int(row.get("events") or 0)]
+    first = day if first_day else (counted_days[0] if counted_days else None)
+    return len(first_day) + sum(int(row.get("events") or 0) for row in later), first

@@ -9,17 +9,20 @@ Phases, each chunk at most one page:
 1. `scan`: one GSI1 page (`PAGE` contacts) of `ORG#<org>#CONTACTS` from `cursor`, one consistent BatchGet of their
    member rows; every contact whose evaluation differs from its membership is flipped. Flips are written
    `FLIPS_PER_TX` per transaction: per contact the member row (conditional: a change happens once), a check that the
-   contact's `updated_at` is still the one evaluated, and its `crm.list.entry_added|removed` event; plus one
-   `ADD member_count` on the segment with the condition `build_generation = <the job's>`, placed first so a rules
-   change cancels the whole write. A contact changed since the page was read is left to the incremental path
+   contact's `updated_at` is still the one evaluated, its `crm.list.entry_added|removed` event and, when windowed
+   event counts can change its membership as they age (`segments.watch_day`), its expiry row (contacts that stay as
+   they are get theirs too); plus one
+   ConditionCheck `build_generation = <the job's>` on the segment, placed first so a rules change cancels the whole
+   write (the build is the segment's only writer of such transactions: no flip of the incremental path holds it).
+   A contact changed since the page was read is left to the incremental path
    (its `contact.updated` event comes after the change and re-evaluates it against the current rules); a member row
    already flipped by that path is skipped. So running a chunk twice writes nothing the second time.
 2. `sweep`: one consistent page of the member rows (`SEGMENT#<seg>#MEMBER#`) and a BatchGet of their contacts; rows of
    contacts that no longer exist are removed the same way (with a check that the contact is still absent).
    The last page sets `status: ready`, `built_at` and drops the progress (condition: same generation).
 
-`member_count` is only ever moved by `ADD` next to a member row's write or delete, by the build and by the incremental
-path alike, so it equals the member rows at every moment. The segment's `progress.contacts_scanned` is set from the
+`member_count` is counted from the stream of the member rows (switchboard.cdp.segment_counts): it equals the member
+rows once the stream has been read. The segment's `progress.contacts_scanned` is set from the
 checkpoint (an absolute value: a repeated chunk sets the same number). A chunk failing on every try leaves the
 segment `status: failed` (`on_failed`); `python -m switchboard.jobs resume <job_id>` continues the build.
 """
@@ -30,7 +33,7 @@ import contextlib
 from typing import Any
 
 from switchboard import clock
-from switchboard.cdp import segments
+from switchboard.cdp import segment_windows, segments
 from switchboard.contacts import repository as contact_repo
 from switchboard.errors import Conflict
 from switchboard.jobs.service import Chunk
@@ -38,8 +41,9 @@ from switchboard.store import ConditionCheck, Store, TxOp, keys
 
 KIND = "segment.build"
 PAGE = 100  # contacts (scan) or member rows (sweep) per chunk
-FLIPS_PER_TX = 30  # 3 operations each, plus the segment's count: ≤ 100 per transaction
+FLIPS_PER_TX = 24  # ≤ 4 operations each (+ an expiry row), plus the segment's generation check: ≤ 100
 Item = dict[str, Any]
+Flip = tuple[str, bool, TxOp, "str | None"]  # contact id, join?, the check of the contact, its expiry day
 
 
 class _Superseded(Conflict):
@@ -89,9 +93,12 @@ def _scan(store: Store, org: str, segment: Item, checkpoint: Item) -> Chunk:
             [segments.member_key(org, segment["id"], c["id"]) for c in page.items], consistent=True
         )
     }
-    flips: list[tuple[str, bool, TxOp]] = []
+    flips: list[Flip] = []
+    kept: list[TxOp] = []  # contacts that stay as they are on windowed event counts: their next expiry row
     for contact in page.items:
-        wanted = segments.evaluate(segment["rules"], segments.Context(store, org, contact))
+        ctx = segments.Context(store, org, contact)
+        wanted = segments.evaluate(segment["rules"], ctx)
+        day = segments.watch_day(segment, ctx, wanted)
         if wanted != (contact["id"] in current):
             seen = ConditionCheck(
                 key=contact_repo.contact_key(org, contact["id"]),
@@ -99,7 +106,11 @@ def _scan(store: Store, org: str, segment: Item, checkpoint: Item) -> Chunk:
                 values={":seen": contact["updated_at"]},
                 error=_Moved(),
             )
-            flips.append((contact["id"], wanted, seen))
+            flips.append((contact["id"], wanted, seen, day))
+        elif day is not None:
+            kept.append(segment_windows.expiry_put(org, segment["id"], contact["id"], day))
+    for start in range(0, len(kept), 100):
+        store.transact(kept[start : start + 100])  # idempotent Puts
     added, removed = _write(store, org, segment, flips)
     scanned = int(checkpoint.get("scanned", 0)) + len(page.items)
     _progress(store, org, segment, scanned)
@@ -123,7 +134,7 @@ def _sweep(store: Store, org: str, segment: Item, checkpoint: Item) -> Chunk:
             [contact_repo.contact_key(org, r["contact_id"]) for r in page.items], consistent=True, projection=("id",)
         )
     }
-    flips: list[tuple[str, bool, TxOp]] = [
+    flips: list[Flip] = [
         (
             r["contact_id"],
             False,
@@ -132,6 +143,7 @@ def _sweep(store: Store, org: str, segment: Item, checkpoint: Item) -> Chunk:
                 condition="attribute_not_exists(PK)",
                 error=_Moved(),
             ),
+            None,
         )
         for r in page.items
         if r["contact_id"] not in present
@@ -164,7 +176,7 @@ def _progress(store: Store, org: str, segment: Item, scanned: int) -> None:
     )
 
 
-def _write(store: Store, org: str, segment: Item, flips: list[tuple[str, bool, TxOp]]) -> tuple[int, int]:
+def _write(store: Store, org: str, segment: Item, flips: list[Flip]) -> tuple[int, int]:
     """Writes the flips in batches; a batch cancelled by one contact (changed meanwhile, or flipped by the incremental
     path) is written one flip at a time, so each of the others still happens once. → (added, removed)."""
     done: list[bool] = []
@@ -172,7 +184,7 @@ def _write(store: Store, org: str, segment: Item, flips: list[tuple[str, bool, T
         part = flips[start : start + FLIPS_PER_TX]
         try:
             store.transact(_ops(org, segment, part))
-            done += [join for _, join, _ in part]
+            done += [flip[1] for flip in part]
         except (segments.Unchanged, _Moved):
             for flip in part:
                 try:
@@ -183,9 +195,8 @@ def _write(store: Store, org: str, segment: Item, flips: list[tuple[str, bool, T
     return sum(done), len(done) - sum(done)
 
 
-def _ops(org: str, segment: Item, part: list[tuple[str, bool, TxOp]]) -> list[TxOp]:
-    delta = sum(1 if join else -1 for _, join, _ in part)
-    ops: list[TxOp] = [segments.count_op(org, segment, delta, _Superseded())]
-    for contact_id, join, check in part:
-        ops += [*segments.flip_ops(org, segment, contact_id, join, count=False), check]
+def _ops(org: str, segment: Item, part: list[Flip]) -> list[TxOp]:
+    ops: list[TxOp] = [segments.generation_check(org, segment, _Superseded())]
+    for contact_id, join, check, expires in part:
+        ops += [*segments.flip_ops(org, segment, contact_id, join, expires), check]
     return ops

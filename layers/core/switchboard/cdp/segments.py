@@ -6,9 +6,12 @@ answer at once with the segment `status: building` and a new `build_generation`,
 (switchboard.cdp.segment_build) that evaluates every contact a page at a time and ends with `status: ready`.
 Meanwhile, and after, membership follows the contacts incrementally: every `contact.updated` event reaches
 `functions/cdp_segments` (rule CdpSegmentEventsRule → CdpSegmentEventsQueue), which evaluates that one contact against
-the organization's segments and flips the memberships that changed (conditional member write + count + event in one
-transaction, so a replayed event changes nothing; the count's condition holds the build generation the rules were read
-with). Event-count conditions age with time: a build re-evaluates them.
+the organization's segments and flips the memberships that changed (conditional member write + event in one
+transaction, so a replayed event changes nothing). The segment is read (consistent) just before and just after each
+flip: a flip decided under rules replaced meanwhile (another `build_generation`) is not written, or, when the rules
+changed between that read and the write, is evaluated again under the new ones at once. `member_count` is counted
+from the stream (switchboard.cdp.segment_counts), never in a flip's transaction. Windowed event-count conditions age
+with time: the contacts whose membership that can change are re-evaluated on that day (switchboard.cdp.segment_windows).
 
 Rule tree: `{"and": [...]}`, `{"or": [...]}`, `{"not": rule}`, a field condition
 `{"field": "email" | "attributes.plan" | "tags" | "lifecycle_stage" | "consent.whatsapp" | …, "op": …, "value": …}`
@@ -25,13 +28,13 @@ from switchboard import clock
 from switchboard.api.auth import AuthContext
 from switchboard.api.pagination import decode_cursor, encode_cursor, query_fingerprint
 from switchboard.audit import audit_put
-from switchboard.cdp import models
-from switchboard.cdp.events import count_events
+from switchboard.cdp import models, segment_counts, segment_windows
+from switchboard.cdp.events import event_window
 from switchboard.contacts import repository as contact_repo
 from switchboard.errors import Conflict, DomainError, NotFound, ValidationFailed
 from switchboard.events.outbox import outbox_put
 from switchboard.ids import new_id
-from switchboard.store import Delete, Put, Store, TxOp, Update, keys
+from switchboard.store import ConditionCheck, Delete, Put, Store, TxOp, Update, keys
 
 Item = dict[str, Any]
 MAX_DEPTH = 6
@@ -142,13 +145,23 @@ def _check(rule: Any, path: str, depth: int) -> int:
 
 
 class Context:
-    """Per-contact reads that only some rules need (consent, event counts), cached for the evaluation."""
+    """Per-contact reads that only some rules need (event counts; consent of a contact written before consent was
+    kept on the contact item), cached for the evaluation."""
 
     def __init__(self, store: Store, org: str, contact: Item) -> None:
         self.store, self.org, self.contact = store, org, contact
         self._consent: dict[str, str | None] = {}
+        # the first day an event counted by a windowed rule has left its window: the evaluation may change then
+        # without any new event (switchboard.cdp.segment_windows re-evaluates the contact on that day)
+        self.expires: str | None = None
 
     def consent(self, channel: str) -> str | None:
+        """From the contact item's `consent` map (every contact created or backfilled since it exists: no read); a
+        contact the `contacts.consent_backfill` job has not reached yet has no map: its consent row is read."""
+        kept = self.contact.get("consent")
+        if isinstance(kept, dict):
+            status = kept.get(channel)
+            return str(status) if status is not None else None
         if channel not in self._consent:
             row = self.store.get(contact_repo.child_key(self.org, self.contact["id"], "CONSENT", channel))
             self._consent[channel] = row.get("status") if row else None
@@ -206,8 +219,11 @@ def evaluate(rule: Item, ctx: Context) -> bool:
     if "not" in rule:
         return not evaluate(rule["not"], ctx)
     if "event" in rule:
-        since = clock.now() - timedelta(days=rule.get("within_days", 30))
-        count = count_events(ctx.store, ctx.org, ctx.contact["id"], rule["event"], since)
+        days = int(rule.get("within_days", 30))
+        count, first = event_window(ctx.store, ctx.org, ctx.contact["id"], rule["event"], clock.now() - timedelta(days))
+        if first is not None:
+            out = clock.iso(clock.parse_iso(f"{first}T00:00:00Z") + timedelta(days=days + 1))[:10]
+            ctx.expires = min(ctx.expires or out, out)
         return _compare(count, rule.get("op", "gte"), rule.get("count", 1))
     return _compare(ctx.value(rule["field"]), rule["op"], rule.get("value"))
 
@@ -228,43 +244,59 @@ def _entry_event(org: str, segment: Item, contact_id: str, added: bool) -> Put:
     )
 
 
-class RulesChanged(Conflict):
-    """The segment's rules were replaced (a new build generation) or it was deleted since it was read."""
-
-
 class Unchanged(Conflict):
     """The membership already is what the evaluation wants (another evaluation got there first)."""
 
 
-def flip_ops(org: str, segment: Item, contact_id: str, join: bool, *, count: bool = True) -> list[TxOp]:
-    """One membership change: the member item (conditional, so a change happens once), the count (unless the caller
-    adds one count update for several changes) and the event. The count's condition holds the build generation the
-    rules were read with, so a change decided under rules that were replaced meanwhile is not written."""
+def ages_in(rule: Any, negated: bool = False) -> bool:
+    """Whether fewer events can make the rule hold (`lt`, `lte`, `eq`, or `gt` / `gte` under a `not`): a non-member
+    of such a segment may join when its counts age, so it is watched too."""
+    if not isinstance(rule, dict):
+        return False
+    if "event" in rule:
+        op = rule.get("op", "gte")
+        return op == "eq" or (op in ("lt", "lte")) != negated
+    if "not" in rule:
+        return ages_in(rule["not"], not negated)
+    return any(ages_in(r, negated) for key in ("and", "or") for r in rule.get(key) or [])
+
+
+def watch_day(segment: Item, ctx: Context, wanted: bool) -> str | None:
+    """The day to evaluate the contact again although nothing happens (its windowed counts fall then), when that can
+    change its membership: a member's, or a non-member's of a segment whose rules can hold on fewer events."""
+    if ctx.expires is None or not (wanted or ages_in(segment["rules"])):
+        return None
+    return ctx.expires
+
+
+def flip_ops(org: str, segment: Item, contact_id: str, join: bool, expires: str | None = None) -> list[TxOp]:
+    """One membership change: the member item (conditional, so a change happens once) and the event; with `expires`
+    (`watch_day`) also the contact's expiry row of that day (switchboard.cdp.segment_windows). Nothing shared:
+    `member_count` is counted from the stream (switchboard.cdp.segment_counts)."""
     key = member_key(org, segment["id"], contact_id)
     if join:
-        member = {"entity": "SegmentMember", "segment_id": segment["id"], "contact_id": contact_id}
+        member = {"entity": segment_counts.MEMBER_ENTITY, "segment_id": segment["id"], "contact_id": contact_id}
         change: TxOp = Put(
-            item={**key, **member, "added_at": clock.now_iso()},
+            item={**key, **member, "added_at": clock.now_iso(), "counted": segment_counts.STREAM},
             condition="attribute_not_exists(PK)",
             error=Unchanged(),
         )
     else:
         change = Delete(key=key, condition="attribute_exists(PK)", error=Unchanged())
-    event = _entry_event(org, segment, contact_id, join)
-    if not count:
-        return [change, event]
-    return [count_op(org, segment, 1 if join else -1, RulesChanged()), change, event]
+    ops = [change, _entry_event(org, segment, contact_id, join)]
+    if expires is not None:
+        ops.append(segment_windows.expiry_put(org, segment["id"], contact_id, expires))
+    return ops
 
 
-def count_op(org: str, segment: Item, delta: int, error: DomainError) -> Update:
-    """`member_count` moved by `delta`, on the condition that the segment still has the rules it was read with."""
+def generation_check(org: str, segment: Item, error: DomainError) -> ConditionCheck:
+    """The segment still has the rules it was read with (a build's transactions hold it: one writer per segment)."""
     generation = int(segment.get("build_generation", 0))
-    return Update(
+    return ConditionCheck(
         key=segment_key(org, segment["id"]),
-        expression="ADD member_count :d",
         condition="attribute_exists(PK) AND "
         + ("attribute_not_exists(build_generation)" if generation == 0 else "build_generation = :g"),
-        values={":d": delta, **({":g": generation} if generation else {})},
+        values={":g": generation} if generation else None,
         error=error,
     )
 
@@ -289,11 +321,13 @@ def refresh_after_events(store: Store, org: str, contact_ids: set[str]) -> list[
 
 
 def refresh_contact(
-    store: Store, org: str, contact_id: str, segments: list[Item] | None = None
+    store: Store, org: str, contact_id: str, segments: list[Item] | None = None, *, renew: bool = False
 ) -> list[tuple[str, bool]]:
     """Incremental evaluation (a `contact.updated` event): the contact against every segment of its organization
-    (or `segments`); each membership that flips is one transaction. A contact that no longer exists leaves every
-    segment. → [(segment_id, joined?)] for the changes made. Replaying the same event changes nothing."""
+    (or `segments`); each membership that flips is one transaction. `renew`: a member that stays on windowed event
+    counts gets its next expiry row (the window schedule's re-evaluation; a watched non-member always does). A
+    contact that no longer exists leaves every segment. → [(segment_id, joined?)] for the changes made. Replaying the
+    same event changes nothing."""
     if segments is None:
         segments = store.query_all(keys.org_pk(org), sk_prefix="CDPSEG#", consistent=True)
     if not segments:
@@ -305,23 +339,39 @@ def refresh_contact(
     }
     changes: list[tuple[str, bool]] = []
     for listed in segments:
-        segment = listed
+        segment, member = listed, listed["id"] in current
         for _ in range(3):
-            wanted = contact is not None and evaluate(segment["rules"], Context(store, org, contact))
-            if wanted == (segment["id"] in current):
+            ctx = Context(store, org, contact or {})
+            wanted = contact is not None and evaluate(segment["rules"], ctx)
+            day = watch_day(segment, ctx, wanted) if contact is not None else None
+            if wanted == member:
+                # stays, on counts that will age: look again then (a member's row was written with its join; a
+                # non-member's is written whenever it is evaluated, one per day)
+                if day is not None and (renew or not member):
+                    store.put(segment_windows.expiry_put(org, segment["id"], contact_id, day).item)
                 break
-            try:
-                store.transact(flip_ops(org, segment, contact_id, wanted))
-            except Unchanged:
+            # the rules as they are just before the write: a flip decided under replaced rules is not written
+            fresh = store.get(segment_key(org, listed["id"]), consistent=True)
+            if fresh is None:
                 break
-            except RulesChanged:  # read with older rules (or deleted): evaluate again with the segment as it is now
-                fresh = store.get(segment_key(org, listed["id"]), consistent=True)
-                if fresh is None:
-                    break
+            if fresh.get("build_generation") != segment.get("build_generation"):
                 segment = fresh
                 continue
+            try:
+                store.transact(flip_ops(org, segment, contact_id, wanted, day))
+            except Unchanged:  # another evaluation got there first
+                break
+            member = wanted
             changes.append((segment["id"], wanted))
-            break
+            # the rules replaced between that read and the write (a build may have passed this contact already):
+            # evaluate again under the current ones; the segment deleted meanwhile: no row of it stays behind
+            after = store.get(segment_key(org, listed["id"]), consistent=True)
+            if after is None:
+                store.delete(member_key(org, listed["id"], contact_id))
+                break
+            if after.get("build_generation") == segment.get("build_generation"):
+                break
+            segment = after
     return changes
 
 
@@ -349,12 +399,15 @@ def get_item(store: Store, org: str, segment_id: str, *, consistent: bool = Fals
 
 
 def get(store: Store, auth: AuthContext, segment_id: str) -> models.Segment:
-    return view(get_item(store, auth.org_id, segment_id))
+    """The segment with `member_count` summed from its counter shards (one GetItem + one BatchGet)."""
+    (item,) = segment_counts.with_counts(store, auth.org_id, [get_item(store, auth.org_id, segment_id)])
+    return view(item)
 
 
 def list_segments(store: Store, auth: AuthContext) -> list[models.Segment]:
     rows = store.query_all(keys.org_pk(auth.org_id), sk_prefix="CDPSEG#")
-    return [view(i) for i in sorted(rows, key=lambda i: i["created_at"])]
+    counted = segment_counts.with_counts(store, auth.org_id, rows)
+    return [view(i) for i in sorted(counted, key=lambda i: i["created_at"])]
 
 
 def _build_fields(generation: int, job_id: str) -> Item:
@@ -425,7 +478,7 @@ def update(store: Store, auth: AuthContext, segment_id: str, body: models.Segmen
     values: Item = {f":f{n}": value for n, value in enumerate(changes.values())}
     store.transact(
         [
-            # SET, not a Put of the whole item: `member_count` moves concurrently (ADD) and must not be overwritten
+            # SET, not a Put of the whole item: the build moves `status` and `progress` concurrently
             Update(
                 key=segment_key(org, segment_id),
                 expression="SET " + ", ".join(f"#f{n} = :f{n}" for n in range(len(changes))),
@@ -438,7 +491,7 @@ def update(store: Store, auth: AuthContext, segment_id: str, body: models.Segmen
             audit_put(auth, "cdp.segment.updated", "segment", segment_id, after=patch),
         ]
     )
-    new = {**item, **changes}
+    (new,) = segment_counts.with_counts(store, org, [{**item, **changes}])
     if job is not None:
         _enqueue(job)
     return view(new)

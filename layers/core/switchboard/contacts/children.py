@@ -8,14 +8,14 @@ from switchboard import clock
 from switchboard.api.auth import AuthContext
 from switchboard.api.pagination import decode_cursor, encode_cursor, query_fingerprint
 from switchboard.audit import audit_put
-from switchboard.contacts import models, search
+from switchboard.contacts import models
 from switchboard.contacts import repository as repo
 from switchboard.contacts.identifiers import Identifier
 from switchboard.contacts.service import get_item, not_found, resolve, view, write_contact
 from switchboard.errors import Conflict, NotFound, ValidationFailed
 from switchboard.ids import new_id, new_ulid
 from switchboard.jobs import service as jobs
-from switchboard.store import ConditionCheck, Delete, Put, Store, TxOp, Update
+from switchboard.store import ConditionCheck, Delete, Put, Store, TxOp
 
 Item = dict[str, Any]
 
@@ -298,8 +298,55 @@ def put_consent(
         "recorded_at": now,
         "actor_id": auth.principal_id,
     }
-    store.transact([_contact_exists(org, contact_id), Put(item=current), Put(item=log)])
-    return _consent_view(store, org, contact_id, current)
+    for _ in range(3):
+        # the contact item carries the current status per channel (`consent`), so a segment rule on consent is
+        # evaluated from the contact alone; written with the consent rows, under the contact's version
+        contact = get_item(store, org, contact_id, consistent=True)
+        consent = {**(contact.get("consent") or {}), channel: body.status}
+        try:
+            write_contact(
+                store,
+                auth,
+                contact,
+                {**contact, "consent": consent},
+                [Put(item=current), Put(item=log)],
+                ["consent"],
+                "consent",
+            )
+        except Conflict:  # the contact changed meanwhile: read it again
+            continue
+        return _consent_view(store, org, contact_id, current)
+    raise Conflict("The contact keeps changing; retry.")
+
+
+CONSENT_BACKFILL_CHUNK = 25  # contacts per chunk: ≤ 25 consent Queries and ≤ 25 UpdateItems
+
+
+def consent_backfill_chunk(store: Store, org: str, start: dict[str, Any] | None) -> dict[str, Any] | None:
+    """One resumable chunk (job kind `contacts.consent_backfill`) of giving contacts written before the contact item
+    kept its consent (`consent`: channel → status) their map: a page of the organization's contacts (GSI1), and per
+    contact without the map one consistent Query of its `CONSENT#` rows and one UpdateItem `SET consent` with
+    `version + 1` (so a write that read the contact before it is refused by its version condition and reads it
+    again), on condition that it still has no map (a consent change since gave it one). The checkpoint to continue
+    from, None when done."""
+    page = store.query(repo.list_pk(org), index="GSI1", limit=CONSENT_BACKFILL_CHUNK, start_key=start)
+    for contact in page.items:
+        if isinstance(contact.get("consent"), dict):
+            continue
+        rows = store.query_all(f"ORG#{org}", sk_prefix=repo.child_prefix(contact["id"], "CONSENT#"), consistent=True)
+        consent = {r["channel"]: r["status"] for r in rows}
+        try:
+            store.update(
+                repo.contact_key(org, contact["id"]),
+                "SET consent = :c, version = version + :one",
+                condition="attribute_exists(PK) AND attribute_not_exists(consent)",
+                values={":c": consent, ":one": 1},
+                error=Conflict("given its map meanwhile"),
+                return_values="NONE",
+            )
+        except Conflict:  # deleted, or a consent change gave it its map meanwhile
+            continue
+    return page.last_key
 
 
 def _consent_view(store: Store, org: str, contact_id: str, current: Item) -> models.Consent:
@@ -403,78 +450,8 @@ def _apply_provider_blocks(store: Store, auth: AuthContext, contact: Item, block
 
 # Merge -------------------------------------------------------------------------------------------------------------
 def merge(store: Store, auth: AuthContext, target_id: str, body: models.MergeRequest) -> models.Contact:
-    """Moves identities, notes, tags, consents and suppressions of `from_contact_id` into the target, then deletes
-    it. Children move first (copy + delete, idempotent), so an interrupted merge can simply be run again."""
-    org = auth.org_id
-    if body.from_contact_id == target_id:
-        raise ValidationFailed.field("body.from_contact_id", "must differ from the target contact")
-    target = get_item(store, org, target_id, consistent=True)
-    source = get_item(store, org, body.from_contact_id, consistent=True)
-    children = store.query_all(f"ORG#{org}", sk_prefix=repo.child_prefix(source["id"]))
-    target_children = {
-        c["SK"].split("#", 2)[2] for c in store.query_all(f"ORG#{org}", sk_prefix=repo.child_prefix(target_id))
-    }
-    ops: list[TxOp] = []
-    for child in children:
-        suffix = child["SK"].split("#", 2)[2]  # e.g. NOTE#note_…, TAG#tag_…, CONSENT#whatsapp
-        ops.append(Delete(key={"PK": child["PK"], "SK": child["SK"]}))
-        if child.get("entity") == "ContactTag":
-            ops.append(Delete(key=repo.tag_reverse_key(org, child["tag_id"], source["id"])))
-        if suffix in target_children:
-            continue  # the target's own tag, consent or suppression for the same thing wins
-        moved = {**child, "SK": f"CONTACT#{target_id}#{suffix}"}
-        if "contact_id" in moved:
-            moved["contact_id"] = target_id
-        ops.append(Put(item=moved))
-        if child.get("entity") == "ContactTag":
-            ops.append(
-                Put(
-                    item={
-                        **repo.tag_reverse_key(org, child["tag_id"], target_id),
-                        "entity": "TagMember",
-                        "contact_id": target_id,
-                    }
-                )
-            )
-    for start in range(0, len(ops), 100):
-        store.transact(ops[start : start + 100])
+    """Moves identities, notes, tags, consents and suppressions of `from_contact_id` into the target and deletes it:
+    the pointer and the target first, the rest in bounded chunks (switchboard.contacts.merge)."""
+    from switchboard.contacts import merge as merging
 
-    merged = dict(target)
-    for field in ("name", "first_name", "last_name", "email", "phone", "company", "avatar_url", "lifecycle_stage"):
-        merged[field] = target.get(field) or source.get(field)
-    merged["attributes"] = {**(source.get("attributes") or {}), **(target.get("attributes") or {})}
-    merged["tags"] = list(dict.fromkeys([*target.get("tags", []), *source.get("tags", [])]))
-    merged["identities"] = [*target.get("identities", []), *source.get("identities", [])]
-    merged["blocked"] = bool(target.get("blocked") or source.get("blocked"))
-    final: list[TxOp] = [
-        Update(
-            key=repo.sentinel_key(org, Identifier(i["type"], i["value"], i.get("source")).sentinel_sk),
-            expression="SET contact_id = :to",
-            condition="contact_id = :from",
-            values={":to": target_id, ":from": source["id"]},
-            error=Conflict("An identity of the merged contact changed meanwhile; retry the merge."),
-        )
-        for i in source.get("identities", [])
-    ]
-    final.append(
-        Delete(
-            key=repo.contact_key(org, source["id"]),
-            condition="#v = :v",
-            names={"#v": "version"},
-            values={":v": source["version"]},
-            error=Conflict("The merged contact changed; retry."),
-        )
-    )
-    final += search.index_ops(org, source, None)
-    final.append(
-        audit_put(
-            auth,
-            "contact.merged",
-            "contact",
-            target_id,
-            before={"from_contact_id": source["id"], "from_name": source.get("name")},
-            after={"identities": len(merged["identities"])},
-        )
-    )
-    changes = ["merged", "identities"]
-    return view(write_contact(store, auth, target, merged, final, changes, "merged"))
+    return merging.merge(store, auth, target_id, body)

@@ -124,7 +124,7 @@ class _OrganizationPurged(Conflict):
     """The organization is being purged (or is gone): its contacts' removals are the purge's, nothing to count."""
 
 
-def _counting(org_id: str) -> ConditionCheck:
+def counting_check(org_id: str, error: Conflict | None = None) -> ConditionCheck:
     """In every counting transaction: the organization exists and is not being purged, so that the purge's own
     deletions, read from the stream after it passed, never write counters back into an erased partition."""
     return ConditionCheck(
@@ -132,7 +132,7 @@ def _counting(org_id: str) -> ConditionCheck:
         condition="attribute_exists(PK) AND (attribute_not_exists(#status) OR #status <> :purging)",
         names={"#status": "status"},
         values={":purging": PURGING},
-        error=_OrganizationPurged(),
+        error=error or _OrganizationPurged(),
     )
 
 
@@ -179,7 +179,7 @@ def _apply(store: Store, org_id: str, contact_id: str, event: str, image: Item, 
                     error=_TallyMoved(),
                 ),
                 *ops,
-                _counting(org_id),
+                counting_check(org_id),
             ]
         )
         return bool(ops)
@@ -200,7 +200,7 @@ def _apply(store: Store, org_id: str, contact_id: str, event: str, image: Item, 
                 error=_TallyMoved(),
             ),
             _shard_update(org_id, shard, total, moves),
-            _counting(org_id),
+            counting_check(org_id),
         ]
     )
     return True

@@ -11,7 +11,7 @@ and ~25 writes), in this order:
                  history (+ `CDPSTAGELOG#`), activity (+ `CDPACT#`, `CDPEVTID#`): a page of 8 per chunk
   objects        the contact's CDP objects (GSI2 `ORG#<org>#CONTACTOBJ#<ct>`): comments, then links, then the object
   links          other records' links to the contact (GSI1 `ORG#<org>#CONTACTLINKS#<ct>`), 8 per chunk
-  segments       memberships: a page of 25 segments per chunk, each left with its `member_count` (`refresh_contact`)
+  segments       memberships: a page of 25 segments per chunk, each left (`refresh_contact`; counted from the stream)
   channels       the conversations of the contact: a page of channels per chunk, their `CONVKEY#<ch>#<ct>` pairs
   messages       per conversation, a page of 25 messages (GSI2) per chunk: text, media, contact id and the person's
                  number removed (S3 copies of received media deleted); then the conversation's preview cleared and its
@@ -204,7 +204,7 @@ def _segments(store: Store, org: str, contact_id: str, checkpoint: Checkpoint) -
     from switchboard.cdp import segments
 
     page = store.query(keys.org_pk(org), sk_prefix="CDPSEG#", limit=CHUNK, start_key=checkpoint.get("cursor"))
-    if page.items:  # the contact is gone: it leaves each of these segments, counted out
+    if page.items:  # the contact is gone: it leaves each of these segments
         segments.refresh_contact(store, org, contact_id, segments=page.items)
     return {"stage": "segments", "cursor": page.last_key} if page.last_key else _next("segments")
 

@@ -47,6 +47,11 @@ def tag_reverse_key(org_id: str, tag_id: str, contact_id: str) -> dict[str, str]
     return keys.key(keys.org_pk(org_id), f"CTAG#{tag_id}#{contact_id}")
 
 
+def merged_key(org_id: str, source_id: str) -> dict[str, str]:
+    """The pointer a merge leaves from the merged-away contact to the one it went into (switchboard.contacts.merge)."""
+    return keys.key(keys.org_pk(org_id), f"MERGED#CONTACT#{source_id}")
+
+
 def list_pk(org_id: str) -> str:
     return f"ORG#{org_id}#CONTACTS"
 

@@ -58,6 +58,29 @@ def get_item(store: Store, org_id: str, contact_id: str, *, consistent: bool = F
     return item
 
 
+def live_owner(store: Store, org_id: str, contact_id: str, *, consistent: bool = True) -> Item | None:
+    """The contact an identity sentinel's `contact_id` stands for: that contact, or, when it was merged into another
+    (its sentinels are re-pointed by the merge job meanwhile), the contact it went into (`MERGED#CONTACT#` pointer,
+    followed through at most 3 merges); None when it is gone otherwise. Reads the pointer only for a missing contact."""
+    for _ in range(4):
+        item = store.get(repo.contact_key(org_id, contact_id), consistent=consistent)
+        if item is not None:
+            return item
+        pointer = store.get(repo.merged_key(org_id, contact_id), consistent=True)
+        if pointer is None:
+            return None
+        contact_id = str(pointer["target_id"])
+    return None
+
+
+def _live_owners(store: Store, org_id: str, owners: set[str]) -> set[str]:
+    """Several owners for one set of identities: those merged into another count as that one (a merge in progress
+    still has sentinels naming the merged-away contact)."""
+    if len(owners) < 2:
+        return owners
+    return {(found["id"] if (found := live_owner(store, org_id, owner)) else owner) for owner in owners}
+
+
 def get(store: Store, auth: AuthContext, contact_id: str) -> models.Contact:
     return view(get_item(store, auth.org_id, contact_id))
 
@@ -84,10 +107,14 @@ def resolve(store: Store, auth: AuthContext, identifiers: list[Any], field: str 
     owners = {i["contact_id"] for i in found if i.get("entity") == "Identity"} | set(contacts)
     if not owners:
         raise NotFound("No stored contact matches these identifiers.")
+    owners = _live_owners(store, org, owners)
     if len(owners) > 1:
         raise IdentityConflict(owners)
     (contact_id,) = owners
-    return contacts.get(contact_id) or get_item(store, org, contact_id)
+    owner = contacts.get(contact_id) or live_owner(store, org, contact_id, consistent=False)
+    if owner is None:
+        raise not_found()
+    return owner
 
 
 def by_phone(store: Store, auth: AuthContext, phone: str) -> models.Contact:
@@ -96,7 +123,10 @@ def by_phone(store: Store, auth: AuthContext, phone: str) -> models.Contact:
         repo.sentinel_key(auth.org_id, Identifier("phone", number).sentinel_sk),
         "No stored contact has this phone number.",
     )
-    return view(get_item(store, auth.org_id, sentinel["contact_id"]))
+    owner = live_owner(store, auth.org_id, sentinel["contact_id"], consistent=False)
+    if owner is None:
+        raise not_found()
+    return view(owner)
 
 
 def list_contacts(
@@ -261,12 +291,13 @@ def _upsert(store: Store, auth: AuthContext, fields: Item, idents: list) -> tupl
         owners = {
             i["contact_id"] for i in store.batch_get([repo.sentinel_key(org, ident.sentinel_sk) for ident, _ in idents])
         }
+        owners = _live_owners(store, org, owners)
         if len(owners) > 1:
             raise IdentityConflict(owners)
         try:
             if owners:
                 (owner,) = owners
-                found = store.get(repo.contact_key(org, owner), consistent=True)
+                found = live_owner(store, org, owner)
                 if found is None:
                     _release_stale(store, org, owner, idents)
                     continue
@@ -301,13 +332,14 @@ def plan_upsert(store: Store, auth: AuthContext, body: models.ContactCreate, fie
     idents = _identities_of(body, field)
     identity_keys = tuple(ident.sentinel_sk for ident, _ in idents)
     owners = {i["contact_id"] for i in store.batch_get([repo.sentinel_key(org, sk) for sk in identity_keys])}
+    owners = _live_owners(store, org, owners)
     if len(owners) > 1:
         raise IdentityConflict(owners)
     if not owners:
         item, ops = creation_ops(auth, _fields_of(body), idents)
         return UpsertPlan(item, ops, True, identity_keys)
     (owner,) = owners
-    found = store.get(repo.contact_key(org, owner), consistent=True)
+    found = live_owner(store, org, owner)
     if found is None:  # a deleted contact's identities: released, then planned as a new contact
         _release_stale(store, org, owner, idents)
         item, ops = creation_ops(auth, _fields_of(body), idents)
@@ -354,6 +386,7 @@ def creation_ops(auth: AuthContext, fields: Item, idents: list) -> tuple[Item, l
         "tags": [],
         "identities": [_identity_record(i, ch, now) for i, ch in idents],
         "blocked": False,
+        "consent": {},  # channel → status, kept by consent changes (children.put_consent) for segment rules
         "version": 1,
         "created_at": now,
         "updated_at": now,

@@ -54,7 +54,14 @@ KINDS: dict[str, str] = {
     "tag.cascade": "switchboard.contacts.tag_jobs:run_chunk",
     "label.detach": "switchboard.catalog.label_jobs:run_chunk",
     "contacts.count_seed": "switchboard.contacts.counter:seed_chunk",
+    "contacts.merge": "switchboard.contacts.merge:run_chunk",
     "webhooks.recover": "switchboard.webhooks.service:recover_chunk",
+    "segments.window_expiry": "switchboard.cdp.segment_windows:run_chunk",
+    # backfills (switchboard.jobs.backfills), started by an operator per organization
+    "contacts.consent_backfill": "switchboard.jobs.backfills:run_chunk",
+    "contacts.search_reindex": "switchboard.jobs.backfills:run_chunk",
+    "conversations.assignee_reindex": "switchboard.jobs.backfills:run_chunk",
+    "channels.legacy_rows": "switchboard.jobs.backfills:run_chunk",
 }
 
 
@@ -111,12 +118,22 @@ def enqueue(job_id: str, seq: int) -> None:
     )
 
 
+def start(store: Store, kind: str, org_id: str, checkpoint: dict[str, Any] | None = None) -> str:
+    """Start a job on its own (operators: backfills); → its id."""
+    job = start_op(kind, org_id, checkpoint=checkpoint)
+    store.transact([job])
+    enqueue(job.item["id"], 0)
+    return str(job.item["id"])
+
+
 def get_job(store: Store, job_id: str) -> Item | None:
     return store.get(keys.job(job_id), consistent=True)
 
 
-def run_chunk(store: Store, job_id: str, seq: int) -> str:
-    """Run chunk `seq` of the job; returns what happened (`chunk`, `completed`, `stale`, `raced`, `finished`)."""
+def run_chunk(store: Store, job_id: str, seq: int, *, send_next: bool = True) -> str:
+    """Run chunk `seq` of the job; returns what happened (`chunk`, `completed`, `stale`, `raced`, `finished`).
+    `send_next=False`: the caller runs the next chunks itself (a request finishing a small job inline) and sends the
+    message of the first it leaves (`enqueue`); a crash meanwhile leaves the job to `resume_stalled`."""
     job = get_job(store, job_id)
     if job is None or job.get("status") != RUNNING:
         return "finished"
@@ -161,7 +178,8 @@ def run_chunk(store: Store, job_id: str, seq: int) -> str:
     if chunk.done:
         logger.info("job completed", extra={"job_id": job_id, "kind": job["kind"], "progress": progress})
         return COMPLETED
-    enqueue(job_id, seq + 1)
+    if send_next:
+        enqueue(job_id, seq + 1)
     return "chunk"
 
 
