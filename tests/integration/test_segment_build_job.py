@@ -271,3 +271,39 @@ def test_the_incremental_path_evaluates_with_the_rules_of_the_running_build(api:
     other = {**old, "rules": {"field": "name", "op": "exists"}}  # the old generation wanted her in
     assert segments.refresh_contact(get_store(), api.org_id, ada["id"], [other]) == [(seg["id"], True)]
     assert_true_membership(api, seg, {ada["id"]})
+
+
+def test_deleting_a_large_segment_answers_at_once_and_a_job_removes_its_rows(
+    api: Api, small_chunks: None, monkeypatch: pytest.MonkeyPatch
+):
+    from switchboard.cdp import segment_delete
+
+    made = people(api, 12)
+    seg = ok(api.post("/v1/cdp/segments", json={"name": "Pro", "rules": PRO}), 201)
+    run_jobs(api)
+    pro = {c for c, plan in made.items() if plan == "pro"}
+    assert set(members(api, seg["id"])) == pro
+
+    writes: list[str] = []
+    real_delete, real_transact = Store.batch_delete, Store.transact
+    monkeypatch.setattr(Store, "batch_delete", lambda self, ks: writes.append("batch") or real_delete(self, ks))
+    monkeypatch.setattr(
+        Store, "transact", lambda self, ops: writes.append(f"tx{len(list(ops))}") or real_transact(self, ops)
+    )
+    assert api.delete(f"/v1/cdp/segments/{seg['id']}").status_code == 204
+    assert writes == ["tx3"]  # the segment, its audit record and the job: nothing that grows with the members
+    monkeypatch.undo()
+    assert api.get(f"/v1/cdp/segments/{seg['id']}").status_code == 404
+    assert {c["id"] for c in ok(api.get("/v1/cdp/segments"))}.isdisjoint({seg["id"]})
+
+    monkeypatch.setattr(segment_delete, "PAGE", 3)
+    jobs = JobsQueue(api)
+    left = []
+    while jobs.step():
+        left.append(len(get_store().query_all(f"ORG#{api.org_id}", sk_prefix=f"SEGMENT#{seg['id']}#")))
+    assert left[0] == len(pro) - 3 and left[-1] == 0  # page by page
+    assert get_store().query_all(f"ORG#{api.org_id}", sk_prefix=f"SEGEXP#{seg['id']}#") == []
+    (audit,) = [a for a in ok(api.get("/v1/audit-logs")) if a["action"] == "cdp.segment.deleted"]
+    job = service.get_job(get_store(), audit["after"]["job_id"])
+    assert job["kind"] == "segment.delete" and job["status"] == "completed"
+    assert job["progress"]["members_deleted"] == len(pro)

@@ -28,12 +28,13 @@ from switchboard import clock
 from switchboard.api.auth import AuthContext
 from switchboard.api.pagination import decode_cursor, encode_cursor, query_fingerprint
 from switchboard.audit import audit_put
-from switchboard.cdp import models, segment_counts, segment_windows
+from switchboard.cdp import models, segment_counts, segment_delete, segment_windows
 from switchboard.cdp.events import event_window
 from switchboard.contacts import repository as contact_repo
 from switchboard.errors import Conflict, DomainError, NotFound, ValidationFailed
 from switchboard.events.outbox import outbox_put
 from switchboard.ids import new_id
+from switchboard.jobs import service as jobs
 from switchboard.store import ConditionCheck, Delete, Put, Store, TxOp, Update, keys
 
 Item = dict[str, Any]
@@ -498,30 +499,21 @@ def update(store: Store, auth: AuthContext, segment_id: str, body: models.Segmen
 
 
 def delete(store: Store, auth: AuthContext, segment_id: str) -> None:
-    """A new build generation first (a running build stops writing), then the members (an interrupted delete is
-    simply run again), then the segment."""
+    """The segment, its audit record and the `segment.delete` job that removes its rows, in one transaction (the
+    request does no work that grows with the segment: switchboard.cdp.segment_delete)."""
     org = auth.org_id
     get_item(store, org, segment_id)
-    store.update(
-        segment_key(org, segment_id),
-        "ADD build_generation :one",
-        condition="attribute_exists(PK)",
-        values={":one": 1},
-        error=NotFound("No such segment."),
-        return_values="NONE",
-    )
-    rows = store.query_all(keys.org_pk(org), sk_prefix=member_prefix(segment_id))
-    deletes: list[TxOp] = [Delete(key={"PK": r["PK"], "SK": r["SK"]}) for r in rows]
-    for chunk in range(0, len(deletes), 100):
-        store.transact(deletes[chunk : chunk + 100])
+    job = jobs.start_op(segment_delete.KIND, org, checkpoint={"segment_id": segment_id, "phase": "members"})
     store.transact(
         [
             Delete(
                 key=segment_key(org, segment_id), condition="attribute_exists(PK)", error=NotFound("No such segment.")
             ),
-            audit_put(auth, "cdp.segment.deleted", "segment", segment_id),
+            audit_put(auth, "cdp.segment.deleted", "segment", segment_id, after={"job_id": job.item["id"]}),
+            job,
         ]
     )
+    jobs.enqueue(str(job.item["id"]), 0)
 
 
 def members(

@@ -51,6 +51,7 @@ MAX_RECEIVES = 5  # JobsQueue's maxReceiveCount (template.yaml): the last try ma
 KINDS: dict[str, str] = {
     "organization.purge": "switchboard.jobs.purge:run_chunk",
     "segment.build": "switchboard.cdp.segment_build:run_chunk",
+    "segment.delete": "switchboard.cdp.segment_delete:run_chunk",
     "tag.cascade": "switchboard.contacts.tag_jobs:run_chunk",
     "label.detach": "switchboard.catalog.label_jobs:run_chunk",
     "contacts.count_seed": "switchboard.contacts.counter:seed_chunk",
