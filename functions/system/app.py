@@ -34,12 +34,29 @@ class Version(BaseModel):
     stage: str
 
 
-@app.get("/v1/health", security=PUBLIC, middlewares=public(), tags=["system"], summary="Liveness")
+@app.get(
+    "/v1/health",
+    security=PUBLIC,
+    middlewares=public(),
+    tags=["system"],
+    summary="Liveness",
+    description=("Answers `ok` while the function runs; checks nothing else.\n\nWho may call: anyone; no credential."),
+)
 def health() -> Data[Health]:
     return Data(data=Health(status="ok"))
 
 
-@app.get("/v1/ready", security=PUBLIC, middlewares=public(), tags=["system"], summary="Readiness")
+@app.get(
+    "/v1/ready",
+    security=PUBLIC,
+    middlewares=public(),
+    tags=["system"],
+    summary="Readiness",
+    description=(
+        "Checks that the table is reachable; 503 `service_unavailable` otherwise.\n\n"
+        "Who may call: anyone; no credential."
+    ),
+)
 def ready() -> Data[Ready]:
     try:
         get_store().get(keys.READY_PROBE)
@@ -48,13 +65,30 @@ def ready() -> Data[Ready]:
     return Data(data=Ready(status="ready", checks={"table": "ok"}))
 
 
-@app.get("/v1/version", security=PUBLIC, middlewares=public(), tags=["system"], summary="Version")
+@app.get(
+    "/v1/version",
+    security=PUBLIC,
+    middlewares=public(),
+    tags=["system"],
+    summary="Version",
+    description=("The deployed version, commit and stage.\n\nWho may call: anyone; no credential."),
+)
 def version() -> Data[Version]:
     settings = get_settings()
     return Data(data=Version(version=__version__, commit=settings.git_commit, stage=settings.stage))
 
 
-@app.get("/openapi.json", security=PUBLIC, middlewares=public(), tags=["system"], summary="OpenAPI document")
+@app.get(
+    "/openapi.json",
+    security=PUBLIC,
+    middlewares=public(),
+    tags=["system"],
+    summary="OpenAPI document",
+    description=(
+        "This document: every route, its parameters, bodies, responses and security.\n\n"
+        "Who may call: anyone; no credential."
+    ),
+)
 def openapi() -> Response[Any]:
     return Response(status_code=200, content_type="application/json", body=load_openapi())
 
