@@ -1043,7 +1043,7 @@ def unblock_user(userRef: str) -> None:
         "Who may call: a signed-in user's session only; an API key gets 403 `forbidden`."
     ),
 )
-def my_contacts() -> ListData[users.Contact]:
+def my_contacts() -> ListData[users.UserContact]:
     return _list(users.contacts(get_store(), current_auth(app)))
 
 

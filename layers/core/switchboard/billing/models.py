@@ -24,8 +24,10 @@ PERIOD = r"^(19[7-9]\d|2\d{3})-(0[1-9]|1[0-2])$"  # 1970-01 to 2999-12: a billin
 
 # Billing profile -----------------------------------------------------------------------------------------------------
 class BillingProfile(BaseModel):
+    """The organization's billing identity, printed on invoices."""
+
     legal_name: str | None = None
-    billing_email: str | None = None
+    billing_email: str | None = Field(default=None, description="Where invoices are e-mailed")
     billing_phone: str | None = Field(default=None, description="digits with country code, no plus sign")
     address_line_1: str | None = None
     address_line_2: str | None = None
@@ -35,6 +37,22 @@ class BillingProfile(BaseModel):
     country_code: str | None = Field(default=None, description="ISO 3166-1 alpha-2")
     tax_id: str | None = None
     tax_name: str | None = Field(default=None, description="name of the tax on invoices, e.g. VAT")
+
+    openapi_examples = (
+        {
+            "legal_name": "Acme Ltd",
+            "billing_email": "billing@acme.example",
+            "billing_phone": "442079460000",
+            "address_line_1": "1 Example Street",
+            "address_line_2": None,
+            "city": "London",
+            "state_or_province": None,
+            "postal_code": "EC1A 1AA",
+            "country_code": "GB",
+            "tax_id": "GB123456789",
+            "tax_name": "VAT",
+        },
+    )
 
 
 class BillingProfileUpdate(Strict):
@@ -80,22 +98,28 @@ class BillingProfileUpdate(Strict):
 
 # Plans and usage -----------------------------------------------------------------------------------------------------
 class PlanPrice(BaseModel):
+    """A plan's prices in one currency."""
+
     currency: str
     monthly_amount: Money
-    per_message_amount: Money
-    per_contact_amount: Money
+    per_message_amount: Money = Field(description="Each message sent beyond the included ones")
+    per_contact_amount: Money = Field(description="Each contact stored beyond the included ones")
 
 
 class PlanView(BaseModel):
-    id: str
+    """A plan an organization can choose."""
+
+    id: str = Field(description="`free`, `starter` or `growth`")
     name: str
     description: str
-    included_messages: int
+    included_messages: int = Field(description="Messages sent per month included in the monthly amount")
     included_contacts: int
     prices: list[PlanPrice]
 
 
 class ChannelUsage(BaseModel):
+    """Messages sent this month on one channel."""
+
     channel_id: str
     channel_name: str | None = None
     platform: str
@@ -103,6 +127,8 @@ class ChannelUsage(BaseModel):
 
 
 class Usage(BaseModel):
+    """This month's metered usage."""
+
     period: str = Field(description="calendar month (UTC), `YYYY-MM`")
     period_start: str
     period_end: str
@@ -114,26 +140,46 @@ class Usage(BaseModel):
 
 
 class BillingSettings(BaseModel):
+    """Plan, currency, tax rate, payment terms, billing profile and this month's usage."""
+
     plan: PlanView
     currency: str
     tax_rate: Money = Field(description="percent applied to the subtotal of new invoices")
-    payment_terms_days: int
+    payment_terms_days: int = Field(description="Days between an invoice's issue and its due date")
     billing_profile: BillingProfile
     usage: Usage
-    version: int
+    version: int = Field(description="Increases with every change")
     updated_at: str | None = None
 
 
 class BillingUpdate(Strict):
+    """Body of `PATCH /v1/settings/billing`: fields left out stay."""
+
     plan: PlanId | None = Field(default=None, description="applies to invoices generated from now on")
     currency: CurrencyCode | None = None
-    tax_rate: Decimal | None = Field(default=None, ge=0, le=100, max_digits=6, decimal_places=3)
+    tax_rate: Decimal | None = Field(default=None, ge=0, le=100, max_digits=6, decimal_places=3, description="percent")
     payment_terms_days: int | None = Field(default=None, ge=0, le=120)
     billing_profile: BillingProfileUpdate | None = None
+
+    openapi_examples = (
+        {
+            "plan": "starter",
+            "currency": "GBP",
+            "tax_rate": 20,
+            "payment_terms_days": 14,
+            "billing_profile": {
+                "legal_name": "Acme Ltd",
+                "billing_email": "billing@acme.example",
+                "country_code": "GB",
+            },
+        },
+    )
 
 
 # Invoices ------------------------------------------------------------------------------------------------------------
 class InvoiceLine(BaseModel):
+    """One line of an invoice."""
+
     description: str
     line_type: str = Field(description="subscription, usage, credit")
     position: int
@@ -143,46 +189,103 @@ class InvoiceLine(BaseModel):
 
 
 class Invoice(BaseModel):
+    """The spec's Billing invoice: one per calendar month, `draft → open → paid` (or `void` / `uncollectible`)."""
+
     id: str
     invoice_number: str
-    status: InvoiceStatus
+    status: InvoiceStatus = Field(
+        description="`draft` (editable), `open` (issued, awaiting payment), `paid`, `void` or `uncollectible`"
+    )
     currency: str
     subtotal_amount: Money
     tax_amount: Money
     total_amount: Money
-    issued_at: str | None = None
+    issued_at: str | None = Field(default=None, description="Set when finalized")
     due_at: str | None = None
     paid_at: str | None = None
     period_start: str = Field(description="first instant of the billed calendar month (UTC)")
     period_end: str = Field(description="first instant after it (exclusive end)")
     target_plan: str = Field(description="the plan billed (the organization's plan when the invoice was generated)")
-    latest_reference_id: str | None = None
+    latest_reference_id: str | None = Field(default=None, description="The latest payment session or payment")
     latest_session_status: str | None = None
     notes: str | None = None
-    billing_profile: BillingProfile
+    billing_profile: BillingProfile = Field(description="As it was when the invoice was finalized (or now, a draft)")
     lines: list[InvoiceLine]
     organization_id: str
-    period: str
+    period: str = Field(description="calendar month `YYYY-MM` (UTC)")
     created_at: str
     updated_at: str
     version: int
 
+    openapi_examples = (
+        {
+            "id": "inv_01jd83f1g2h3j4k5l6m7n8p9qr",
+            "invoice_number": "INV-H9JK00-00001",
+            "status": "open",
+            "currency": "GBP",
+            "subtotal_amount": 49,
+            "tax_amount": 9.8,
+            "total_amount": 58.8,
+            "issued_at": "2026-11-01T09:00:00.000Z",
+            "due_at": "2026-11-15T09:00:00.000Z",
+            "paid_at": None,
+            "period_start": "2026-10-01T00:00:00.000Z",
+            "period_end": "2026-11-01T00:00:00.000Z",
+            "target_plan": "starter",
+            "latest_reference_id": None,
+            "latest_session_status": None,
+            "notes": None,
+            "billing_profile": BillingProfile.openapi_examples[0],
+            "lines": [
+                {
+                    "description": "Starter plan, October 2026",
+                    "line_type": "subscription",
+                    "position": 1,
+                    "quantity": 1,
+                    "unit_amount": 49,
+                    "line_total": 49,
+                }
+            ],
+            "organization_id": "org_01jd7zp1a2b3c4d5e6f7g8h9jk",
+            "period": "2026-10",
+            "created_at": "2026-11-01T08:00:00.000Z",
+            "updated_at": "2026-11-01T09:00:00.000Z",
+            "version": 2,
+        },
+    )
+
 
 class InvoiceGenerate(Strict):
+    """Body of `POST /v1/settings/billing/invoices` (optional)."""
+
     period: str | None = Field(
         default=None, pattern=PERIOD, description="calendar month `YYYY-MM` (UTC); the previous month when absent"
     )
     notes: str | None = Field(default=None, max_length=2000)
 
+    openapi_examples = ({"period": "2026-10", "notes": "PO 4471"},)
+
 
 class InvoiceUpdate(Strict):
+    """Body of `PATCH /v1/settings/billing/invoices/{invoiceID}` (drafts only)."""
+
     notes: str | None = Field(default=None, max_length=2000)
+
+    openapi_examples = ({"notes": "PO 4471, attention of accounts payable"},)
 
 
 class InvoicePay(Strict):
+    """Body of `POST .../invoices/{invoiceID}/pay`."""
+
     reference_id: str = Field(min_length=1, max_length=128, description="the payment's reference (transfer, charge)")
     paid_at: str | None = Field(default=None, max_length=40, description="ISO 8601; now when absent")
 
+    openapi_examples = ({"reference_id": "BACS-20261110-8842", "paid_at": "2026-11-10T12:00:00Z"},)
+
 
 class InvoiceReason(Strict):
+    """Body of `void` and `mark-uncollectible` (optional)."""
+
     reason: str | None = Field(default=None, max_length=500)
+
+    openapi_examples = ({"reason": "Issued with the wrong billing address"},)

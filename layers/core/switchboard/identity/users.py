@@ -21,62 +21,98 @@ Visibility = Literal["everyone", "contacts", "nobody"]
 
 
 class AvatarUpload(Strict):
+    """Body of `POST /v1/users/me/avatar`: the image to upload."""
+
     content_type: Literal["image/png", "image/jpeg", "image/webp"]
     size: int = Field(gt=0, le=AVATAR_MAX_BYTES, description="bytes")
 
+    openapi_examples = ({"content_type": "image/png", "size": 20480},)
+
 
 class AvatarUploadTicket(BaseModel):
+    """A presigned S3 PUT for the avatar; `image` is the avatar's URL once uploaded."""
+
     upload_url: str
     method: str = "PUT"
-    headers: dict[str, str]
+    headers: dict[str, str] = Field(description="Headers the upload must carry")
     expires_at: str
     image: str
 
 
 class AvatarLink(BaseModel):
+    """A short-lived link to the signed-in user's avatar."""
+
     url: str
     expires_at: str
 
 
 class Privacy(Strict):
+    """Who may see the signed-in user's presence and profile."""
+
     last_seen: Visibility = "everyone"
     profile_photo: Visibility = "everyone"
     about: Visibility = "everyone"
     read_receipts: bool = True
-    groups_add: Visibility = "everyone"
+    groups_add: Visibility = Field(default="everyone", description="Who may add the user to groups")
+
+    openapi_examples = (
+        {
+            "last_seen": "contacts",
+            "profile_photo": "everyone",
+            "about": "contacts",
+            "read_receipts": True,
+            "groups_add": "contacts",
+        },
+    )
 
 
 class BlockCreate(Strict):
+    """Body of `POST /v1/users/me/blocks`."""
+
     user_ref: str = Field(min_length=1, max_length=320, description="a user id (usr_…) or an e-mail")
+
+    openapi_examples = ({"user_ref": "grace@example.com"},)
 
 
 class BlockedUser(BaseModel):
+    """A user the signed-in user blocked."""
+
     user_id: str
     name: str
     email: str
     blocked_at: str
 
 
-class Contact(BaseModel):
+class UserContact(BaseModel):
+    """Another member of the signed-in user's organizations (not a CRM contact)."""
+
     user_id: str
     name: str
     email: str
     image: str
-    organizations: list[str]
+    organizations: list[str] = Field(description="The organizations the two users share")
 
 
 class LookupRequest(Strict):
+    """Body of `POST /v1/users/lookup/check` and `/info`: exactly one of `email` or `phone`."""
+
     email: EmailStr | None = None
     phone: str | None = Field(default=None, min_length=3, max_length=32)
-    channel_id: str | None = Field(default=None, min_length=1, max_length=64)
+    channel_id: str | None = Field(default=None, min_length=1, max_length=64, description="The channel for a phone")
     exactly_one_of = (("email", "phone"),)  # checked in lookup
+
+    openapi_examples = ({"email": "grace@example.com"},)
 
 
 class LookupCheck(BaseModel):
+    """Whether the looked-up user exists."""
+
     exists: bool
 
 
 class LookupInfo(LookupCheck):
+    """The looked-up user's public profile, when found."""
+
     user_id: str | None = None
     name: str | None = None
     image: str | None = None
@@ -170,11 +206,11 @@ def blocklist(store: Store, auth: AuthContext) -> list[BlockedUser]:
     return [BlockedUser.model_validate(r) for r in rows]
 
 
-def contacts(store: Store, auth: AuthContext) -> list[Contact]:
+def contacts(store: Store, auth: AuthContext) -> list[UserContact]:
     """People who share an organization with the user (minus blocked ones)."""
     me = require_user(auth)
     blocked = {b.user_id for b in blocklist(store, auth)}
-    seen: dict[str, Contact] = {}
+    seen: dict[str, UserContact] = {}
     for membership in repository.user_memberships(store, me):
         org_id = membership["organization_id"]
         for m in store.query_all(keys.org_pk(org_id), sk_prefix="MEMBER#"):
@@ -184,7 +220,7 @@ def contacts(store: Store, auth: AuthContext) -> list[Contact]:
             if uid in seen:
                 seen[uid].organizations.append(org_id)
             else:
-                seen[uid] = Contact(
+                seen[uid] = UserContact(
                     user_id=uid,
                     name=m.get("user_name") or "",
                     email=m.get("user_email") or "",

@@ -13,20 +13,26 @@ TOPICS = ("invitations", "webhook_failures", "billing", "weekly_digest")
 
 # Integrations --------------------------------------------------------------------------------------------------------
 class IntegrationField(BaseModel):
+    """A field of an integration type's `config` or `secrets`."""
+
     name: str
     required: bool
-    secret: bool
+    secret: bool = Field(description="True: it goes in `secrets` (write-only), else in `config`")
     description: str
 
 
 class IntegrationType(BaseModel):
-    type: str
+    """A kind of integration and the fields it takes."""
+
+    type: str = Field(description="The value of `type` when creating one")
     name: str
     description: str
     fields: list[IntegrationField]
 
 
 class Integration(BaseModel):
+    """A configured integration; its secrets are masked."""
+
     id: str
     organization_id: str
     type: str
@@ -36,16 +42,42 @@ class Integration(BaseModel):
     secrets: dict[str, str] = Field(description="secret fields, masked (`••••` and at most the last four characters)")
     created_at: str
     updated_at: str
-    version: int
+    version: int = Field(description="Increases with every change")
+
+    openapi_examples = (
+        {
+            "id": "int_01jd84g1h2j3k4l5m6n7p8q9rs",
+            "organization_id": "org_01jd7zp1a2b3c4d5e6f7g8h9jk",
+            "type": "slack",
+            "name": "Support alerts",
+            "enabled": True,
+            "config": {"channel": "#support"},
+            "secrets": {"webhook_url": "••••a1B2"},
+            "created_at": "2026-11-21T09:50:00.000Z",
+            "updated_at": "2026-11-21T09:50:00.000Z",
+            "version": 1,
+        },
+    )
 
 
 class IntegrationCreate(Strict):
+    """Body of `POST /v1/settings/integrations`: `config` and `secrets` as the type's fields say."""
+
     type: str = Field(min_length=1, max_length=32, description="a type of `GET /v1/settings/integrations/catalog`")
     name: Name = Field(min_length=1, max_length=100)
     enabled: bool = True
-    config: Annotated[dict[str, Any], Storable] = Field(default_factory=dict)
+    config: Annotated[dict[str, Any], Storable] = Field(default_factory=dict, description="The type's plain fields")
     secrets: Annotated[dict[str, Any], Storable] = Field(
         default_factory=dict, description="write-only: never returned in plain text"
+    )
+
+    openapi_examples = (
+        {
+            "type": "slack",
+            "name": "Support alerts",
+            "config": {"channel": "#support"},
+            "secrets": {"webhook_url": "https://hooks.slack.com/services/T000/B000/XXXXa1B2"},
+        },
     )
 
 
@@ -57,9 +89,13 @@ class IntegrationUpdate(Strict):
     config: Annotated[dict[str, Any], Storable] | None = None
     secrets: Annotated[dict[str, Any], Storable] | None = None
 
+    openapi_examples = ({"enabled": False}, {"config": {"channel": "#support-eu"}})
+
 
 # Notifications -------------------------------------------------------------------------------------------------------
 class EmailTopics(BaseModel):
+    """Which e-mails a member gets."""
+
     invitations: bool = Field(description="invitations sent and accepted")
     webhook_failures: bool = Field(description="webhook endpoints failing or disabled")
     billing: bool = Field(description="invoices issued")
@@ -67,6 +103,8 @@ class EmailTopics(BaseModel):
 
 
 class EmailTopicsUpdate(Strict):
+    """E-mail topics to set; topics left out follow the member's role."""
+
     invitations: bool | None = None
     webhook_failures: bool | None = None
     billing: bool | None = None
@@ -74,16 +112,32 @@ class EmailTopicsUpdate(Strict):
 
 
 class NotificationPreferences(BaseModel):
+    """A member's e-mail notification preferences."""
+
     user_id: str
     user_email: str
-    role: str
+    role: str = Field(description="The member's role, whose defaults apply to topics not set")
     emails: EmailTopics
     customized: bool = Field(description="false while the member has the defaults of their role")
     updated_at: str | None = None
     version: int
+
+    openapi_examples = (
+        {
+            "user_id": "usr_01jd7zn5m4l3k2j1h0g9f8e7dc",
+            "user_email": "ada@example.com",
+            "role": "owner",
+            "emails": {"invitations": True, "webhook_failures": True, "billing": True, "weekly_digest": False},
+            "customized": True,
+            "updated_at": "2026-11-21T09:55:00.000Z",
+            "version": 2,
+        },
+    )
 
 
 class NotificationPreferencesPut(Strict):
     """Replaces the member's preferences: topics left out go back to the defaults of the member's role."""
 
     emails: EmailTopicsUpdate
+
+    openapi_examples = ({"emails": {"weekly_digest": False, "billing": True}},)

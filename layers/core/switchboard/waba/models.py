@@ -25,6 +25,8 @@ SignupEventName = Literal["FINISH", "FINISH_ONLY_WABA", "CANCEL", "ERROR"]
 
 # Requests ------------------------------------------------------------------------------------------------------------
 class OAuthStart(Strict):
+    """Body of `POST /v1/waba/oauth/start`: how the embedded signup runs (every field is optional)."""
+
     redirect_uri: str | None = Field(
         default=None,
         min_length=8,
@@ -44,8 +46,14 @@ class OAuthStart(Strict):
     )
     channel_name: Name | None = Field(default=None, min_length=1, max_length=100)
 
+    openapi_examples = (
+        {"redirect_uri": "https://app.example.com/whatsapp/callback", "channel_name": "WhatsApp (Cloud API)"},
+    )
+
 
 class SignupEventData(Strict):
+    """The `data` of an embedded signup event: the ids Meta reports, or the error."""
+
     waba_id: str | None = _graph_id()
     phone_number_id: str | None = _graph_id()
     business_id: str | None = _graph_id()
@@ -65,14 +73,39 @@ class SignupEvent(Strict):
     data: SignupEventData = Field(default_factory=SignupEventData)
     version: str | int | None = None
 
+    openapi_examples = (
+        {
+            "progress_id": "wbp_01jd85h1j2k3l4m5n6p7q8r9st",
+            "type": "WA_EMBEDDED_SIGNUP",
+            "event": "FINISH",
+            "data": {
+                "waba_id": "102290129340398",
+                "phone_number_id": "106540352242922",
+                "business_id": "987654321098765",
+            },
+        },
+    )
+
 
 class ExchangeCode(Strict):
+    """Body of `POST /v1/waba/exchange-code`: the signup's code and the flow's `state`."""
+
     progress_id: str = _progress_id()
     code: SecretStr = Field(min_length=8, max_length=2048, description="the code from FB.login or the OAuth redirect")
     state: SecretStr = Field(min_length=8, max_length=128, description="the state oauth/start returned")
 
+    openapi_examples = (
+        {
+            "progress_id": "wbp_01jd85h1j2k3l4m5n6p7q8r9st",
+            "code": "AQBx7f3k9LmN2pQ4rS6tU8vW0yZ",
+            "state": "st_5b1e9c7a3d2f4e6a",
+        },
+    )
+
 
 class RegisterPhone(Strict):
+    """Body of `POST /v1/waba/register-phone`."""
+
     progress_id: str = _progress_id()
     pin: SecretStr = Field(
         min_length=6,
@@ -91,13 +124,21 @@ class RegisterPhone(Strict):
             raise ValueError("must be six digits")
         return value
 
+    openapi_examples = ({"progress_id": "wbp_01jd85h1j2k3l4m5n6p7q8r9st", "pin": "482915"},)
+
 
 class ProgressStep(Strict):
+    """Body of the steps that need only the flow (`subscribe-webhook`, `sync-meta`)."""
+
     progress_id: str = _progress_id()
+
+    openapi_examples = ({"progress_id": "wbp_01jd85h1j2k3l4m5n6p7q8r9st"},)
 
 
 # Resources -----------------------------------------------------------------------------------------------------------
 class Step(BaseModel):
+    """One step of an onboarding flow and how it went."""
+
     name: StepName
     status: StepStatus
     completed_at: str | None = None
@@ -105,6 +146,8 @@ class Step(BaseModel):
 
 
 class StepError(BaseModel):
+    """The last error of a flow: the step, the code answered, and Graph's own codes."""
+
     step: str
     code: str
     message: str
@@ -115,6 +158,8 @@ class StepError(BaseModel):
 
 
 class SignupEventRecord(BaseModel):
+    """An embedded signup event received for the flow."""
+
     event: str
     received_at: str
     current_step: str | None = None
@@ -122,6 +167,8 @@ class SignupEventRecord(BaseModel):
 
 
 class PhoneNumberInfo(BaseModel):
+    """A phone number of the business account, as Graph reports it."""
+
     id: str
     display_phone_number: str | None = None
     verified_name: str | None = None
@@ -130,6 +177,8 @@ class PhoneNumberInfo(BaseModel):
 
 
 class TemplateSummary(BaseModel):
+    """The business account's message templates, counted by status."""
+
     count: int
     by_status: dict[str, int]
     has_more: bool = False
@@ -166,13 +215,44 @@ class Progress(BaseModel):
     completed_at: str | None = None
     version: int
 
+    openapi_examples = (
+        {
+            "id": "wbp_01jd85h1j2k3l4m5n6p7q8r9st",
+            "organization_id": "org_01jd7zp1a2b3c4d5e6f7g8h9jk",
+            "status": "in_progress",
+            "next_step": "register_phone",
+            "steps": [
+                {"name": "oauth_start", "status": "done", "completed_at": "2026-11-21T11:00:00.000Z"},
+                {"name": "signup_event", "status": "done", "completed_at": "2026-11-21T11:02:00.000Z"},
+                {"name": "exchange_code", "status": "done", "completed_at": "2026-11-21T11:02:05.000Z"},
+                {"name": "register_phone", "status": "pending"},
+                {"name": "subscribe_webhook", "status": "pending"},
+                {"name": "sync_meta", "status": "pending"},
+            ],
+            "app_id": "1234567890123456",
+            "business_id": "987654321098765",
+            "waba_id": "102290129340398",
+            "phone_number_id": "106540352242922",
+            "granted_scopes": ["whatsapp_business_management", "whatsapp_business_messaging"],
+            "token_obtained": True,
+            "created_at": "2026-11-21T11:00:00.000Z",
+            "updated_at": "2026-11-21T11:02:05.000Z",
+            "expires_at": "2026-11-22T11:00:00.000Z",
+            "version": 3,
+        },
+    )
+
 
 class OAuthStarted(Progress):
+    """A new onboarding flow with Meta's OAuth dialog URL and its `state` (shown only here)."""
+
     state: str = Field(description="shown once: pass it back to exchange-code (and it comes back on the redirect)")
     authorize_url: str = Field(description="Meta's OAuth dialog for this flow (the redirect flow)")
 
 
 class OnboardingError(BaseModel):
+    """An error an onboarding step met (Graph's code, message and trace id, and what to do about it)."""
+
     id: str
     progress_id: str
     step: str
@@ -188,14 +268,34 @@ class OnboardingError(BaseModel):
     session_id: str | None = Field(default=None, description="ERROR events: the embedded signup's session id")
     created_at: str
 
+    openapi_examples = (
+        {
+            "id": "wbe_01jd85j1k2l3m4n5p6q7r8s9tu",
+            "progress_id": "wbp_01jd85h1j2k3l4m5n6p7q8r9st",
+            "step": "register_phone",
+            "code": "provider_rejected",
+            "message": "(#133005) Two step verification PIN Mismatch",
+            "http_status": 400,
+            "provider_code": 133005,
+            "provider_type": "OAuthException",
+            "fbtrace_id": "AbCdEfGhIjK",
+            "support_label": "two_step_pin",
+            "created_at": "2026-11-21T11:03:00.000Z",
+        },
+    )
+
 
 class GraphCode(BaseModel):
+    """A Graph API error code (and subcode) a support label covers."""
+
     code: int
     subcode: int | None = None
     title: str
 
 
 class SupportLabel(BaseModel):
+    """A kind of onboarding error, what it means and what to do about it."""
+
     key: str
     name: str
     description: str
