@@ -148,11 +148,13 @@ def message_action(store: Store, auth: AuthContext, action: str, body: MessageRe
     else:
         adapter.read(pmid)
         changes = {"read_at": clock.now_iso()}
-    sets = ", ".join(f"{k} = :{k}" for k in changes) + ", updated_at = :now"
+    # Names go through placeholders: `text` is a DynamoDB reserved word.
+    sets = ", ".join(f"#{k} = :{k}" for k in changes) + ", updated_at = :now"
     store.update(
         status_key(org, body.message_id),
         f"SET {sets}",
         condition="attribute_exists(PK)",
+        names={f"#{k}": k for k in changes},
         values={**{f":{k}": v for k, v in changes.items()}, ":now": clock.now_iso()},
         return_values="NONE",
     )
