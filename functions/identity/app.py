@@ -40,12 +40,20 @@ def _list[T](items: list[T]) -> ListData[T]:
 
 
 class EventAccepted(BaseModel):
+    """The id of the recorded event."""
+
     id: str
+
+    openapi_examples = ({"id": "fpe_01jd86b1c2d3e4f5g6h7j8k9mn"},)
 
 
 class SessionsEnded(BaseModel):
+    """The new password is set; how many sessions it ended."""
+
     password_reset: bool
     sessions_ended: int
+
+    openapi_examples = ({"password_reset": True, "sessions_ended": 2},)
 
 
 # Registration and sessions ------------------------------------------------------------------------------------
@@ -513,8 +521,8 @@ MEMBERS = ["members"]
     ),
 )
 def list_members(
-    limit: Annotated[int, Query(ge=1, le=100)] = 50,
-    offset: Annotated[int, Query(ge=0)] = 0,
+    limit: Annotated[int, Query(ge=1, le=100, description="Page size")] = 50,
+    offset: Annotated[int, Query(ge=0, description="Items to skip")] = 0,
 ) -> ListData[models.Member]:
     members, has_more, total = organizations.list_members(get_store(), current_auth(app), limit, offset)
     return ListData(data=members, meta=Meta(has_more=has_more, limit=limit, offset=offset, total=total))
@@ -861,8 +869,8 @@ def revoke_api_key(keyID: str) -> None:
     ),
 )
 def list_audit_logs(
-    limit: Annotated[int, Query(ge=1, le=100)] = 20,
-    cursor: Annotated[str | None, Query(max_length=2048)] = None,
+    limit: Annotated[int, Query(ge=1, le=100, description="Page size")] = 20,
+    cursor: Annotated[str | None, Query(max_length=2048, description="`meta.cursor` of the previous page")] = None,
     since: Annotated[str | None, Query(pattern=r"^\d{4}-\d{2}-\d{2}T")] = None,
     until: Annotated[str | None, Query(pattern=r"^\d{4}-\d{2}-\d{2}T")] = None,
     action: Annotated[str | None, Query(max_length=100)] = None,

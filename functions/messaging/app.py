@@ -83,8 +83,8 @@ def create_channel(body: Annotated[models.ChannelCreate, Body()]) -> Data[models
     ),
 )
 def list_channels(
-    limit: Annotated[int, Query(ge=1, le=100)] = 20,
-    offset: Annotated[int, Query(ge=0)] = 0,
+    limit: Annotated[int, Query(ge=1, le=100, description="Page size")] = 20,
+    offset: Annotated[int, Query(ge=0, description="Items to skip")] = 0,
 ) -> ListData[models.Channel]:
     items, total = channels.list_channels(get_store(), current_auth(app), limit, offset)
     return ListData(data=items, meta=Meta(has_more=offset + limit < total, limit=limit, offset=offset, total=total))
@@ -251,8 +251,8 @@ def channel_capabilities(channelID: str) -> Data[models.Capabilities]:
 )
 def channel_logs(
     channelID: str,
-    limit: Annotated[int, Query(ge=1, le=100)] = 20,
-    cursor: Annotated[str | None, Query(max_length=2048)] = None,
+    limit: Annotated[int, Query(ge=1, le=100, description="Page size")] = 20,
+    cursor: Annotated[str | None, Query(max_length=2048, description="`meta.cursor` of the previous page")] = None,
 ) -> ListData[models.ChannelLog]:
     items, nxt = channels.logs(get_store(), current_auth(app), channelID, limit, cursor)
     return ListData(data=items, meta=Meta(has_more=nxt is not None, limit=limit, cursor=nxt))
@@ -623,8 +623,8 @@ def block_on_channel(channelID: str, body: Annotated[models.BlockOnChannel, Body
 )
 def channel_contacts(
     channelID: str,
-    limit: Annotated[int, Query(ge=1, le=100)] = 20,
-    cursor: Annotated[str | None, Query(max_length=2048)] = None,
+    limit: Annotated[int, Query(ge=1, le=100, description="Page size")] = 20,
+    cursor: Annotated[str | None, Query(max_length=2048, description="`meta.cursor` of the previous page")] = None,
 ) -> ListData[dict[str, Any]]:
     items, nxt = media.channel_contacts(get_store(), current_auth(app), channelID, limit, cursor)
     return ListData(data=items, meta=Meta(has_more=nxt is not None, limit=limit, cursor=nxt))
@@ -905,8 +905,8 @@ def create_upload(body: Annotated[media.UploadRequest, Body()]) -> Data[media.Up
     ),
 )
 def list_assets(
-    limit: Annotated[int, Query(ge=1, le=100)] = 20,
-    cursor: Annotated[str | None, Query(max_length=2048)] = None,
+    limit: Annotated[int, Query(ge=1, le=100, description="Page size")] = 20,
+    cursor: Annotated[str | None, Query(max_length=2048, description="`meta.cursor` of the previous page")] = None,
 ) -> ListData[media.Asset]:
     items, nxt = media.list_assets(get_store(), current_auth(app), limit, cursor)
     return ListData(data=items, meta=Meta(has_more=nxt is not None, limit=limit, cursor=nxt))
@@ -958,9 +958,9 @@ def delete_asset(assetID: str) -> None:
     ),
 )
 def list_conversations(
-    limit: Annotated[int, Query(ge=1, le=100)] = 20,
-    cursor: Annotated[str | None, Query(max_length=2048)] = None,
-    status: Annotated[str | None, Query(pattern="^(open|closed)$")] = None,
+    limit: Annotated[int, Query(ge=1, le=100, description="Page size")] = 20,
+    cursor: Annotated[str | None, Query(max_length=2048, description="`meta.cursor` of the previous page")] = None,
+    status: Annotated[Literal["open", "closed"] | None, Query(description="Only open or closed conversations")] = None,
     assignee: Annotated[str | None, Query(max_length=64, description="user or team id, or `none`")] = None,
     label: Annotated[str | None, Query(max_length=64)] = None,
     channel_id: Annotated[str | None, Query(max_length=64)] = None,
@@ -1008,8 +1008,8 @@ def get_conversation(convID: str) -> Data[models.Conversation]:
 )
 def conversation_messages(
     convID: str,
-    limit: Annotated[int, Query(ge=1, le=100)] = 20,
-    cursor: Annotated[str | None, Query(max_length=2048)] = None,
+    limit: Annotated[int, Query(ge=1, le=100, description="Page size")] = 20,
+    cursor: Annotated[str | None, Query(max_length=2048, description="`meta.cursor` of the previous page")] = None,
 ) -> ListData[models.ConversationMessage]:
     items, nxt = conversations.messages(get_store(), current_auth(app), convID, limit, cursor)
     return ListData(data=items, meta=Meta(has_more=nxt is not None, limit=limit, cursor=nxt))

@@ -98,9 +98,9 @@ def list_plans() -> ListData[billing_models.PlanView]:
     ),
 )
 def list_invoices(
-    limit: Annotated[int, Query(ge=1, le=100)] = 20,
-    cursor: Annotated[str | None, Query(max_length=2048)] = None,
-    status: Annotated[str | None, Query(pattern="^(draft|open|paid|void|uncollectible)$")] = None,
+    limit: Annotated[int, Query(ge=1, le=100, description="Page size")] = 20,
+    cursor: Annotated[str | None, Query(max_length=2048, description="`meta.cursor` of the previous page")] = None,
+    status: Annotated[billing_models.InvoiceStatus | None, Query(description="Only invoices in this status")] = None,
 ) -> ListData[billing_models.Invoice]:
     items, nxt = invoices.list_invoices(get_store(), current_auth(app), limit, cursor, status)
     return ListData(data=items, meta=Meta(has_more=nxt is not None, limit=limit, cursor=nxt))

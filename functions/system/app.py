@@ -5,7 +5,6 @@ from __future__ import annotations
 from typing import Any
 
 from aws_lambda_powertools.event_handler import Response
-from pydantic import BaseModel
 
 from switchboard import __version__
 from switchboard.api.app import PUBLIC, create_resolver, make_handler
@@ -13,6 +12,7 @@ from switchboard.api.auth import public
 from switchboard.api.envelope import Data
 from switchboard.config import get_settings
 from switchboard.errors import ServiceUnavailable
+from switchboard.models import BaseModel
 from switchboard.openapi_doc import load_openapi
 from switchboard.store import get_store, keys
 
@@ -20,18 +20,30 @@ app = create_resolver()
 
 
 class Health(BaseModel):
+    """The function is alive."""
+
     status: str
+
+    openapi_examples = ({"status": "ok"},)
 
 
 class Ready(BaseModel):
+    """The service can reach what it needs."""
+
     status: str
     checks: dict[str, str]
 
+    openapi_examples = ({"status": "ready", "checks": {"table": "ok"}},)
+
 
 class Version(BaseModel):
+    """The deployed build."""
+
     version: str
     commit: str
     stage: str
+
+    openapi_examples = ({"version": "1.8.0", "commit": "7313af4", "stage": "prod"},)
 
 
 @app.get(

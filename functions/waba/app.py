@@ -169,8 +169,8 @@ def get_progress(progressID: str) -> Data[models.Progress]:
     ),
 )
 def list_errors(
-    limit: Annotated[int, Query(ge=1, le=100)] = 20,
-    cursor: Annotated[str | None, Query(max_length=2048)] = None,
+    limit: Annotated[int, Query(ge=1, le=100, description="Page size")] = 20,
+    cursor: Annotated[str | None, Query(max_length=2048, description="`meta.cursor` of the previous page")] = None,
     progress_id: Annotated[str | None, Query(max_length=64)] = None,
 ) -> ListData[models.OnboardingError]:
     items, nxt = service.list_errors(get_store(), current_auth(app), limit, cursor, progress_id)

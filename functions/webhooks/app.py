@@ -220,8 +220,8 @@ def put_alerting(body: Annotated[models.AlertingSettingsUpdate, Body()]) -> Data
     ),
 )
 def list_deliveries(
-    limit: Annotated[int, Query(ge=1, le=100)] = 20,
-    cursor: Annotated[str | None, Query(max_length=2048)] = None,
+    limit: Annotated[int, Query(ge=1, le=100, description="Page size")] = 20,
+    cursor: Annotated[str | None, Query(max_length=2048, description="`meta.cursor` of the previous page")] = None,
     endpoint_id: Annotated[str | None, Query(max_length=64)] = None,
     status: Annotated[models.DeliveryStatus | None, Query()] = None,
     event_type: Annotated[str | None, Query(max_length=100)] = None,
@@ -254,8 +254,8 @@ def list_deliveries(
 )
 def list_attempts(
     messageID: str,
-    limit: Annotated[int, Query(ge=1, le=100)] = 20,
-    cursor: Annotated[str | None, Query(max_length=2048)] = None,
+    limit: Annotated[int, Query(ge=1, le=100, description="Page size")] = 20,
+    cursor: Annotated[str | None, Query(max_length=2048, description="`meta.cursor` of the previous page")] = None,
 ) -> ListData[models.Attempt]:
     items, nxt = service.list_attempts(get_store(), current_auth(app), messageID, limit=limit, cursor=cursor)
     return ListData(data=items, meta=Meta(has_more=nxt is not None, limit=limit, cursor=nxt))

@@ -116,6 +116,19 @@ class PlanView(BaseModel):
     included_contacts: int
     prices: list[PlanPrice]
 
+    openapi_examples = (
+        {
+            "id": "starter",
+            "name": "Starter",
+            "description": "For small teams",
+            "included_messages": 1000,
+            "included_contacts": 1000,
+            "prices": [
+                {"currency": "USD", "monthly_amount": 49, "per_message_amount": 0.01, "per_contact_amount": 0.005}
+            ],
+        },
+    )
+
 
 class ChannelUsage(BaseModel):
     """Messages sent this month on one channel."""
@@ -150,6 +163,35 @@ class BillingSettings(BaseModel):
     usage: Usage
     version: int = Field(description="Increases with every change")
     updated_at: str | None = None
+
+    openapi_examples = (
+        {
+            "plan": PlanView.openapi_examples[0],
+            "currency": "USD",
+            "tax_rate": 20,
+            "payment_terms_days": 14,
+            "billing_profile": BillingProfile.openapi_examples[0],
+            "usage": {
+                "period": "2026-11",
+                "period_start": "2026-11-01T00:00:00.000Z",
+                "period_end": "2026-12-01T00:00:00.000Z",
+                "messages_sent": 412,
+                "included_messages": 1000,
+                "channels": [
+                    {
+                        "channel_id": "ch_01jd7zq4v6m3x8k2r5t9w1y0ab",
+                        "channel_name": "Support line",
+                        "platform": "sandbox",
+                        "messages_sent": 412,
+                    }
+                ],
+                "contacts_stored": 230,
+                "included_contacts": 1000,
+            },
+            "version": 4,
+            "updated_at": "2026-11-21T09:00:00.000Z",
+        },
+    )
 
 
 class BillingUpdate(Strict):

@@ -195,6 +195,10 @@ class PresenceView(Presence):
 
     updated_at: str
 
+    openapi_examples = (
+        {"status": "busy", "message": "In a meeting until 3 pm", "updated_at": "2026-11-21T10:00:00.000Z"},
+    )
+
 
 class OnboardingStep(Strict):
     """Body of `POST /v1/auth/onboarding`."""
@@ -211,6 +215,14 @@ class Onboarding(BaseModel):
     completed_steps: list[str]
     completed: bool
     updated_at: str | None = None
+
+    openapi_examples = (
+        {
+            "completed_steps": ["create_organization", "connect_channel"],
+            "completed": False,
+            "updated_at": "2026-11-21T10:00:00.000Z",
+        },
+    )
 
 
 class FingerprintEvent(Strict):
@@ -236,6 +248,18 @@ class Session(BaseModel):
     ip_address: str | None = None
     user_agent: str | None = None
     current: bool = Field(default=False, description="The session making this request")
+
+    openapi_examples = (
+        {
+            "id": "ses_01jd7zw1x2y3z4a5b6c7d8e9fg",
+            "created_at": "2026-11-21T10:00:00.000Z",
+            "last_seen_at": "2026-11-21T10:00:00.000Z",
+            "expires_at": "2026-12-21T10:00:00.000Z",
+            "ip_address": "203.0.113.7",
+            "user_agent": "Mozilla/5.0",
+            "current": True,
+        },
+    )
 
 
 # Organizations ---------------------------------------------------------------------------------------------------
@@ -267,6 +291,18 @@ class OrganizationWithRole(Organization):
     """An organization of the caller, with the caller's role in it."""
 
     role: str = Field(description="The caller's role: `owner`, `admin`, `member` or `viewer`")
+
+    openapi_examples = (
+        {
+            "id": "org_01jd7zp1a2b3c4d5e6f7g8h9jk",
+            "name": "Acme Ltd",
+            "created_at": "2026-11-21T10:00:00.000Z",
+            "updated_at": "2026-11-21T10:00:00.000Z",
+            "status": "active",
+            "purge_at": None,
+            "role": "owner",
+        },
+    )
 
 
 class OrganizationCreate(Strict):
@@ -428,6 +464,16 @@ class TeamMember(BaseModel):
     user_email: str
     user_name: str
     added_at: str
+
+    openapi_examples = (
+        {
+            "team_id": "team_01jd7zs1t2u3v4w5x6y7z8a9bc",
+            "user_id": "usr_01jd7zn5m4l3k2j1h0g9f8e7dc",
+            "user_email": "ada@example.com",
+            "user_name": "Ada Lovelace",
+            "added_at": "2026-11-21T10:00:00.000Z",
+        },
+    )
 
 
 class ApiKey(BaseModel):

@@ -38,12 +38,29 @@ class AvatarUploadTicket(BaseModel):
     expires_at: str
     image: str
 
+    openapi_examples = (
+        {
+            "upload_url": "https://switchboard-media.s3.amazonaws.com/avatars/usr_01jd7zn5m4l3k2j1h0g9f8e7dc",
+            "method": "PUT",
+            "headers": {"Content-Type": "image/png"},
+            "expires_at": "2026-11-21T10:15:00.000Z",
+            "image": "https://media.example.com/avatars/usr_01jd7zn5m4l3k2j1h0g9f8e7dc.png",
+        },
+    )
+
 
 class AvatarLink(BaseModel):
     """A short-lived link to the signed-in user's avatar."""
 
     url: str
     expires_at: str
+
+    openapi_examples = (
+        {
+            "url": "https://media.example.com/avatars/usr_01jd7zn5m4l3k2j1h0g9f8e7dc.png?sig=…",
+            "expires_at": "2026-11-21T11:00:00.000Z",
+        },
+    )
 
 
 class Privacy(Strict):
@@ -82,6 +99,15 @@ class BlockedUser(BaseModel):
     email: str
     blocked_at: str
 
+    openapi_examples = (
+        {
+            "user_id": "usr_01jd86c1d2e3f4g5h6j7k8m9np",
+            "name": "Grace Hopper",
+            "email": "grace@example.com",
+            "blocked_at": "2026-11-21T10:00:00.000Z",
+        },
+    )
+
 
 class UserContact(BaseModel):
     """Another member of the signed-in user's organizations (not a CRM contact)."""
@@ -91,6 +117,16 @@ class UserContact(BaseModel):
     email: str
     image: str
     organizations: list[str] = Field(description="The organizations the two users share")
+
+    openapi_examples = (
+        {
+            "user_id": "usr_01jd86c1d2e3f4g5h6j7k8m9np",
+            "name": "Grace Hopper",
+            "email": "grace@example.com",
+            "image": "",
+            "organizations": ["org_01jd7zp1a2b3c4d5e6f7g8h9jk"],
+        },
+    )
 
 
 class LookupRequest(Strict):
@@ -109,6 +145,8 @@ class LookupCheck(BaseModel):
 
     exists: bool
 
+    openapi_examples = ({"exists": True},)
+
 
 class LookupInfo(LookupCheck):
     """The looked-up user's public profile, when found."""
@@ -116,6 +154,10 @@ class LookupInfo(LookupCheck):
     user_id: str | None = None
     name: str | None = None
     image: str | None = None
+
+    openapi_examples = (
+        {"exists": True, "user_id": "usr_01jd86c1d2e3f4g5h6j7k8m9np", "name": "Grace Hopper", "image": None},
+    )
 
 
 def _doc_key(user_id: str, name: str) -> dict[str, str]:

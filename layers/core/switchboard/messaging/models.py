@@ -74,21 +74,7 @@ class ChannelCreate(Strict):
     )
     linked_channel_id: str | None = Field(default=None, max_length=64, description="Another channel to pair with")
 
-    openapi_examples = (
-        {"name": "Support line", "platform": "sandbox", "phone_number": "+1 555-010-0123"},
-        {
-            "name": "WhatsApp (Cloud API)",
-            "platform": "whatsapp_cloud",
-            "phone_number": "+1 555-010-0199",
-            "config": {
-                "phone_number_id": "106540352242922",
-                "waba_id": "102290129340398",
-                "access_token": "EAAG…",
-                "app_secret": "3f1c…",
-                "verify_token": "a-long-random-string",
-            },
-        },
-    )
+    openapi_examples = ({"name": "Support line", "platform": "sandbox", "phone_number": "+1 555-010-0123"},)
 
 
 class ChannelUpdate(Strict):
@@ -149,6 +135,15 @@ class ChannelLog(BaseModel):
     event: str = Field(description="What happened: `connected`, `disconnected`, `error`, `reconnected`, …")
     detail: dict[str, Any] = Field(default_factory=dict, description="The event's details (an error's message…)")
     created_at: str
+
+    openapi_examples = (
+        {
+            "id": "chl_01jd86a1b2c3d4e5f6g7h8j9km",
+            "event": "connected",
+            "detail": {},
+            "created_at": "2026-11-21T10:00:00.000Z",
+        },
+    )
 
 
 class QrCode(BaseModel):
@@ -235,6 +230,8 @@ class BlockedOnChannel(BaseModel):
 
     phone: str
     blocked_at: str
+
+    openapi_examples = ({"phone": "15550100188", "blocked_at": "2026-11-21T10:00:00.000Z"},)
 
 
 class SandboxInbound(Strict):
@@ -357,16 +354,6 @@ class SendMessage(Strict):
             "contact_id": "ct_01jd80a0z9y8x7w6v5t4s3r2qp",
             "type": "image",
             "media": {"url": "https://cdn.example.com/receipt.png", "caption": "Your receipt"},
-        },
-        {
-            "channel_id": "ch_01jd7zq4v6m3x8k2r5t9w1y0ab",
-            "to": "15550100188",
-            "type": "template",
-            "template": {
-                "name": "order_update",
-                "language": "en_US",
-                "components": [{"type": "body", "parameters": [{"type": "text", "text": "A-1042"}]}],
-            },
         },
     )
 

@@ -29,6 +29,18 @@ class IntegrationType(BaseModel):
     description: str
     fields: list[IntegrationField]
 
+    openapi_examples = (
+        {
+            "type": "slack",
+            "name": "Slack",
+            "description": "Posts notifications to a Slack channel through an incoming webhook.",
+            "fields": [
+                {"name": "webhook_url", "required": True, "secret": True, "description": "incoming webhook URL"},
+                {"name": "channel", "required": False, "secret": False, "description": "channel name"},
+            ],
+        },
+    )
+
 
 class Integration(BaseModel):
     """A configured integration; its secrets are masked."""

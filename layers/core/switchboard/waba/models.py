@@ -249,6 +249,16 @@ class OAuthStarted(Progress):
     state: str = Field(description="shown once: pass it back to exchange-code (and it comes back on the redirect)")
     authorize_url: str = Field(description="Meta's OAuth dialog for this flow (the redirect flow)")
 
+    openapi_examples = (
+        {
+            **Progress.openapi_examples[0],
+            "status": "started",
+            "next_step": "exchange_code",
+            "state": "st_5b1e9c7a3d2f4e6a",
+            "authorize_url": "https://www.facebook.com/v23.0/dialog/oauth?client_id=1234567890123456&state=st_5b1e9c7a3d2f4e6a",
+        },
+    )
+
 
 class OnboardingError(BaseModel):
     """An error an onboarding step met (Graph's code, message and trace id, and what to do about it)."""
@@ -303,3 +313,15 @@ class SupportLabel(BaseModel):
     retryable: bool
     steps: list[StepName]
     graph_codes: list[GraphCode]
+
+    openapi_examples = (
+        {
+            "key": "two_step_pin",
+            "name": "Two-step verification PIN",
+            "description": "The PIN does not match the number's two-step verification PIN.",
+            "action": "Enter the number's current PIN, or reset it in WhatsApp Manager.",
+            "retryable": True,
+            "steps": ["register_phone"],
+            "graph_codes": [{"code": 133005, "subcode": None, "title": "Two step verification PIN mismatch"}],
+        },
+    )

@@ -44,6 +44,10 @@ class EventType(BaseModel):
     group: str = Field(description="The family it belongs to (messages, contacts, CRM, …)")
     description: str
 
+    openapi_examples = (
+        {"name": "message.sent", "group": "messages", "description": "A message was handed to the provider."},
+    )
+
 
 class Endpoint(BaseModel):
     """A webhook endpoint. The signing secret is shown only when created and when rotated."""
@@ -98,6 +102,10 @@ class WebhookSettings(BaseModel):
 
     endpoints: list[Endpoint]
     event_types: list[EventType]
+
+    openapi_examples = (
+        {"endpoints": list(Endpoint.openapi_examples), "event_types": list(EventType.openapi_examples)},
+    )
 
 
 class EndpointCreate(Strict):
@@ -275,6 +283,17 @@ class RecoverResult(BaseModel):
     status: str = Field(description="The job's status: `running` when answered")
     requeued: int = Field(description="Deliveries requeued when answered (the job's progress counts the rest)")
     has_more: bool = Field(description="Always false: the job goes through every failed delivery")
+
+    openapi_examples = (
+        {
+            "endpoint_id": "whe_01jd82c1d2e3f4g5h6j7k8l9mn",
+            "since": "2026-11-20T00:00:00.000Z",
+            "job_id": "job_01jd86d1e2f3g4h5j6k7m8n9pq",
+            "status": "running",
+            "requeued": 0,
+            "has_more": False,
+        },
+    )
 
 
 class PortalAccessRequest(Strict):
