@@ -50,6 +50,12 @@ def _list[T](items: list[T]) -> ListData[T]:
     return ListData(data=items, meta=Meta(has_more=False, limit=len(items), total=len(items)))
 
 
+def _example(description: str, data: dict[str, Any]) -> dict[int, Any]:
+    """The documented 200 of a route that answers a free-form document, with an example of it."""
+    content = {"model": Data[dict[str, Any]], "examples": {"example": {"value": {"data": data}}}}
+    return {200: {"description": description, "content": {"application/json": content}}}
+
+
 # Channels ----------------------------------------------------------------------------------------------------------
 @app.post(
     "/v1/channels",
@@ -317,6 +323,7 @@ def _put_document(channel_id: str, name: str, body: dict[str, Any]) -> Data[dict
         "Who may call: the `viewer` role or higher (API key or session); a lower role gets 403 "
         "`forbidden`."
     ),
+    responses=_example("The advanced settings document", {"auto_read_receipts": False, "reject_calls": True}),
 )
 def get_advanced(channelID: str) -> Data[dict[str, Any]]:
     return _document(channelID, "advanced")
@@ -333,8 +340,15 @@ def get_advanced(channelID: str) -> Data[dict[str, Any]]:
         "Who may call: the `admin` role or higher (API key or session); a lower role gets 403 "
         "`forbidden`."
     ),
+    responses=_example("The advanced settings document", {"auto_read_receipts": False, "reject_calls": True}),
 )
-def put_advanced(channelID: str, body: Annotated[models.Document, Body()]) -> Data[dict[str, Any]]:
+def put_advanced(
+    channelID: str,
+    body: Annotated[
+        models.Document,
+        Body(openapi_examples={"example": {"value": {"auto_read_receipts": False, "reject_calls": True}}}),
+    ],
+) -> Data[dict[str, Any]]:
     return _put_document(channelID, "advanced", body.model_dump())
 
 
@@ -348,6 +362,9 @@ def put_advanced(channelID: str, body: Annotated[models.Document, Body()]) -> Da
         "DynamoDB can store); 404 `not_found` when the channel is not in the caller's organization.\n\n"
         "Who may call: the `viewer` role or higher (API key or session); a lower role gets 403 "
         "`forbidden`."
+    ),
+    responses=_example(
+        "The phone settings document", {"display_name": "Acme Support", "business_hours": "09:00-17:00"}
     ),
 )
 def get_phone_settings(channelID: str) -> Data[dict[str, Any]]:
@@ -365,8 +382,19 @@ def get_phone_settings(channelID: str) -> Data[dict[str, Any]]:
         "Who may call: the `admin` role or higher (API key or session); a lower role gets 403 "
         "`forbidden`."
     ),
+    responses=_example(
+        "The phone settings document", {"display_name": "Acme Support", "business_hours": "09:00-17:00"}
+    ),
 )
-def put_phone_settings(channelID: str, body: Annotated[models.Document, Body()]) -> Data[dict[str, Any]]:
+def put_phone_settings(
+    channelID: str,
+    body: Annotated[
+        models.Document,
+        Body(
+            openapi_examples={"example": {"value": {"display_name": "Acme Support", "business_hours": "09:00-17:00"}}}
+        ),
+    ],
+) -> Data[dict[str, Any]]:
     return _put_document(channelID, "phone", body.model_dump())
 
 
@@ -380,6 +408,7 @@ def put_phone_settings(channelID: str, body: Annotated[models.Document, Body()])
         "Who may call: the `admin` role or higher (API key or session); a lower role gets 403 "
         "`forbidden`."
     ),
+    responses=_example("Whether two-step verification is on", {"enabled": True, "email": "it@example.com"}),
 )
 def get_two_step(channelID: str) -> Data[dict[str, Any]]:
     doc = channels.get_document(get_store(), current_auth(app), channelID, "two_step")
@@ -397,8 +426,11 @@ def get_two_step(channelID: str) -> Data[dict[str, Any]]:
         "Who may call: the `admin` role or higher (API key or session); a lower role gets 403 "
         "`forbidden`."
     ),
+    responses=_example("The two-step settings document", {"enabled": True, "email": "it@example.com"}),
 )
-def put_two_step(channelID: str, body: Annotated[models.Document, Body()]) -> Data[dict[str, Any]]:
+def put_two_step(
+    channelID: str, body: Annotated[models.Document, Body(openapi_examples={"example": {"value": {"enabled": False}}})]
+) -> Data[dict[str, Any]]:
     doc = body.model_dump()
     if "pin" in doc:
         raise ValidationFailed.field("body.pin", "set the PIN with POST .../two-step/enable")
@@ -415,6 +447,7 @@ def put_two_step(channelID: str, body: Annotated[models.Document, Body()]) -> Da
         "Who may call: the `admin` role or higher (API key or session); a lower role gets 403 "
         "`forbidden`."
     ),
+    responses=_example("Two-step verification is on", {"enabled": True, "email": "it@example.com"}),
 )
 def enable_two_step(channelID: str, body: Annotated[models.TwoStepEnable, Body()]) -> Data[dict[str, Any]]:
     from switchboard.identity.passwords import hash_password
@@ -435,6 +468,9 @@ def enable_two_step(channelID: str, body: Annotated[models.TwoStepEnable, Body()
         "Who may call: the `viewer` role or higher (API key or session); a lower role gets 403 "
         "`forbidden`."
     ),
+    responses=_example(
+        "The account profile at the provider", {"name": "Acme Support", "about": "Here to help, 9-5 weekdays"}
+    ),
 )
 def get_profile(channelID: str) -> Data[dict[str, Any]]:
     return Data(data=channels.account_document(get_store(), current_auth(app), channelID, "profile", None))
@@ -451,8 +487,17 @@ def get_profile(channelID: str) -> Data[dict[str, Any]]:
         "Who may call: the `admin` role or higher (API key or session); a lower role gets 403 "
         "`forbidden`."
     ),
+    responses=_example(
+        "The account profile at the provider", {"name": "Acme Support", "about": "Here to help, 9-5 weekdays"}
+    ),
 )
-def put_profile(channelID: str, body: Annotated[models.Document, Body()]) -> Data[dict[str, Any]]:
+def put_profile(
+    channelID: str,
+    body: Annotated[
+        models.Document,
+        Body(openapi_examples={"example": {"value": {"name": "Acme Support", "about": "Here to help, 9-5 weekdays"}}}),
+    ],
+) -> Data[dict[str, Any]]:
     return Data(data=channels.account_document(get_store(), current_auth(app), channelID, "profile", body.model_dump()))
 
 
@@ -465,6 +510,15 @@ def put_profile(channelID: str, body: Annotated[models.Document, Body()]) -> Dat
         "The business profile at the provider (description, address, e-mail, websites, vertical).\n\n"
         "Who may call: the `viewer` role or higher (API key or session); a lower role gets 403 "
         "`forbidden`."
+    ),
+    responses=_example(
+        "The business profile at the provider",
+        {
+            "description": "Outdoor gear",
+            "email": "support@acme.example",
+            "websites": ["https://acme.example"],
+            "vertical": "RETAIL",
+        },
     ),
 )
 def get_business_profile(channelID: str) -> Data[dict[str, Any]]:
@@ -481,8 +535,34 @@ def get_business_profile(channelID: str) -> Data[dict[str, Any]]:
         "Who may call: the `admin` role or higher (API key or session); a lower role gets 403 "
         "`forbidden`."
     ),
+    responses=_example(
+        "The business profile at the provider",
+        {
+            "description": "Outdoor gear",
+            "email": "support@acme.example",
+            "websites": ["https://acme.example"],
+            "vertical": "RETAIL",
+        },
+    ),
 )
-def put_business_profile(channelID: str, body: Annotated[models.Document, Body()]) -> Data[dict[str, Any]]:
+def put_business_profile(
+    channelID: str,
+    body: Annotated[
+        models.Document,
+        Body(
+            openapi_examples={
+                "example": {
+                    "value": {
+                        "description": "Outdoor gear",
+                        "email": "support@acme.example",
+                        "websites": ["https://acme.example"],
+                        "vertical": "RETAIL",
+                    }
+                }
+            }
+        ),
+    ],
+) -> Data[dict[str, Any]]:
     return Data(
         data=channels.account_document(get_store(), current_auth(app), channelID, "business_profile", body.model_dump())
     )
@@ -497,6 +577,9 @@ def put_business_profile(channelID: str, body: Annotated[models.Document, Body()
         "The account's privacy settings at the provider.\n\n"
         "Who may call: the `viewer` role or higher (API key or session); a lower role gets 403 "
         "`forbidden`."
+    ),
+    responses=_example(
+        "The account's privacy settings", {"last_seen": "contacts", "profile_photo": "everyone", "read_receipts": True}
     ),
 )
 def get_channel_privacy(channelID: str) -> Data[dict[str, Any]]:
@@ -513,8 +596,21 @@ def get_channel_privacy(channelID: str) -> Data[dict[str, Any]]:
         "Who may call: the `admin` role or higher (API key or session); a lower role gets 403 "
         "`forbidden`."
     ),
+    responses=_example(
+        "The account's privacy settings", {"last_seen": "contacts", "profile_photo": "everyone", "read_receipts": True}
+    ),
 )
-def put_channel_privacy(channelID: str, body: Annotated[models.Document, Body()]) -> Data[dict[str, Any]]:
+def put_channel_privacy(
+    channelID: str,
+    body: Annotated[
+        models.Document,
+        Body(
+            openapi_examples={
+                "example": {"value": {"last_seen": "contacts", "profile_photo": "everyone", "read_receipts": True}}
+            }
+        ),
+    ],
+) -> Data[dict[str, Any]]:
     return Data(data=channels.account_document(get_store(), current_auth(app), channelID, "privacy", body.model_dump()))
 
 
@@ -527,6 +623,17 @@ def put_channel_privacy(channelID: str, body: Annotated[models.Document, Body()]
         "The proxy the engine uses for this channel (password masked).\n\n"
         "Who may call: the `admin` role or higher (API key or session); a lower role gets 403 "
         "`forbidden`."
+    ),
+    responses=_example(
+        "The proxy settings (password masked)",
+        {
+            "enabled": True,
+            "protocol": "socks5",
+            "host": "proxy.example.com",
+            "port": 1080,
+            "username": "sb",
+            "password": "••••",
+        },
     ),
 )
 def get_proxy(channelID: str) -> Data[dict[str, Any]]:
@@ -543,6 +650,17 @@ def get_proxy(channelID: str) -> Data[dict[str, Any]]:
         "Who may call: the `admin` role or higher (API key or session); a lower role gets 403 "
         "`forbidden`."
     ),
+    responses=_example(
+        "The proxy settings (password masked)",
+        {
+            "enabled": True,
+            "protocol": "socks5",
+            "host": "proxy.example.com",
+            "port": 1080,
+            "username": "sb",
+            "password": "••••",
+        },
+    ),
 )
 def put_proxy(channelID: str, body: Annotated[models.Proxy, Body()]) -> Data[dict[str, Any]]:
     return _put_document(channelID, "proxy", body.model_dump())
@@ -558,6 +676,9 @@ def put_proxy(channelID: str, body: Annotated[models.Proxy, Body()]) -> Data[dic
         "Who may call: the `admin` role or higher (API key or session); a lower role gets 403 "
         "`forbidden`."
     ),
+    responses=_example(
+        "The network proxy settings", {"enabled": False, "protocol": "http", "host": "proxy.example.com", "port": 3128}
+    ),
 )
 def get_network_proxy(channelID: str) -> Data[dict[str, Any]]:
     return _document(channelID, "network_proxy")
@@ -572,6 +693,9 @@ def get_network_proxy(channelID: str) -> Data[dict[str, Any]]:
         "Sets the network-level proxy settings of the channel.\n\n"
         "Who may call: the `admin` role or higher (API key or session); a lower role gets 403 "
         "`forbidden`."
+    ),
+    responses=_example(
+        "The network proxy settings", {"enabled": False, "protocol": "http", "host": "proxy.example.com", "port": 3128}
     ),
 )
 def put_network_proxy(channelID: str, body: Annotated[models.Proxy, Body()]) -> Data[dict[str, Any]]:
@@ -603,6 +727,10 @@ def list_blocked_on_channel(channelID: str) -> ListData[models.BlockedOnChannel]
         "support it (400 `unsupported_by_provider` otherwise).\n\n"
         "Who may call: the `member` role or higher (API key or session); a lower role gets 403 "
         "`forbidden`."
+    ),
+    responses=_example(
+        "The number's block state at the provider",
+        {"channel_id": "ch_01jd7zq4v6m3x8k2r5t9w1y0ab", "phone": "15550100188", "blocked": True},
     ),
 )
 def block_on_channel(channelID: str, body: Annotated[models.BlockOnChannel, Body()]) -> Data[dict[str, Any]]:
@@ -640,6 +768,10 @@ def channel_contacts(
         "`unsupported_by_provider` when the provider cannot.\n\n"
         "Who may call: the `member` role or higher (API key or session); a lower role gets 403 "
         "`forbidden`."
+    ),
+    responses=_example(
+        "The provider's profile of the number",
+        {"phone": "15550100188", "exists": True, "name": "Ada", "picture_url": None},
     ),
 )
 def channel_contact_lookup(channelID: str, body: Annotated[models.PhoneLookup, Body()]) -> Data[dict[str, Any]]:
@@ -792,6 +924,15 @@ def download_media(body: Annotated[media.MediaDownloadRequest, Body()]) -> Data[
         "Who may call: the `member` role or higher (API key or session); a lower role gets 403 "
         "`forbidden`."
     ),
+    responses=_example(
+        "The message as edited",
+        {
+            "message_id": "0193a1f2-7c4e-7b21-9d3a-5f6e7a8b9c0d",
+            "action": "edit",
+            "text": "Your order shipped today.",
+            "edited_at": "2026-11-21T10:04:00.000Z",
+        },
+    ),
 )
 def edit_message(body: Annotated[media.EditRequest, Body()]) -> Data[dict[str, Any]]:
     return Data(data=media.message_action(get_store(), current_auth(app), "edit", body))
@@ -806,6 +947,15 @@ def edit_message(body: Annotated[media.EditRequest, Body()]) -> Data[dict[str, A
         "Deletes a message we sent at the provider; its record stays with `deleted: true`.\n\n"
         "Who may call: the `member` role or higher (API key or session); a lower role gets 403 "
         "`forbidden`."
+    ),
+    responses=_example(
+        "The message, deleted for everyone",
+        {
+            "message_id": "0193a1f2-7c4e-7b21-9d3a-5f6e7a8b9c0d",
+            "action": "delete",
+            "deleted": True,
+            "deleted_at": "2026-11-21T10:04:00.000Z",
+        },
     ),
 )
 def delete_message(body: Annotated[media.MessageRef, Body()]) -> Data[dict[str, Any]]:
@@ -822,6 +972,9 @@ def delete_message(body: Annotated[media.MessageRef, Body()]) -> Data[dict[str, 
         "Who may call: the `member` role or higher (API key or session); a lower role gets 403 "
         "`forbidden`."
     ),
+    responses=_example(
+        "The reaction set", {"message_id": "0193a1f2-7c4e-7b21-9d3a-5f6e7a8b9c0d", "action": "react", "reaction": "👍"}
+    ),
 )
 def react_message(body: Annotated[media.ReactRequest, Body()]) -> Data[dict[str, Any]]:
     return Data(data=media.message_action(get_store(), current_auth(app), "react", body))
@@ -837,6 +990,10 @@ def react_message(body: Annotated[media.ReactRequest, Body()]) -> Data[dict[str,
         "Who may call: the `member` role or higher (API key or session); a lower role gets 403 "
         "`forbidden`."
     ),
+    responses=_example(
+        "The read receipt sent",
+        {"message_id": "0193a1f2-7c4e-7b21-9d3a-5f6e7a8b9c0d", "action": "read", "read_at": "2026-11-21T10:04:00.000Z"},
+    ),
 )
 def read_message(body: Annotated[media.MessageRef, Body()]) -> Data[dict[str, Any]]:
     return Data(data=media.message_action(get_store(), current_auth(app), "read", body))
@@ -851,6 +1008,9 @@ def read_message(body: Annotated[media.MessageRef, Body()]) -> Data[dict[str, An
         "Shows typing, recording or online presence to a chat through the channel.\n\n"
         "Who may call: the `member` role or higher (API key or session); a lower role gets 403 "
         "`forbidden`."
+    ),
+    responses=_example(
+        "The presence sent", {"channel_id": "ch_01jd7zq4v6m3x8k2r5t9w1y0ab", "to": "15550100188", "state": "typing"}
     ),
 )
 def presence(body: Annotated[media.PresenceRequest, Body()]) -> Data[dict[str, Any]]:
@@ -1319,6 +1479,7 @@ def provider_subscription(channelID: str) -> Response[str]:
     security=PUBLIC,
     middlewares=public(),
     tags=["providers"],
+    responses=_example("What the callback stored", {"received": 1, "statuses_applied": 1}),
     summary="Receive a provider callback",
     description=(
         "Inbound messages and delivery statuses from the channel's provider (WAHA, Evolution, Meta), "
@@ -1369,7 +1530,15 @@ def whatsapp_cloud_subscription(
     middlewares=public(),
     tags=["providers"],
     responses={
-        200: {"description": "`queued`: the verified changes queued, each processed once after the answer"},
+        200: {
+            "description": "`queued`: the verified changes queued, each processed once after the answer",
+            "content": {
+                "application/json": {
+                    "model": Data[dict[str, Any]],
+                    "examples": {"example": {"value": {"data": {"queued": 1, "received": 0, "statuses_applied": 0}}}},
+                }
+            },
+        },
         401: {"description": "Unsigned, or not signed with the app secret of a channel it speaks for", **ERROR_BODY},
     },
     summary="Receive WhatsApp Cloud webhooks",

@@ -572,4 +572,35 @@ class CloudWebhook(BaseModel):
     """Meta's webhook body as the app-level callback reads it (unknown fields kept for the adapter, never refused)."""
 
     object: Literal["whatsapp_business_account"]
-    entry: list[dict[str, Any]] = Field(max_length=1000)
+    entry: list[dict[str, Any]] = Field(max_length=1000, description="Meta's entries, each with its `changes`")
+
+    openapi_examples = (
+        {
+            "object": "whatsapp_business_account",
+            "entry": [
+                {
+                    "id": "102290129340398",
+                    "changes": [
+                        {
+                            "field": "messages",
+                            "value": {
+                                "messaging_product": "whatsapp",
+                                "metadata": {
+                                    "display_phone_number": "15550100199",
+                                    "phone_number_id": "106540352242922",
+                                },
+                                "statuses": [
+                                    {
+                                        "id": "wamid.HBgLMTU1NTAxMDAxODgVAgARGBI5QTNDQTVCM0Q0Q0Q2RTY3RTcA",
+                                        "status": "delivered",
+                                        "timestamp": "1795597260",
+                                        "recipient_id": "15550100188",
+                                    }
+                                ],
+                            },
+                        }
+                    ],
+                }
+            ],
+        },
+    )
