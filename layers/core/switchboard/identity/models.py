@@ -48,7 +48,7 @@ class User(BaseModel):
 class EmailOnly(Strict):
     """An e-mail address (verification request, password reset)."""
 
-    email: EmailStr = Field(min_length=1)
+    email: EmailStr = Field(min_length=1, description="The address")
 
     openapi_examples = ({"email": "ada@example.com"},)
 
@@ -105,7 +105,7 @@ class Login(Strict):
     """Body of `POST /v1/auth/login`."""
 
     email: EmailStr = Field(min_length=1)
-    password: str = Field(min_length=1, max_length=256)
+    password: str = Field(min_length=1, max_length=256, description="The account's password")
 
     openapi_examples = ({"email": "ada@example.com", "password": "correct horse battery"},)
 
@@ -141,7 +141,7 @@ class PasswordConfirm(Strict):
 class Accepted(BaseModel):
     """The request was taken (an e-mail may follow)."""
 
-    accepted: bool = True
+    accepted: bool = Field(default=True, description="Always true")
 
     openapi_examples = ({"accepted": True},)
 
@@ -176,7 +176,9 @@ class Preferences(BaseModel):
     """The signed-in user's interface preferences: up to 50 keys with scalar values."""
 
     model_config = ConfigDict(extra="forbid", defer_build=True)
-    preferences: dict[str, PreferenceValue] = Field(default_factory=dict, max_length=50)
+    preferences: dict[str, PreferenceValue] = Field(
+        default_factory=dict, max_length=50, description="Scalar values by key (at most 50 keys)"
+    )
 
     openapi_examples = ({"preferences": {"theme": "dark", "compact_lists": True}},)
 
@@ -184,7 +186,7 @@ class Preferences(BaseModel):
 class Presence(Strict):
     """The signed-in user's availability."""
 
-    status: Literal["online", "away", "busy", "offline"]
+    status: Literal["online", "away", "busy", "offline"] = Field(description="`online`, `away`, `busy` or `offline`")
     message: str | None = Field(default=None, max_length=140, description="A short status message")
 
     openapi_examples = ({"status": "busy", "message": "In a meeting until 3 pm"},)
@@ -193,7 +195,7 @@ class Presence(Strict):
 class PresenceView(Presence):
     """The signed-in user's availability, with when it was set."""
 
-    updated_at: str
+    updated_at: str = Field(description="When it was set")
 
     openapi_examples = (
         {"status": "busy", "message": "In a meeting until 3 pm", "updated_at": "2026-11-21T10:00:00.000Z"},
@@ -203,8 +205,8 @@ class PresenceView(Presence):
 class OnboardingStep(Strict):
     """Body of `POST /v1/auth/onboarding`."""
 
-    step: str = Field(min_length=1, max_length=64, pattern=r"^[a-z0-9_.-]+$")
-    completed: bool = True
+    step: str = Field(min_length=1, max_length=64, pattern=r"^[a-z0-9_.-]+$", description="The step's name")
+    completed: bool = Field(default=True, description="False marks it not done again")
 
     openapi_examples = ({"step": "connect_channel", "completed": True},)
 
@@ -212,9 +214,9 @@ class OnboardingStep(Strict):
 class Onboarding(BaseModel):
     """The signed-in user's onboarding progress."""
 
-    completed_steps: list[str]
-    completed: bool
-    updated_at: str | None = None
+    completed_steps: list[str] = Field(description="Steps done (or skipped)")
+    completed: bool = Field(description="Every step is done")
+    updated_at: str | None = Field(default=None, description="The last step recorded")
 
     openapi_examples = (
         {
@@ -243,10 +245,10 @@ class Session(BaseModel):
 
     id: str
     created_at: str
-    last_seen_at: str
+    last_seen_at: str = Field(description="The session's last request")
     expires_at: str
-    ip_address: str | None = None
-    user_agent: str | None = None
+    ip_address: str | None = Field(default=None, description="The address of the session's last request")
+    user_agent: str | None = Field(default=None, description="The browser or client that signed in")
     current: bool = Field(default=False, description="The session making this request")
 
     openapi_examples = (
@@ -308,7 +310,7 @@ class OrganizationWithRole(Organization):
 class OrganizationCreate(Strict):
     """Body of `POST /v1/organizations`."""
 
-    name: Name = Field(min_length=1, max_length=200)
+    name: Name = Field(min_length=1, max_length=200, description="The organization's name")
 
     openapi_examples = ({"name": "Acme Ltd"},)
 
@@ -316,7 +318,7 @@ class OrganizationCreate(Strict):
 class OrganizationUpdate(Strict):
     """Body of `PATCH /v1/organization`."""
 
-    name: Name = Field(min_length=1, max_length=200)
+    name: Name = Field(min_length=1, max_length=200, description="The new name")
 
     openapi_examples = ({"name": "Acme Holdings Ltd"},)
 
@@ -335,10 +337,10 @@ class Member(BaseModel):
     id: str = Field(description="The membership's id")
     user_id: str
     role: RoleName = Field(description="`owner` > `admin` > `member` > `viewer`")
-    user_email: str
-    user_name: str
-    user_image: str
-    created_at: str
+    user_email: str = Field(description="The member's e-mail address")
+    user_name: str = Field(description="The member's name")
+    user_image: str = Field(description="The member's avatar URL (empty when none)")
+    created_at: str = Field(description="When they joined")
 
     openapi_examples = (
         {
@@ -356,7 +358,7 @@ class Member(BaseModel):
 class MemberUpdate(Strict):
     """Body of `PATCH /v1/members/{userID}`."""
 
-    role: RoleName
+    role: RoleName = Field(description="The new role: at most the caller's")
 
     openapi_examples = ({"role": "member"},)
 
@@ -375,13 +377,15 @@ class Invitation(BaseModel):
 
     id: str
     organization_id: str
-    email: str
-    role: RoleName
-    status: Literal["pending", "accepted", "revoked", "expired"]
+    email: str = Field(description="The invited address")
+    role: RoleName = Field(description="The role the invited person joins with")
+    status: Literal["pending", "accepted", "revoked", "expired"] = Field(
+        description="`pending` until accepted, revoked or 7 days old"
+    )
     invited_by: str | None = Field(default=None, description="The inviting user's id")
     created_at: str
     expires_at: str = Field(description="7 days after creation")
-    accepted_at: str | None = None
+    accepted_at: str | None = Field(default=None, description="When it was accepted")
 
     openapi_examples = (
         {
@@ -411,8 +415,8 @@ class InvitationAccept(Strict):
 class TeamCreate(Strict):
     """Body of `POST /v1/teams`."""
 
-    name: Name = Field(min_length=1, max_length=100)
-    description: str | None = Field(default=None, max_length=500)
+    name: Name = Field(min_length=1, max_length=100, description="The team's name, unique in the organization")
+    description: str | None = Field(default=None, max_length=500, description="What the team does")
 
     openapi_examples = ({"name": "Support", "description": "First-line customer support"},)
 
@@ -430,9 +434,9 @@ class Team(BaseModel):
     """A team of members, to assign conversations to."""
 
     id: str = Field(description="The team's id")
-    name: str
+    name: str = Field(description="The team's name")
     description: str | None = None
-    member_count: int = 0
+    member_count: int = Field(default=0, description="How many members the team has")
     created_at: str
     updated_at: str
 
@@ -463,7 +467,7 @@ class TeamMember(BaseModel):
     user_id: str
     user_email: str
     user_name: str
-    added_at: str
+    added_at: str = Field(description="When the member joined the team")
 
     openapi_examples = (
         {
@@ -480,7 +484,7 @@ class ApiKey(BaseModel):
     """An API key, without its secret."""
 
     id: str
-    name: str
+    name: str = Field(description="A label for the key")
     role: RoleName = Field(description="The key acts with this role (at most its creator's current role)")
     prefix: str = Field(description="The start of the key, to recognise it")
     created_at: str
@@ -511,7 +515,7 @@ class ApiKeyCreated(ApiKey):
 class ApiKeyCreate(Strict):
     """Body of `POST /v1/api-keys`."""
 
-    name: Name = Field(min_length=1, max_length=100)
+    name: Name = Field(min_length=1, max_length=100, description="A label for the key")
     role: RoleName = Field(default="member", description="At most the caller's role")
 
     openapi_examples = ({"name": "CRM sync", "role": "member"},)
@@ -522,13 +526,13 @@ class AuditEntry(BaseModel):
 
     id: str
     action: str = Field(description="What happened, `<resource>.<verb>` (`channel.created`, `member.removed`, …)")
-    target_type: str
-    target_id: str
+    target_type: str = Field(description="The kind of resource changed (`channel`, `member`, …)")
+    target_id: str = Field(description="The resource changed")
     actor_type: str = Field(description="`session` (a signed-in user) or `api_key`")
-    actor_id: str
-    actor_user_id: str | None = None
-    before: dict[str, Any] | None = None
-    after: dict[str, Any] | None = None
+    actor_id: str = Field(description="The session's user or the API key that acted")
+    actor_user_id: str | None = Field(default=None, description="The user behind the actor (a key's creator)")
+    before: dict[str, Any] | None = Field(default=None, description="The changed fields before")
+    after: dict[str, Any] | None = Field(default=None, description="The changed fields after")
     created_at: str
 
     openapi_examples = (

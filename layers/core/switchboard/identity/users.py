@@ -32,11 +32,11 @@ class AvatarUpload(Strict):
 class AvatarUploadTicket(BaseModel):
     """A presigned S3 PUT for the avatar; `image` is the avatar's URL once uploaded."""
 
-    upload_url: str
-    method: str = "PUT"
+    upload_url: str = Field(description="PUT the image here before `expires_at`")
+    method: str = Field(default="PUT", description="Always `PUT`")
     headers: dict[str, str] = Field(description="Headers the upload must carry")
-    expires_at: str
-    image: str
+    expires_at: str = Field(description="The upload URL stops working then")
+    image: str = Field(description="The avatar's URL once uploaded")
 
     openapi_examples = (
         {
@@ -52,8 +52,8 @@ class AvatarUploadTicket(BaseModel):
 class AvatarLink(BaseModel):
     """A short-lived link to the signed-in user's avatar."""
 
-    url: str
-    expires_at: str
+    url: str = Field(description="A short-lived link to the image")
+    expires_at: str = Field(description="The link stops working then")
 
     openapi_examples = (
         {
@@ -66,10 +66,10 @@ class AvatarLink(BaseModel):
 class Privacy(Strict):
     """Who may see the signed-in user's presence and profile."""
 
-    last_seen: Visibility = "everyone"
-    profile_photo: Visibility = "everyone"
-    about: Visibility = "everyone"
-    read_receipts: bool = True
+    last_seen: Visibility = Field(default="everyone", description="Who sees when the user was last online")
+    profile_photo: Visibility = Field(default="everyone", description="Who sees the avatar")
+    about: Visibility = Field(default="everyone", description="Who sees the about text")
+    read_receipts: bool = Field(default=True, description="Send read receipts")
     groups_add: Visibility = Field(default="everyone", description="Who may add the user to groups")
 
     openapi_examples = (
@@ -95,9 +95,9 @@ class BlockedUser(BaseModel):
     """A user the signed-in user blocked."""
 
     user_id: str
-    name: str
-    email: str
-    blocked_at: str
+    name: str = Field(description="The blocked user's name")
+    email: str = Field(description="The blocked user's e-mail address")
+    blocked_at: str = Field(description="When they were blocked")
 
     openapi_examples = (
         {
@@ -113,9 +113,9 @@ class UserContact(BaseModel):
     """Another member of the signed-in user's organizations (not a CRM contact)."""
 
     user_id: str
-    name: str
-    email: str
-    image: str
+    name: str = Field(description="The user's name")
+    email: str = Field(description="The user's e-mail address")
+    image: str = Field(description="The user's avatar URL (empty when none)")
     organizations: list[str] = Field(description="The organizations the two users share")
 
     openapi_examples = (
@@ -132,8 +132,10 @@ class UserContact(BaseModel):
 class LookupRequest(Strict):
     """Body of `POST /v1/users/lookup/check` and `/info`: exactly one of `email` or `phone`."""
 
-    email: EmailStr | None = None
-    phone: str | None = Field(default=None, min_length=3, max_length=32)
+    email: EmailStr | None = Field(default=None, description="An e-mail address to look up")
+    phone: str | None = Field(
+        default=None, min_length=3, max_length=32, description="A phone number to look up (any common form)"
+    )
     channel_id: str | None = Field(default=None, min_length=1, max_length=64, description="The channel for a phone")
     exactly_one_of = (("email", "phone"),)  # checked in lookup
 
@@ -143,7 +145,7 @@ class LookupRequest(Strict):
 class LookupCheck(BaseModel):
     """Whether the looked-up user exists."""
 
-    exists: bool
+    exists: bool = Field(description="Whether the user was found")
 
     openapi_examples = ({"exists": True},)
 
@@ -151,9 +153,9 @@ class LookupCheck(BaseModel):
 class LookupInfo(LookupCheck):
     """The looked-up user's public profile, when found."""
 
-    user_id: str | None = None
-    name: str | None = None
-    image: str | None = None
+    user_id: str | None = Field(default=None, description="The found user's id")
+    name: str | None = Field(default=None, description="The found user's name")
+    image: str | None = Field(default=None, description="The found user's avatar URL")
 
     openapi_examples = (
         {"exists": True, "user_id": "usr_01jd86c1d2e3f4g5h6j7k8m9np", "name": "Grace Hopper", "image": None},

@@ -53,10 +53,10 @@ class MediaDownloadRequest(Strict):
 class DownloadedMediaView(BaseModel):
     """The spec's Downloaded media (`data` base64)."""
 
-    media_id: str
+    media_id: str = Field(description="The provider's media id")
     data: str = Field(description="The file's bytes, base64-encoded")
-    file_name: str
-    mime_type: str
+    file_name: str = Field(description="The file's name")
+    mime_type: str = Field(description="The file's MIME type")
     source_url: str = Field(description="Where the provider served the file from")
 
     openapi_examples = (
@@ -115,7 +115,9 @@ class PresenceRequest(Strict):
 
     channel_id: str = Field(min_length=1, max_length=64)
     to: str = Field(min_length=3, max_length=64, description="The chat: a phone in any common form")
-    state: Literal["typing", "recording", "paused", "available", "unavailable"]
+    state: Literal["typing", "recording", "paused", "available", "unavailable"] = Field(
+        description="What the chat shows: typing, recording, paused, or the account's availability"
+    )
 
     openapi_examples = ({"channel_id": "ch_01jd7zq4v6m3x8k2r5t9w1y0ab", "to": "15550100188", "state": "typing"},)
 
@@ -209,9 +211,14 @@ class UploadRequest(Strict):
     """Body of `POST /v1/media/uploads`: what will be uploaded."""
 
     # The accepted types are checked in create_upload (one list, UPLOAD_TYPES); the document lists them too.
-    content_type: str = Field(min_length=3, max_length=100, json_schema_extra={"enum": [*sorted(UPLOAD_TYPES)]})
+    content_type: str = Field(
+        min_length=3,
+        max_length=100,
+        json_schema_extra={"enum": [*sorted(UPLOAD_TYPES)]},
+        description="The file's MIME type (one of the listed types)",
+    )
     size: int = Field(gt=0, le=MAX_UPLOAD, description="bytes")
-    file_name: str | None = Field(default=None, max_length=255)
+    file_name: str | None = Field(default=None, max_length=255, description="The file's name")
 
     openapi_examples = ({"content_type": "application/pdf", "size": 48213, "file_name": "invoice-A-1042.pdf"},)
 
@@ -232,9 +239,9 @@ class Asset(BaseModel):
     """An uploaded media file, usable in messages as `media.asset_id`."""
 
     id: str = Field(description="The asset's id")
-    content_type: str
+    content_type: str = Field(description="The file's MIME type")
     size: int = Field(description="Bytes")
-    file_name: str | None = None
+    file_name: str | None = Field(default=None, description="The file's name")
     created_at: str
 
     openapi_examples = (
@@ -252,10 +259,10 @@ class UploadTicket(Asset):
     """A presigned S3 upload: send the file with `method` to `upload_url` and the given `headers` before
     `expires_at`."""
 
-    upload_url: str
-    method: str = "PUT"
+    upload_url: str = Field(description="Send the file here before `expires_at`")
+    method: str = Field(default="PUT", description="The HTTP method of the upload (`PUT`)")
     headers: dict[str, str] = Field(description="Headers the upload must carry")
-    expires_at: str
+    expires_at: str = Field(description="The upload URL stops working then")
 
     openapi_examples = (
         {

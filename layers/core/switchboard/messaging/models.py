@@ -81,13 +81,15 @@ class ChannelUpdate(Strict):
     """Body of `PATCH /v1/channels/{channelID}`: fields left out stay as they are."""
 
     # Absent means unchanged; an explicit null is refused (it used to be stored and made the channel unreadable).
-    name: Name = Field(default=None, min_length=1, max_length=100)  # type: ignore[assignment]  # absent: unchanged
-    phone_number: str | None = Field(default=None, min_length=3, max_length=40)
+    name: Name = Field(default=None, min_length=1, max_length=100, description="Display name")  # type: ignore[assignment]  # absent: unchanged
+    phone_number: str | None = Field(
+        default=None, min_length=3, max_length=40, description="The number in any common form; stored as digits"
+    )
     config: Annotated[dict[str, Any], Field(max_length=50), Storable] | None = Field(
         default=None, description="Replaces the platform's settings (checked like at creation); at most 50 keys"
     )
     is_active: bool = Field(default=None, description="False refuses sends on the channel")  # type: ignore[assignment]
-    linked_channel_id: str | None = Field(default=None, max_length=64)
+    linked_channel_id: str | None = Field(default=None, max_length=64, description="Another channel to pair with")
 
     openapi_examples = ({"name": "Support line (EU)", "is_active": True},)
 
@@ -97,9 +99,9 @@ class ChannelStatusView(BaseModel):
 
     channel_id: str
     status: ChannelStatus = Field(description="`disconnected`, `pairing`, `connected` or `error`")
-    is_active: bool
-    last_connected_at: str | None = None
-    last_error: str | None = None
+    is_active: bool = Field(description="False when an admin deactivated the channel")
+    last_connected_at: str | None = Field(default=None, description="When the channel last became `connected`")
+    last_error: str | None = Field(default=None, description="The last connection error")
 
     openapi_examples = (
         {
@@ -116,7 +118,7 @@ class Capabilities(BaseModel):
     """What a channel's provider can do; other features answer 400 `unsupported_by_provider`."""
 
     channel_id: str
-    platform: str
+    platform: str = Field(description="The channel's platform")
     capabilities: list[str] = Field(description="Feature names (message types, groups, newsletters, profile, …)")
 
     openapi_examples = (
@@ -170,7 +172,7 @@ class PairingCode(BaseModel):
     """A code to type on the phone (Linked devices → Link with phone number)."""
 
     channel_id: str
-    code: str
+    code: str = Field(description="Type it on the phone: Linked devices, Link with phone number")
 
     openapi_examples = ({"channel_id": "ch_01jd7zq4v6m3x8k2r5t9w1y0ab", "code": "ABCD-EFGH"},)
 
@@ -198,11 +200,11 @@ class TwoStepEnable(Strict):
 class Proxy(Strict):
     """A proxy the channel's engine connects through."""
 
-    enabled: bool = True
-    protocol: Literal["http", "https", "socks5"] = "http"
-    host: str = Field(min_length=1, max_length=255)
-    port: int = Field(ge=1, le=65535)
-    username: str | None = Field(default=None, max_length=255)
+    enabled: bool = Field(default=True, description="Use the proxy")
+    protocol: Literal["http", "https", "socks5"] = Field(default="http", description="`http`, `https` or `socks5`")
+    host: str = Field(min_length=1, max_length=255, description="The proxy's host name or address")
+    port: int = Field(ge=1, le=65535, description="The proxy's port")
+    username: str | None = Field(default=None, max_length=255, description="The proxy's user name")
     password: str | None = Field(default=None, max_length=255, description="Write-only")
 
     openapi_examples = ({"enabled": True, "protocol": "socks5", "host": "proxy.example.com", "port": 1080},)
@@ -228,8 +230,8 @@ class BlockOnChannel(Strict):
 class BlockedOnChannel(BaseModel):
     """A number blocked at the provider through a channel."""
 
-    phone: str
-    blocked_at: str
+    phone: str = Field(description="The blocked number (digits with country code)")
+    blocked_at: str = Field(description="When it was blocked")
 
     openapi_examples = ({"phone": "15550100188", "blocked_at": "2026-11-21T10:00:00.000Z"},)
 
@@ -247,9 +249,9 @@ class SandboxInbound(Strict):
 class InboundAccepted(BaseModel):
     """The simulated inbound message as stored."""
 
-    message_id: str
-    conversation_id: str
-    contact_id: str
+    message_id: str = Field(description="The stored message's id")
+    conversation_id: str = Field(description="The conversation it joined")
+    contact_id: str = Field(description="The contact it resolved to (created if new)")
     duplicate: bool = Field(default=False, description="True when the same provider message was already stored")
 
     openapi_examples = (
@@ -301,10 +303,10 @@ class TemplateContent(Strict):
 class LocationContent(Strict):
     """`location` of a `type: location` message."""
 
-    latitude: float = Field(ge=-90, le=90)
-    longitude: float = Field(ge=-180, le=180)
-    name: Name | None = Field(default=None, max_length=200)
-    address: str | None = Field(default=None, max_length=500)
+    latitude: float = Field(ge=-90, le=90, description="Degrees, -90 to 90")
+    longitude: float = Field(ge=-180, le=180, description="Degrees, -180 to 180")
+    name: Name | None = Field(default=None, max_length=200, description="The place's name")
+    address: str | None = Field(default=None, max_length=500, description="The place's address")
 
 
 def _contact_card(card: dict[str, Any]) -> dict[str, Any]:
@@ -375,7 +377,7 @@ class Message(BaseModel):
     provider_message_id: str | None = Field(default=None, description="The provider's id, once it took the message")
     created_at: str
     updated_at: str
-    last_error: str | None = None
+    last_error: str | None = Field(default=None, description="Why it failed, when `status` is `failed`")
     uncertain: bool = Field(
         default=False,
         description="the engine may have accepted the send but its answer was lost; callbacks reconcile it",
@@ -404,16 +406,18 @@ class ConversationMessage(BaseModel):
     conversation_id: str
     channel_id: str
     contact_id: str | None = None
-    direction: Literal["inbound", "outbound"]
-    from_phone: str | None = None
+    direction: Literal["inbound", "outbound"] = Field(
+        description="`inbound` (from the customer) or `outbound` (sent by us)"
+    )
+    from_phone: str | None = Field(default=None, description="The sender's number (digits with country code)")
     from_user_id: str | None = Field(default=None, description="the sender's WhatsApp business-scoped user id")
-    to_phone: str | None = None
+    to_phone: str | None = Field(default=None, description="The recipient's number")
     type: str = Field(description="The message type (`text`, `image`, `template`, …)")
-    text: str | None = None
+    text: str | None = Field(default=None, description="The message's text, when it has one")
     media: dict[str, Any] | None = Field(default=None, description="The media's provider id, type, caption, …")
     status: str = Field(description=MESSAGE_STATUS_NOTE)
-    provider_message_id: str | None = None
-    last_error: str | None = None
+    provider_message_id: str | None = Field(default=None, description="The provider's id of the message")
+    last_error: str | None = Field(default=None, description="Why it failed, when `status` is `failed`")
     reaction: str | None = Field(default=None, description="our reaction to the message (`POST /v1/messages/react`)")
     customer_reaction: str | None = Field(default=None, description="the customer's reaction to the message")
     edited_at: str | None = Field(default=None, description="when the text was last edited (by us or the customer)")
@@ -444,7 +448,7 @@ class MessageStatus(BaseModel):
 
     message_id: str
     status: str = Field(description=MESSAGE_STATUS_NOTE)
-    last_error: str | None = None
+    last_error: str | None = Field(default=None, description="Why it failed, when `status` is `failed`")
     history: list[dict[str, Any]] = Field(
         default_factory=list,
         description="Status changes: `{status, applied, error, at}`; `applied` is false for a late one that did "
@@ -469,8 +473,8 @@ class MessageStatus(BaseModel):
 class Assignee(BaseModel):
     """Who a conversation is assigned to."""
 
-    type: Literal["user", "team"]
-    id: str
+    type: Literal["user", "team"] = Field(description="`user` or `team`")
+    id: str = Field(description="The user's or team's id")
 
 
 class Conversation(BaseModel):
@@ -482,15 +486,17 @@ class Conversation(BaseModel):
     contact_id: str | None = Field(default=None, description="the contact; null for a group's conversation")
     group_jid: str | None = Field(default=None, description="a group's conversation: the group's WhatsApp id")
     group_id: str | None = Field(default=None, description="a group's conversation: our group record, when known")
-    status: Literal["open", "closed"]
-    archived: bool = False
+    status: Literal["open", "closed"] = Field(description="`open` or `closed`")
+    archived: bool = Field(default=False, description="Hidden from the default inbox")
     muted_until: str | None = Field(default=None, description="Muted until then; null with `muted` means for good")
-    muted: bool = False
-    pinned: bool = False
+    muted: bool = Field(default=False, description="Notifications are off")
+    pinned: bool = Field(default=False, description="Kept at the top of the inbox")
     unread_count: int = Field(default=0, description="Inbound messages since it was last marked read")
-    assignee: Assignee | None = None
+    assignee: Assignee | None = Field(
+        default=None, description="The member or team it is assigned to; null when unassigned"
+    )
     labels: list[str] = Field(default_factory=list, description="Label ids")
-    last_message_at: str | None = None
+    last_message_at: str | None = Field(default=None, description="The last message in either direction")
     last_message_preview: str | None = Field(default=None, description="The start of the last message's text")
     last_inbound_at: str | None = Field(default=None, description="The customer's last message (opens the window)")
     created_at: str
@@ -550,10 +556,10 @@ class ConversationLock(BaseModel):
     conversation_id: str
     organization_id: str
     lock_owner_id: str = Field(description="The user (or API key) holding the lock")
-    lock_owner_name: str
-    draft_id: str | None = None
+    lock_owner_name: str = Field(description="The owner's display name")
+    draft_id: str | None = Field(default=None, description="The draft the owner is writing")
     expires_at: str = Field(description="When the lock lapses unless refreshed")
-    updated_at: str
+    updated_at: str = Field(description="The last claim or refresh")
 
     openapi_examples = (
         {

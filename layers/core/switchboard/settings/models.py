@@ -15,19 +15,19 @@ TOPICS = ("invitations", "webhook_failures", "billing", "weekly_digest")
 class IntegrationField(BaseModel):
     """A field of an integration type's `config` or `secrets`."""
 
-    name: str
-    required: bool
+    name: str = Field(description="The field's key")
+    required: bool = Field(description="Whether creating one needs it")
     secret: bool = Field(description="True: it goes in `secrets` (write-only), else in `config`")
-    description: str
+    description: str = Field(description="What the field holds")
 
 
 class IntegrationType(BaseModel):
     """A kind of integration and the fields it takes."""
 
     type: str = Field(description="The value of `type` when creating one")
-    name: str
-    description: str
-    fields: list[IntegrationField]
+    name: str = Field(description="The type's display name")
+    description: str = Field(description="What the integration does")
+    fields: list[IntegrationField] = Field(description="The fields it takes")
 
     openapi_examples = (
         {
@@ -47,10 +47,10 @@ class Integration(BaseModel):
 
     id: str
     organization_id: str
-    type: str
-    name: str
-    enabled: bool
-    config: dict[str, Any]
+    type: str = Field(description="The integration type (see the catalog)")
+    name: str = Field(description="A label for it")
+    enabled: bool = Field(description="Whether it is used")
+    config: dict[str, Any] = Field(description="The plain fields")
     secrets: dict[str, str] = Field(description="secret fields, masked (`••••` and at most the last four characters)")
     created_at: str
     updated_at: str
@@ -76,8 +76,8 @@ class IntegrationCreate(Strict):
     """Body of `POST /v1/settings/integrations`: `config` and `secrets` as the type's fields say."""
 
     type: str = Field(min_length=1, max_length=32, description="a type of `GET /v1/settings/integrations/catalog`")
-    name: Name = Field(min_length=1, max_length=100)
-    enabled: bool = True
+    name: Name = Field(min_length=1, max_length=100, description="A label for it")
+    enabled: bool = Field(default=True, description="Whether it is used")
     config: Annotated[dict[str, Any], Storable] = Field(default_factory=dict, description="The type's plain fields")
     secrets: Annotated[dict[str, Any], Storable] = Field(
         default_factory=dict, description="write-only: never returned in plain text"
@@ -96,10 +96,12 @@ class IntegrationCreate(Strict):
 class IntegrationUpdate(Strict):
     """`config` keys sent replace the stored ones (`null` removes an optional one); `secrets` likewise."""
 
-    name: Name | None = Field(default=None, min_length=1, max_length=100)
-    enabled: bool | None = None
-    config: Annotated[dict[str, Any], Storable] | None = None
-    secrets: Annotated[dict[str, Any], Storable] | None = None
+    name: Name | None = Field(default=None, min_length=1, max_length=100, description="A label for it")
+    enabled: bool | None = Field(default=None, description="Whether it is used")
+    config: Annotated[dict[str, Any], Storable] | None = Field(default=None, description="Plain fields to change")
+    secrets: Annotated[dict[str, Any], Storable] | None = Field(
+        default=None, description="Secret fields to change (write-only)"
+    )
 
     openapi_examples = ({"enabled": False}, {"config": {"channel": "#support-eu"}})
 
@@ -117,21 +119,21 @@ class EmailTopics(BaseModel):
 class EmailTopicsUpdate(Strict):
     """E-mail topics to set; topics left out follow the member's role."""
 
-    invitations: bool | None = None
-    webhook_failures: bool | None = None
-    billing: bool | None = None
-    weekly_digest: bool | None = None
+    invitations: bool | None = Field(default=None, description="invitations sent and accepted")
+    webhook_failures: bool | None = Field(default=None, description="webhook endpoints failing or disabled")
+    billing: bool | None = Field(default=None, description="invoices issued")
+    weekly_digest: bool | None = Field(default=None, description="a weekly summary of the organization's messaging")
 
 
 class NotificationPreferences(BaseModel):
     """A member's e-mail notification preferences."""
 
     user_id: str
-    user_email: str
+    user_email: str = Field(description="The member's e-mail address")
     role: str = Field(description="The member's role, whose defaults apply to topics not set")
-    emails: EmailTopics
+    emails: EmailTopics = Field(description="Which e-mails the member gets")
     customized: bool = Field(description="false while the member has the defaults of their role")
-    updated_at: str | None = None
+    updated_at: str | None = Field(default=None, description="When the member's preferences last changed")
     version: int
 
     openapi_examples = (
@@ -150,6 +152,6 @@ class NotificationPreferences(BaseModel):
 class NotificationPreferencesPut(Strict):
     """Replaces the member's preferences: topics left out go back to the defaults of the member's role."""
 
-    emails: EmailTopicsUpdate
+    emails: EmailTopicsUpdate = Field(description="Topics to set; left out: the role's default")
 
     openapi_examples = ({"emails": {"weekly_digest": False, "billing": True}},)

@@ -44,7 +44,9 @@ class OAuthStart(Strict):
     graph_base_url: str | None = Field(
         default=None, min_length=8, max_length=300, description="local and test stages only (a fake Graph API)"
     )
-    channel_name: Name | None = Field(default=None, min_length=1, max_length=100)
+    channel_name: Name | None = Field(
+        default=None, min_length=1, max_length=100, description="The name of the channel it creates"
+    )
 
     openapi_examples = (
         {"redirect_uri": "https://app.example.com/whatsapp/callback", "channel_name": "WhatsApp (Cloud API)"},
@@ -68,10 +70,10 @@ class SignupEvent(Strict):
     """The `message` event the embedded signup posts to the page (`type: WA_EMBEDDED_SIGNUP`), forwarded as is."""
 
     progress_id: str = _progress_id()
-    type: Literal["WA_EMBEDDED_SIGNUP"] = "WA_EMBEDDED_SIGNUP"
-    event: SignupEventName
-    data: SignupEventData = Field(default_factory=SignupEventData)
-    version: str | int | None = None
+    type: Literal["WA_EMBEDDED_SIGNUP"] = Field(default="WA_EMBEDDED_SIGNUP", description="Always `WA_EMBEDDED_SIGNUP`")
+    event: SignupEventName = Field(description="What the signup reports")
+    data: SignupEventData = Field(default_factory=SignupEventData, description="The event's data")
+    version: str | int | None = Field(default=None, description="The event's version")
 
     openapi_examples = (
         {
@@ -139,49 +141,49 @@ class ProgressStep(Strict):
 class Step(BaseModel):
     """One step of an onboarding flow and how it went."""
 
-    name: StepName
-    status: StepStatus
-    completed_at: str | None = None
-    error: str | None = None
+    name: StepName = Field(description="The step")
+    status: StepStatus = Field(description="`pending`, `done`, `skipped` or `failed`")
+    completed_at: str | None = Field(default=None, description="When it was done")
+    error: str | None = Field(default=None, description="Why it failed")
 
 
 class StepError(BaseModel):
     """The last error of a flow: the step, the code answered, and Graph's own codes."""
 
-    step: str
-    code: str
-    message: str
-    provider_code: int | None = None
-    provider_subcode: int | None = None
-    support_label: str | None = None
-    at: str
+    step: str = Field(description="The step that failed")
+    code: str = Field(description="The error code the step answered with")
+    message: str = Field(description="What went wrong")
+    provider_code: int | None = Field(default=None, description="Graph's error code")
+    provider_subcode: int | None = Field(default=None, description="Graph's error subcode")
+    support_label: str | None = Field(default=None, description="key of the /v1/waba/labels/support entry")
+    at: str = Field(description="When it happened")
 
 
 class SignupEventRecord(BaseModel):
     """An embedded signup event received for the flow."""
 
-    event: str
-    received_at: str
-    current_step: str | None = None
-    error_message: str | None = None
+    event: str = Field(description="FINISH, FINISH_ONLY_WABA, CANCEL or ERROR")
+    received_at: str = Field(description="When it was received")
+    current_step: str | None = Field(default=None, description="The signup's step when it was cancelled or failed")
+    error_message: str | None = Field(default=None, description="The signup's error text")
 
 
 class PhoneNumberInfo(BaseModel):
     """A phone number of the business account, as Graph reports it."""
 
-    id: str
-    display_phone_number: str | None = None
-    verified_name: str | None = None
-    quality_rating: str | None = None
-    code_verification_status: str | None = None
+    id: str = Field(description="The phone number id (Graph)")
+    display_phone_number: str | None = Field(default=None, description="The number as Meta shows it")
+    verified_name: str | None = Field(default=None, description="The display name Meta verified")
+    quality_rating: str | None = Field(default=None, description="Meta's quality rating")
+    code_verification_status: str | None = Field(default=None, description="Whether the number was verified")
 
 
 class TemplateSummary(BaseModel):
     """The business account's message templates, counted by status."""
 
-    count: int
-    by_status: dict[str, int]
-    has_more: bool = False
+    count: int = Field(description="Templates found")
+    by_status: dict[str, int] = Field(description="Templates by approval status")
+    has_more: bool = Field(default=False, description="More than the count read")
 
 
 class Progress(BaseModel):
@@ -189,30 +191,32 @@ class Progress(BaseModel):
 
     id: str
     organization_id: str
-    status: FlowStatus
-    next_step: StepName | None
-    steps: list[Step]
-    app_id: str
-    config_id: str | None = None
-    redirect_uri: str | None = None
-    channel_name: str | None = None
-    business_id: str | None = None
-    waba_id: str | None = None
-    phone_number_id: str | None = None
-    phone_numbers: list[PhoneNumberInfo] = []
-    granted_scopes: list[str] = []
-    token_obtained: bool = False
-    token_expires_at: str | None = None
-    waba: dict[str, Any] | None = None
-    phone: dict[str, Any] | None = None
-    templates: TemplateSummary | None = None
-    channel_id: str | None = None
-    last_error: StepError | None = None
-    events: list[SignupEventRecord] = []
+    status: FlowStatus = Field(description="`started`, `in_progress`, `completed`, `canceled` or `failed`")
+    next_step: StepName | None = Field(description="The step to call next; null when it ended")
+    steps: list[Step] = Field(description="Every step and how it went")
+    app_id: str = Field(description="The Meta app")
+    config_id: str | None = Field(default=None, description="The embedded signup configuration")
+    redirect_uri: str | None = Field(default=None, description="Where Meta's dialog returns (redirect flow)")
+    channel_name: str | None = Field(default=None, description="The name of the channel it creates")
+    business_id: str | None = Field(default=None, description="The Meta business (Graph id)")
+    waba_id: str | None = Field(default=None, description="The WhatsApp Business Account (Graph id)")
+    phone_number_id: str | None = Field(default=None, description="The phone number (Graph id)")
+    phone_numbers: list[PhoneNumberInfo] = Field(default=[], description="The account's numbers")
+    granted_scopes: list[str] = Field(default=[], description="Permissions the business granted")
+    token_obtained: bool = Field(default=False, description="Whether the business token is stored (never shown)")
+    token_expires_at: str | None = Field(
+        default=None, description="When the business token expires; null when it does not"
+    )
+    waba: dict[str, Any] | None = Field(default=None, description="The account's details from Graph")
+    phone: dict[str, Any] | None = Field(default=None, description="The number's details from Graph")
+    templates: TemplateSummary | None = Field(default=None, description="The account's message templates, counted")
+    channel_id: str | None = Field(default=None, description="The channel it created, once completed")
+    last_error: StepError | None = Field(default=None, description="The last error of the flow")
+    events: list[SignupEventRecord] = Field(default=[], description="Embedded signup events received")
     created_at: str
     updated_at: str
-    expires_at: str
-    completed_at: str | None = None
+    expires_at: str = Field(description="An unfinished flow ends then")
+    completed_at: str | None = Field(default=None, description="When it completed")
     version: int
 
     openapi_examples = (
@@ -265,14 +269,14 @@ class OnboardingError(BaseModel):
 
     id: str
     progress_id: str
-    step: str
+    step: str = Field(description="The step that met it")
     code: str = Field(description="the error code the step answered with (provider_rejected, …) or signup_error")
     message: str = Field(description="the provider's own message")
-    http_status: int | None = None
-    provider_code: int | None = None
-    provider_subcode: int | None = None
-    provider_type: str | None = None
-    fbtrace_id: str | None = None
+    http_status: int | None = Field(default=None, description="Graph's HTTP status")
+    provider_code: int | None = Field(default=None, description="Graph's error code")
+    provider_subcode: int | None = Field(default=None, description="Graph's error subcode")
+    provider_type: str | None = Field(default=None, description="Graph's error type")
+    fbtrace_id: str | None = Field(default=None, description="Graph's trace id, for Meta support")
     support_label: str | None = Field(default=None, description="key of the /v1/waba/labels/support entry")
     error_id: str | None = Field(default=None, description="ERROR events: the embedded signup's error id")
     session_id: str | None = Field(default=None, description="ERROR events: the embedded signup's session id")
@@ -298,21 +302,21 @@ class OnboardingError(BaseModel):
 class GraphCode(BaseModel):
     """A Graph API error code (and subcode) a support label covers."""
 
-    code: int
-    subcode: int | None = None
-    title: str
+    code: int = Field(description="Graph's error code")
+    subcode: int | None = Field(default=None, description="Graph's error subcode; null: every subcode")
+    title: str = Field(description="What Graph means by it")
 
 
 class SupportLabel(BaseModel):
     """A kind of onboarding error, what it means and what to do about it."""
 
-    key: str
-    name: str
-    description: str
+    key: str = Field(description="The label's key (`support_label` of errors)")
+    name: str = Field(description="A short title")
+    description: str = Field(description="What happened")
     action: str = Field(description="what the business or the operator does about it")
-    retryable: bool
-    steps: list[StepName]
-    graph_codes: list[GraphCode]
+    retryable: bool = Field(description="Whether trying again can work")
+    steps: list[StepName] = Field(description="The steps it can happen at")
+    graph_codes: list[GraphCode] = Field(description="The Graph errors it covers")
 
     openapi_examples = (
         {

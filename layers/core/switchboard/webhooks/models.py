@@ -59,11 +59,11 @@ class Endpoint(BaseModel):
     filter_types: list[str] = Field(default_factory=list, description="Subscribed event types; empty = every event")
     enabled: bool
     disabled_reason: str | None = Field(default=None, description="gone (410), failing (5 days) or manual")
-    disabled_at: str | None = None
-    secret_rotated_at: str | None = None
-    last_success_at: str | None = None
+    disabled_at: str | None = Field(default=None, description="When it was disabled")
+    secret_rotated_at: str | None = Field(default=None, description="When the secret was last rotated")
+    last_success_at: str | None = Field(default=None, description="The last delivery it answered with 2xx")
     failing_since: str | None = Field(default=None, description="The first failure of the current failure streak")
-    consecutive_failures: int = 0
+    consecutive_failures: int = Field(default=0, description="Failed attempts in a row")
     created_at: str
     updated_at: str
 
@@ -153,7 +153,7 @@ class TestDelivery(BaseModel):
     event_type: str
     endpoint_id: str
     delivery_id: str
-    sent_at: str
+    sent_at: str = Field(description="When the test event was queued")
 
     openapi_examples = (
         {
@@ -171,7 +171,9 @@ class AlertingSettings(BaseModel):
 
     emails: list[str] = Field(default_factory=list, description="Addresses e-mailed about failing endpoints")
     failure_threshold: int = Field(description="Consecutive failed attempts of an endpoint before the e-mails go out")
-    updated_at: str | None = None
+    updated_at: str | None = Field(
+        default=None, description="When the settings were last changed; null while they are the defaults"
+    )
 
     openapi_examples = (
         {"emails": ["oncall@example.com"], "failure_threshold": 10, "updated_at": "2026-11-21T09:45:00.000Z"},
@@ -198,11 +200,13 @@ class Delivery(BaseModel):
         description="`pending` (queued), `retrying` (failed, another attempt is scheduled), `succeeded`, "
         "`exhausted` (every attempt failed; retry by API) or `canceled`"
     )
-    attempt_count: int = 0
-    next_attempt_at: str | None = None
-    last_attempt_at: str | None = None
-    last_status_code: int | None = None
-    last_error: str | None = None
+    attempt_count: int = Field(default=0, description="Attempts made so far")
+    next_attempt_at: str | None = Field(default=None, description="When the next attempt is due; null when none is")
+    last_attempt_at: str | None = Field(default=None, description="When the last attempt was made")
+    last_status_code: int | None = Field(default=None, description="The receiver's status code at the last attempt")
+    last_error: str | None = Field(
+        default=None, description="Why the last attempt failed (timeout, connection error, …)"
+    )
     payload: dict[str, Any] = Field(default_factory=dict, description="The flat event body")
     created_at: str
     updated_at: str
@@ -237,12 +241,14 @@ class Attempt(BaseModel):
     delivery_id: str
     endpoint_id: str
     attempt: int = Field(description="1 for the first attempt")
-    status: Literal["succeeded", "failed"]
+    status: Literal["succeeded", "failed"] = Field(description="`succeeded` on a 2xx")
     trigger: Literal["scheduled", "manual"] = Field(description="`manual`: a retry asked for by API")
-    url: str
+    url: str = Field(description="The URL the attempt was sent to")
     status_code: int | None = Field(default=None, description="The receiver's HTTP status; null on no answer")
-    duration_ms: int
-    error: str | None = None
+    duration_ms: int = Field(description="How long the receiver took to answer")
+    error: str | None = Field(
+        default=None, description="Why it failed, when there was no answer (timeout, connection error, …)"
+    )
     response: str | None = Field(default=None, description="The first KiB of the response body")
     created_at: str
 
@@ -278,7 +284,7 @@ class RecoverResult(BaseModel):
     """The background job that re-sends an endpoint's failed deliveries."""
 
     endpoint_id: str
-    since: str
+    since: str = Field(description="Deliveries created at or after this are retried")
     job_id: str = Field(description="The background job that requeues the deliveries, page by page")
     status: str = Field(description="The job's status: `running` when answered")
     requeued: int = Field(description="Deliveries requeued when answered (the job's progress counts the rest)")
