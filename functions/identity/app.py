@@ -7,6 +7,7 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Annotated
 
 from aws_lambda_powertools.event_handler.openapi.params import Body, Query
+from pydantic import Field
 
 from switchboard import audit, clock
 from switchboard.api.app import create_resolver, make_handler
@@ -42,7 +43,7 @@ def _list[T](items: list[T]) -> ListData[T]:
 class EventAccepted(BaseModel):
     """The id of the recorded event."""
 
-    id: str
+    id: str = Field(description="The recorded event's id")
 
     openapi_examples = ({"id": "fpe_01jd86b1c2d3e4f5g6h7j8k9mn"},)
 
@@ -50,8 +51,8 @@ class EventAccepted(BaseModel):
 class SessionsEnded(BaseModel):
     """The new password is set; how many sessions it ended."""
 
-    password_reset: bool
-    sessions_ended: int
+    password_reset: bool = Field(description="Always true")
+    sessions_ended: int = Field(description="How many of the user's sessions ended")
 
     openapi_examples = ({"password_reset": True, "sessions_ended": 2},)
 

@@ -50,9 +50,13 @@ def _list[T](items: list[T]) -> ListData[T]:
     return ListData(data=items, meta=Meta(has_more=False, limit=len(items), total=len(items)))
 
 
-def _example(description: str, data: dict[str, Any]) -> dict[int, Any]:
-    """The documented 200 of a route that answers a free-form document, with an example of it."""
-    content = {"model": Data[dict[str, Any]], "examples": {"example": {"value": {"data": data}}}}
+def _example(description: str, data: dict[str, Any] | list[dict[str, Any]]) -> dict[int, Any]:
+    """The documented 200 of a route that answers a free-form document (or a page of them), with an example."""
+    if isinstance(data, list):
+        page = {"data": data, "meta": {"has_more": False, "limit": 20}}
+        content = {"model": ListData[dict[str, Any]], "examples": {"example": {"value": page}}}
+    else:
+        content = {"model": Data[dict[str, Any]], "examples": {"example": {"value": {"data": data}}}}
     return {200: {"description": description, "content": {"application/json": content}}}
 
 
@@ -740,6 +744,19 @@ def block_on_channel(channelID: str, body: Annotated[models.BlockOnChannel, Body
 @app.get(
     "/v1/channels/<channelID>/contacts",
     middlewares=requires("viewer"),
+    responses=_example(
+        "A page of contacts",
+        [
+            {
+                "id": "ct_01jd80a0z9y8x7w6v5t4s3r2qp",
+                "organization_id": "org_01jd7zp1a2b3c4d5e6f7g8h9jk",
+                "name": "Ada",
+                "phone": "15550100188",
+                "created_at": "2026-11-21T10:02:00.000Z",
+                "updated_at": "2026-11-21T10:02:00.000Z",
+            }
+        ],
+    ),
     tags=CH,
     summary="List a channel's contacts",
     description=(

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from aws_lambda_powertools.event_handler import Response
+from pydantic import Field
 
 from switchboard import __version__
 from switchboard.api.app import PUBLIC, create_resolver, make_handler
@@ -22,7 +23,7 @@ app = create_resolver()
 class Health(BaseModel):
     """The function is alive."""
 
-    status: str
+    status: str = Field(description="Always `ok`")
 
     openapi_examples = ({"status": "ok"},)
 
@@ -30,8 +31,8 @@ class Health(BaseModel):
 class Ready(BaseModel):
     """The service can reach what it needs."""
 
-    status: str
-    checks: dict[str, str]
+    status: str = Field(description="`ready`")
+    checks: dict[str, str] = Field(description="Each dependency checked and its state")
 
     openapi_examples = ({"status": "ready", "checks": {"table": "ok"}},)
 
@@ -39,8 +40,8 @@ class Ready(BaseModel):
 class Version(BaseModel):
     """The deployed build."""
 
-    version: str
-    commit: str
+    version: str = Field(description="The API's version")
+    commit: str = Field(description="The deployed commit")
     stage: str
 
     openapi_examples = ({"version": "1.8.0", "commit": "7313af4", "stage": "prod"},)

@@ -59,11 +59,13 @@ class SignupEventData(Strict):
     waba_id: str | None = _graph_id()
     phone_number_id: str | None = _graph_id()
     business_id: str | None = _graph_id()
-    current_step: str | None = Field(default=None, max_length=100)
-    error_message: str | None = Field(default=None, max_length=1000)
-    error_id: str | None = Field(default=None, max_length=64)
-    session_id: str | None = Field(default=None, max_length=128)
-    timestamp: str | int | None = None
+    current_step: str | None = Field(
+        default=None, max_length=100, description="The signup's step when it was cancelled or failed"
+    )
+    error_message: str | None = Field(default=None, max_length=1000, description="The signup's error text")
+    error_id: str | None = Field(default=None, max_length=64, description="The signup's error id (ERROR)")
+    session_id: str | None = Field(default=None, max_length=128, description="The signup's session id (ERROR)")
+    timestamp: str | int | None = Field(default=None, description="When the signup posted it")
 
 
 class SignupEvent(Strict):

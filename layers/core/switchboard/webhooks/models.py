@@ -100,8 +100,8 @@ class EndpointWithSecret(Endpoint):
 class WebhookSettings(BaseModel):
     """The organization's endpoints and the event types they can subscribe to."""
 
-    endpoints: list[Endpoint]
-    event_types: list[EventType]
+    endpoints: list[Endpoint] = Field(description="The organization's endpoints")
+    event_types: list[EventType] = Field(description="Every event type an endpoint can subscribe to")
 
     openapi_examples = (
         {"endpoints": list(Endpoint.openapi_examples), "event_types": list(EventType.openapi_examples)},
