@@ -168,6 +168,21 @@ def test_a_message_its_first_status_and_its_event_carry_one_time(api: Api, chann
     assert messages.get_item(store, org, received.message_id)["created_at"] == new["occurred_at"]
 
 
+def test_message_actions_record_their_change_on_the_message(api: Api, channel: dict):
+    """`text` is a DynamoDB reserved word: the edit wrote `SET text = :text` and answered 500."""
+    msg = _send(api, channel)
+    assert messages.deliver(get_store(), api.org_id, msg["id"]) == "sent"
+    edited = api.post("/v1/messages/edit", json={"message_id": msg["id"], "text": "hi again"})
+    assert edited.status_code == 200, edited.text
+    assert edited.json()["data"]["text"] == "hi again" and edited.json()["data"]["action"] == "edit"
+    assert messages.get_item(get_store(), api.org_id, msg["id"])["text"] == "hi again"
+    reacted = api.post("/v1/messages/react", json={"message_id": msg["id"], "emoji": "👍"})
+    assert reacted.status_code == 200 and reacted.json()["data"]["reaction"] == "👍"
+    assert api.post("/v1/messages/read", json={"message_id": msg["id"]}).status_code == 200
+    deleted = api.post("/v1/messages/delete", json={"message_id": msg["id"]})
+    assert deleted.status_code == 200 and messages.get_item(get_store(), api.org_id, msg["id"])["deleted"] is True
+
+
 def test_failed_replaces_only_pending_or_sent():
     assert status.allowed_from("failed") == ["pending", "sent"]
     assert status.allowed_from("read") == ["pending", "sent", "delivered"]

@@ -74,3 +74,50 @@ def test_a_route_with_a_body_documents_415():
     assert with_body
     assert all("415" in op["responses"] for op in with_body)
     assert "415" not in doc["paths"]["/v1/health"]["get"]["responses"]
+
+
+def _string_nodes(node: Any):
+    if isinstance(node, dict):
+        if node.get("type") == "string":
+            yield node
+        for key in ("anyOf", "items"):
+            branches = node.get(key)
+            for branch in branches if isinstance(branches, list) else [branches] if branches else []:
+                yield from _string_nodes(branch)
+
+
+def test_a_trimmed_string_documents_its_minimum_length_after_trimming():
+    """Request strings are trimmed before their length is checked: `minLength: 3` alone says `"   "` passes."""
+    import re
+
+    from switchboard.messaging.models import PairingCodeRequest
+
+    doc = build_openapi(FUNCTIONS)
+    checked = 0
+    for schema in doc["components"]["schemas"].values():
+        if schema.get("additionalProperties") is not False:  # request bodies (Strict) only
+            continue
+        for prop in schema.get("properties", {}).values():
+            for node in _string_nodes(prop):
+                if node.get("minLength", 0) >= 1 and "enum" not in node:
+                    checked += 1
+                    assert "pattern" in node, node
+                    assert not re.search(node["pattern"], " " * (node["minLength"] + 3)), node
+    assert checked > 50
+    pattern = PairingCodeRequest.model_json_schema()["properties"]["phone_number"]["pattern"]
+    for text, fits in (("  12  ", False), (" 123 ", True), ("1 2", True)):
+        assert bool(re.search(pattern, text)) is fits
+        assert (len(text.strip()) >= 3) is fits  # what the server counts (str_strip_whitespace)
+
+
+def test_a_webhook_url_documents_https_on_create_and_update():
+    import re
+
+    schemas = build_openapi(FUNCTIONS)["components"]["schemas"]
+    for name in ("EndpointCreate", "EndpointUpdate"):
+        (url,) = list(_string_nodes(schemas[name]["properties"]["url"]))
+        assert re.search(url["pattern"], "https://hooks.example.com/x"), name
+        assert re.search(url["pattern"], " HTTPS://hooks.example.com/x"), name  # trimmed, scheme in any case
+        assert not re.search(url["pattern"], "http://hooks.example.com/x"), name
+    emails = schemas["AlertingSettingsUpdate"]["properties"]["emails"]["items"]
+    assert emails["format"] == "email"

@@ -11,11 +11,51 @@ from pydantic import AfterValidator, ConfigDict, Field, ValidationInfo, field_va
 from pydantic import BaseModel as _PydanticModel
 from pydantic_core import PydanticCustomError
 
+# Fields that mean the same in every model, described once: a field's own `description` wins.
+COMMON_FIELDS = {
+    "id": "Unique id of this resource",
+    "organization_id": "The organization it belongs to (`org_…`)",
+    "created_at": "When it was created (ISO 8601, UTC)",
+    "updated_at": "When it last changed (ISO 8601, UTC)",
+    "expires_at": "When it expires (ISO 8601, UTC)",
+    "version": "Increases by one with every change",
+    "channel_id": "The channel's id (`ch_…`)",
+    "contact_id": "The contact's id (`ct_…`)",
+    "conversation_id": "The conversation's id (`cv_…`)",
+    "user_id": "The user's id (`usr_…`)",
+    "team_id": "The team's id",
+    "message_id": "The message's id",
+    "endpoint_id": "The webhook endpoint's id",
+    "delivery_id": "The webhook delivery's id: the `webhook-id` of its attempts",
+    "event_id": "The event's id",
+    "event_type": "The event's name (`message.sent`, …)",
+    "progress_id": "The onboarding flow's id (`wbp_…`)",
+    "user_email": "The user's e-mail address",
+    "user_name": "The user's name",
+    "email": "E-mail address",
+    "name": "Display name",
+    "enabled": "Whether it is active",
+}
+
+
+def _document_examples(schema: dict[str, Any], model: type[Any]) -> None:
+    """`json_schema_extra` of every model: the model's own `openapi_examples` (a ClassVar, not inherited: a subclass
+    with more required fields documents its own) become the schema's `examples`; fields of COMMON_FIELDS without a
+    description of their own get that one."""
+    examples = model.__dict__.get("openapi_examples")
+    if examples:
+        schema["examples"] = list(examples)
+    for name, prop in schema.get("properties", {}).items():
+        if name in COMMON_FIELDS and "description" not in prop:
+            prop["description"] = COMMON_FIELDS[name]
+
 
 class BaseModel(_PydanticModel):
-    """Schemas are built on first use, not at import: a cold start pays only for the models its route needs."""
+    """Schemas are built on first use, not at import: a cold start pays only for the models its route needs.
+    `openapi_examples`: whole-object examples for the document (each must validate against the model's schema)."""
 
-    model_config = ConfigDict(defer_build=True)
+    model_config = ConfigDict(defer_build=True, json_schema_extra=_document_examples)
+    openapi_examples: ClassVar[tuple[dict[str, Any], ...]] = ()
 
 
 def _members(annotation: Any) -> set[Any]:
@@ -48,10 +88,29 @@ def _given(schema: dict[str, Any], model: type[Any], name: str) -> dict[str, Any
     return {"type": kinds[0]} if len(kinds) == 1 and isinstance(kinds[0], str) else {"not": {"type": "null"}}
 
 
+def _stripped_min_length(node: dict[str, Any]) -> None:
+    """Request strings are trimmed before their length is checked (`Strict`), so `minLength: n` alone would promise
+    that n spaces pass: a `pattern` says the trimmed text has at least n characters (joined by look-ahead to a
+    pattern the field already has)."""
+    for branch in node.get("anyOf", ()):
+        _stripped_min_length(branch)
+    if isinstance(node.get("items"), dict):
+        _stripped_min_length(node["items"])
+    size = node.get("minLength", 0)
+    if node.get("type") != "string" or size < 1:
+        return
+    text = r"\S" if size == 1 else rf"\S[\s\S]{{{size - 2},}}\S"
+    node["pattern"] = f"(?=[\\s\\S]*{text}){node['pattern']}" if "pattern" in node else text
+
+
 def _document_choices(schema: dict[str, Any], model: type[Any]) -> None:
     """`json_schema_extra` of request models: each `exactly_one_of` group (declared on the model or a base of it, and
     checked by its own validator) is documented as a `oneOf`, so the document states the rule the validator applies.
-    A field counts as given when present and not null (a boolean: when `true`), as the validators count it."""
+    A field counts as given when present and not null (a boolean: when `true`), as the validators count it. Also the
+    model's examples, and each trimmed string's `minLength` as a pattern (`_stripped_min_length`)."""
+    _document_examples(schema, model)
+    for prop in schema.get("properties", {}).values():
+        _stripped_min_length(prop)
     groups: list[tuple[str, ...]] = []
     for klass in reversed(model.__mro__):
         for group in klass.__dict__.get("exactly_one_of", ()):

@@ -22,65 +22,145 @@ Visibility = Literal["everyone", "contacts", "nobody"]
 
 
 class AvatarUpload(Strict):
+    """Body of `POST /v1/users/me/avatar`: the image to upload."""
+
     content_type: Literal["image/png", "image/jpeg", "image/webp"]
     size: int = Field(gt=0, le=AVATAR_MAX_BYTES, description="bytes")
 
+    openapi_examples = ({"content_type": "image/png", "size": 20480},)
+
 
 class AvatarUploadTicket(BaseModel):
-    upload_url: str
-    method: str = "PUT"
-    headers: dict[str, str]
-    expires_at: Timestamp
-    image: str
+    """A presigned S3 PUT for the avatar; `image` is the avatar's URL once uploaded."""
+
+    upload_url: str = Field(description="PUT the image here before `expires_at`")
+    method: str = Field(default="PUT", description="Always `PUT`")
+    headers: dict[str, str] = Field(description="Headers the upload must carry")
+    expires_at: Timestamp = Field(description="The upload URL stops working then")
+    image: str = Field(description="The avatar's URL once uploaded")
+
+    openapi_examples = (
+        {
+            "upload_url": "https://switchboard-media.s3.amazonaws.com/avatars/usr_01jd7zn5m4l3k2j1h0g9f8e7dc",
+            "method": "PUT",
+            "headers": {"Content-Type": "image/png"},
+            "expires_at": "2026-11-21T10:15:00.000Z",
+            "image": "https://media.example.com/avatars/usr_01jd7zn5m4l3k2j1h0g9f8e7dc.png",
+        },
+    )
 
 
 class AvatarLink(BaseModel):
-    url: str
-    expires_at: Timestamp
+    """A short-lived link to the signed-in user's avatar."""
+
+    url: str = Field(description="A short-lived link to the image")
+    expires_at: Timestamp = Field(description="The link stops working then")
+
+    openapi_examples = (
+        {
+            "url": "https://media.example.com/avatars/usr_01jd7zn5m4l3k2j1h0g9f8e7dc.png?sig=…",
+            "expires_at": "2026-11-21T11:00:00.000Z",
+        },
+    )
 
 
 class Privacy(Strict):
-    last_seen: Visibility = "everyone"
-    profile_photo: Visibility = "everyone"
-    about: Visibility = "everyone"
-    read_receipts: bool = True
-    groups_add: Visibility = "everyone"
+    """Who may see the signed-in user's presence and profile."""
+
+    last_seen: Visibility = Field(default="everyone", description="Who sees when the user was last online")
+    profile_photo: Visibility = Field(default="everyone", description="Who sees the avatar")
+    about: Visibility = Field(default="everyone", description="Who sees the about text")
+    read_receipts: bool = Field(default=True, description="Send read receipts")
+    groups_add: Visibility = Field(default="everyone", description="Who may add the user to groups")
+
+    openapi_examples = (
+        {
+            "last_seen": "contacts",
+            "profile_photo": "everyone",
+            "about": "contacts",
+            "read_receipts": True,
+            "groups_add": "contacts",
+        },
+    )
 
 
 class BlockCreate(Strict):
+    """Body of `POST /v1/users/me/blocks`."""
+
     user_ref: str = Field(min_length=1, max_length=320, description="a user id (usr_…) or an e-mail")
+
+    openapi_examples = ({"user_ref": "grace@example.com"},)
 
 
 class BlockedUser(BaseModel):
+    """A user the signed-in user blocked."""
+
     user_id: str
-    name: str
-    email: str
-    blocked_at: Timestamp
+    name: str = Field(description="The blocked user's name")
+    email: str = Field(description="The blocked user's e-mail address")
+    blocked_at: Timestamp = Field(description="When they were blocked")
+
+    openapi_examples = (
+        {
+            "user_id": "usr_01jd86c1d2e3f4g5h6j7k8m9np",
+            "name": "Grace Hopper",
+            "email": "grace@example.com",
+            "blocked_at": "2026-11-21T10:00:00.000Z",
+        },
+    )
 
 
-class Contact(BaseModel):
+class UserContact(BaseModel):
+    """Another member of the signed-in user's organizations (not a CRM contact)."""
+
     user_id: str
-    name: str
-    email: str
-    image: str
-    organizations: list[str]
+    name: str = Field(description="The user's name")
+    email: str = Field(description="The user's e-mail address")
+    image: str = Field(description="The user's avatar URL (empty when none)")
+    organizations: list[str] = Field(description="The organizations the two users share")
+
+    openapi_examples = (
+        {
+            "user_id": "usr_01jd86c1d2e3f4g5h6j7k8m9np",
+            "name": "Grace Hopper",
+            "email": "grace@example.com",
+            "image": "",
+            "organizations": ["org_01jd7zp1a2b3c4d5e6f7g8h9jk"],
+        },
+    )
 
 
 class LookupRequest(Strict):
-    email: EmailStr | None = None
-    phone: str | None = Field(default=None, min_length=3, max_length=32)
-    channel_id: str | None = Field(default=None, min_length=1, max_length=64)
+    """Body of `POST /v1/users/lookup/check` and `/info`: exactly one of `email` or `phone`."""
+
+    email: EmailStr | None = Field(default=None, description="An e-mail address to look up")
+    phone: str | None = Field(
+        default=None, min_length=3, max_length=32, description="A phone number to look up (any common form)"
+    )
+    channel_id: str | None = Field(default=None, min_length=1, max_length=64, description="The channel for a phone")
     exactly_one_of = (("email", "phone"),)  # checked in lookup
+
+    openapi_examples = ({"email": "grace@example.com"},)
 
 
 class LookupCheck(BaseModel):
-    exists: bool
+    """Whether the looked-up user exists."""
+
+    exists: bool = Field(description="Whether the user was found")
+
+    openapi_examples = ({"exists": True},)
 
 
 class LookupInfo(LookupCheck):
-    user_id: str | None = None
-    name: str | None = None
-    image: str | None = None
+    """The looked-up user's public profile, when found."""
+
+    user_id: str | None = Field(default=None, description="The found user's id")
+    name: str | None = Field(default=None, description="The found user's name")
+    image: str | None = Field(default=None, description="The found user's avatar URL")
+
+    openapi_examples = (
+        {"exists": True, "user_id": "usr_01jd86c1d2e3f4g5h6j7k8m9np", "name": "Grace Hopper", "image": None},
+    )
 
 
 def _doc_key(user_id: str, name: str) -> dict[str, str]:
@@ -171,11 +251,11 @@ def blocklist(store: Store, auth: AuthContext) -> list[BlockedUser]:
     return [BlockedUser.model_validate(r) for r in rows]
 
 
-def contacts(store: Store, auth: AuthContext) -> list[Contact]:
+def contacts(store: Store, auth: AuthContext) -> list[UserContact]:
     """People who share an organization with the user (minus blocked ones)."""
     me = require_user(auth)
     blocked = {b.user_id for b in blocklist(store, auth)}
-    seen: dict[str, Contact] = {}
+    seen: dict[str, UserContact] = {}
     for membership in repository.user_memberships(store, me):
         org_id = membership["organization_id"]
         for m in store.query_all(keys.org_pk(org_id), sk_prefix="MEMBER#"):
@@ -185,7 +265,7 @@ def contacts(store: Store, auth: AuthContext) -> list[Contact]:
             if uid in seen:
                 seen[uid].organizations.append(org_id)
             else:
-                seen[uid] = Contact(
+                seen[uid] = UserContact(
                     user_id=uid,
                     name=m.get("user_name") or "",
                     email=m.get("user_email") or "",

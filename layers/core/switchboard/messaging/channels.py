@@ -320,12 +320,14 @@ def status(store: Store, auth: AuthContext, channel_id: str) -> models.ChannelSt
     live = adapter.status()
     if item["platform"] == "whatsapp_web" and live != item["status"]:
         item = record_session_status(store, item, SessionStatus(live, live.upper()))
-    return models.ChannelStatusView(
-        channel_id=item["id"],
-        status=live,
-        is_active=item["is_active"],
-        last_connected_at=item.get("last_connected_at"),
-        last_error=item.get("last_error"),
+    return models.ChannelStatusView.model_validate(  # `status` is one of ChannelStatus, checked here
+        {
+            "channel_id": item["id"],
+            "status": live,
+            "is_active": item["is_active"],
+            "last_connected_at": item.get("last_connected_at"),
+            "last_error": item.get("last_error"),
+        }
     )
 
 

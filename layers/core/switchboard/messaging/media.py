@@ -33,20 +33,41 @@ MAX_UPLOAD = 16 * 1024 * 1024
 
 
 class MediaDownloadRequest(Strict):
+    """Body of `POST /v1/messages/media/download`: the media of a received message, fetched through its channel."""
+
     channel_id: str = Field(min_length=1, description="channel id")
     media_id: str = Field(min_length=1, max_length=MEDIA_ID_MAX, pattern=MEDIA_ID_PATTERN, description="media id")
     message_id: str = Field(min_length=1, description="provider message id")
     message_payload: str = Field(min_length=2, description="raw message payload that the provider download needs")
 
+    openapi_examples = (
+        {
+            "channel_id": "ch_01jd7zq4v6m3x8k2r5t9w1y0ab",
+            "media_id": "1013859600285441",
+            "message_id": "wamid.HBgLMTU1NTAxMDAxODgVAgASGBQzQTdCNUI0QjQ2RTZBNUE3RDhGNwA=",
+            "message_payload": "{}",
+        },
+    )
+
 
 class DownloadedMediaView(BaseModel):
     """The spec's Downloaded media (`data` base64)."""
 
-    media_id: str
-    data: str
-    file_name: str
-    mime_type: str
-    source_url: str
+    media_id: str = Field(description="The provider's media id")
+    data: str = Field(description="The file's bytes, base64-encoded")
+    file_name: str = Field(description="The file's name")
+    mime_type: str = Field(description="The file's MIME type")
+    source_url: str = Field(description="Where the provider served the file from")
+
+    openapi_examples = (
+        {
+            "media_id": "1013859600285441",
+            "data": "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg==",
+            "file_name": "receipt.png",
+            "mime_type": "image/png",
+            "source_url": "https://lookaside.fbsbx.com/whatsapp_business/attachments/?mid=1013859600285441",
+        },
+    )
 
 
 def download(
@@ -66,21 +87,39 @@ def download(
 
 
 class MessageRef(Strict):
+    """Body of the message actions (`delete`, `read`): the message to act on."""
+
     message_id: str = Field(min_length=1, max_length=64, description="our message id (UUID)")
+
+    openapi_examples = ({"message_id": "0193a1f2-7c4e-7b21-9d3a-5f6e7a8b9c0d"},)
 
 
 class EditRequest(MessageRef):
-    text: str = Field(min_length=1, max_length=4096)
+    """Body of `POST /v1/messages/edit`."""
+
+    text: str = Field(min_length=1, max_length=4096, description="The new text")
+
+    openapi_examples = ({"message_id": "0193a1f2-7c4e-7b21-9d3a-5f6e7a8b9c0d", "text": "Your order shipped today."},)
 
 
 class ReactRequest(MessageRef):
+    """Body of `POST /v1/messages/react`."""
+
     emoji: str = Field(min_length=0, max_length=16, description="empty removes the reaction")
+
+    openapi_examples = ({"message_id": "0193a1f3-1a2b-7c3d-8e4f-5a6b7c8d9e0f", "emoji": "👍"},)
 
 
 class PresenceRequest(Strict):
+    """Body of `POST /v1/messages/presence`."""
+
     channel_id: str = Field(min_length=1, max_length=64)
-    to: str = Field(min_length=3, max_length=64)
-    state: Literal["typing", "recording", "paused", "available", "unavailable"]
+    to: str = Field(min_length=3, max_length=64, description="The chat: a phone in any common form")
+    state: Literal["typing", "recording", "paused", "available", "unavailable"] = Field(
+        description="What the chat shows: typing, recording, paused, or the account's availability"
+    )
+
+    openapi_examples = ({"channel_id": "ch_01jd7zq4v6m3x8k2r5t9w1y0ab", "to": "15550100188", "state": "typing"},)
 
 
 def message_action(store: Store, auth: AuthContext, action: str, body: MessageRef) -> dict[str, Any]:
@@ -111,11 +150,13 @@ def message_action(store: Store, auth: AuthContext, action: str, body: MessageRe
     else:
         adapter.read(pmid)
         changes = {"read_at": clock.now_iso()}
-    sets = ", ".join(f"{k} = :{k}" for k in changes) + ", updated_at = :now"
+    # Names go through placeholders: `text` is a DynamoDB reserved word.
+    sets = ", ".join(f"#{k} = :{k}" for k in changes) + ", updated_at = :now"
     store.update(
         status_key(org, body.message_id),
         f"SET {sets}",
         condition="attribute_exists(PK)",
+        names={f"#{k}": k for k in changes},
         values={**{f":{k}": v for k, v in changes.items()}, ":now": clock.now_iso()},
         return_values="NONE",
     )
@@ -167,10 +208,19 @@ def _last_inbound(store: Store, org: str, channel_id: str, phone: str) -> str:
 
 # Uploads and assets ------------------------------------------------------------------------------------------------
 class UploadRequest(Strict):
+    """Body of `POST /v1/media/uploads`: what will be uploaded."""
+
     # The accepted types are checked in create_upload (one list, UPLOAD_TYPES); the document lists them too.
-    content_type: str = Field(min_length=3, max_length=100, json_schema_extra={"enum": [*sorted(UPLOAD_TYPES)]})
+    content_type: str = Field(
+        min_length=3,
+        max_length=100,
+        json_schema_extra={"enum": [*sorted(UPLOAD_TYPES)]},
+        description="The file's MIME type (one of the listed types)",
+    )
     size: int = Field(gt=0, le=MAX_UPLOAD, description="bytes")
-    file_name: str | None = Field(default=None, max_length=255)
+    file_name: str | None = Field(default=None, max_length=255, description="The file's name")
+
+    openapi_examples = ({"content_type": "application/pdf", "size": 48213, "file_name": "invoice-A-1042.pdf"},)
 
 
 class ImageUploadRequest(UploadRequest):
@@ -182,20 +232,51 @@ class ImageUploadRequest(UploadRequest):
         json_schema_extra={"enum": [t for t in sorted(UPLOAD_TYPES) if t.startswith("image/")]},
     )
 
+    openapi_examples = ({"content_type": "image/png", "size": 20480, "file_name": "receipt.png"},)
+
 
 class Asset(BaseModel):
-    id: str
-    content_type: str
-    size: int
-    file_name: str | None = None
+    """An uploaded media file, usable in messages as `media.asset_id`."""
+
+    id: str = Field(description="The asset's id")
+    content_type: str = Field(description="The file's MIME type")
+    size: int = Field(description="Bytes")
+    file_name: str | None = Field(default=None, description="The file's name")
     created_at: Timestamp
+
+    openapi_examples = (
+        {
+            "id": "asset_01jd81b2c3d4e5f6g7h8j9k0lm",
+            "content_type": "image/png",
+            "size": 20480,
+            "file_name": "receipt.png",
+            "created_at": "2026-11-21T10:00:00.000Z",
+        },
+    )
 
 
 class UploadTicket(Asset):
-    upload_url: str
-    method: str = "PUT"
-    headers: dict[str, str]
-    expires_at: Timestamp
+    """A presigned S3 upload: send the file with `method` to `upload_url` and the given `headers` before
+    `expires_at`."""
+
+    upload_url: str = Field(description="Send the file here before `expires_at`")
+    method: str = Field(default="PUT", description="The HTTP method of the upload (`PUT`)")
+    headers: dict[str, str] = Field(description="Headers the upload must carry")
+    expires_at: Timestamp = Field(description="The upload URL stops working then")
+
+    openapi_examples = (
+        {
+            "id": "asset_01jd81b2c3d4e5f6g7h8j9k0lm",
+            "content_type": "image/png",
+            "size": 20480,
+            "file_name": "receipt.png",
+            "created_at": "2026-11-21T10:00:00.000Z",
+            "upload_url": "https://switchboard-media.s3.amazonaws.com/org_01jd7zp1a2b3c4d5e6f7g8h9jk/asset_01JD81B2…",
+            "method": "PUT",
+            "headers": {"Content-Type": "image/png"},
+            "expires_at": "2026-11-21T10:15:00.000Z",
+        },
+    )
 
 
 def _asset_key(org: str, asset_id: str) -> dict[str, str]:
