@@ -393,18 +393,18 @@ def list_segment_members(segmentID: str, limit: Limit = 20, cursor: Cursor = Non
 
 # CDP templates ----------------------------------------------------------------------------------------------------
 @app.get("/v1/cdp/templates", middlewares=requires("viewer"), tags=TEMPLATES)
-def list_cdp_templates() -> ListData[models.Template]:
+def list_cdp_templates() -> ListData[models.CdpTemplate]:
     """Built-in templates first, then the organization's own."""
     return _list(templates.list_templates(get_store(), current_auth(app)))
 
 
 @app.post("/v1/cdp/templates", middlewares=requires("admin"), tags=TEMPLATES, status_code=201)
-def create_cdp_template(body: Annotated[models.TemplateCreate, Body()]) -> Data[models.Template]:
+def create_cdp_template(body: Annotated[models.CdpTemplateCreate, Body()]) -> Data[models.CdpTemplate]:
     return Data(data=templates.create(get_store(), current_auth(app), body))
 
 
 @app.get("/v1/cdp/templates/<templateID>", middlewares=requires("viewer"), tags=TEMPLATES)
-def get_cdp_template(templateID: str) -> Data[models.Template]:
+def get_cdp_template(templateID: str) -> Data[models.CdpTemplate]:
     return Data(data=templates.get(get_store(), current_auth(app), templateID))
 
 
@@ -415,7 +415,7 @@ def cdp_template_action(templateID: str, body: Annotated[models.TemplateAction, 
 
 
 @app.patch("/v1/cdp/templates/<templateID>", middlewares=requires("admin"), tags=TEMPLATES)
-def update_cdp_template(templateID: str, body: Annotated[models.TemplateUpdate, Body()]) -> Data[models.Template]:
+def update_cdp_template(templateID: str, body: Annotated[models.CdpTemplateUpdate, Body()]) -> Data[models.CdpTemplate]:
     return Data(data=templates.update(get_store(), current_auth(app), templateID, body))
 
 

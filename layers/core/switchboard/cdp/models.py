@@ -389,7 +389,7 @@ class TemplateSegment(Strict):
     rules: dict[str, Any]
 
 
-class TemplateCreate(Strict):
+class CdpTemplateCreate(Strict):
     name: Name = Field(min_length=1, max_length=100)
     description: str | None = Field(default=None, max_length=1000)
     custom_fields: list[FieldCreate] = Field(default_factory=list, max_length=100)
@@ -397,7 +397,7 @@ class TemplateCreate(Strict):
     segments: list[TemplateSegment] = Field(default_factory=list, max_length=50)
 
 
-class TemplateUpdate(Strict):
+class CdpTemplateUpdate(Strict):
     name: Name | None = Field(default=None, min_length=1, max_length=100)
     description: str | None = Field(default=None, max_length=1000)
     custom_fields: list[FieldCreate] | None = Field(default=None, max_length=100)
@@ -405,7 +405,7 @@ class TemplateUpdate(Strict):
     segments: list[TemplateSegment] | None = Field(default=None, max_length=50)
 
 
-class Template(BaseModel):
+class CdpTemplate(BaseModel):
     id: str
     name: str
     description: str | None = None
