@@ -12,10 +12,19 @@ from pydantic import BaseModel as _PydanticModel
 from pydantic_core import PydanticCustomError
 
 
+def _document_examples(schema: dict[str, Any], model: type[Any]) -> None:
+    """`json_schema_extra` of every model: the model's own `json_examples` (a ClassVar of JSON values, each checked
+    against the published schema by tests/contract) become the schema's `examples`. Not inherited: a subclass with
+    other fields states its own."""
+    if examples := model.__dict__.get("json_examples"):
+        schema["examples"] = list(examples)
+
+
 class BaseModel(_PydanticModel):
     """Schemas are built on first use, not at import: a cold start pays only for the models its route needs."""
 
-    model_config = ConfigDict(defer_build=True)
+    model_config = ConfigDict(defer_build=True, json_schema_extra=_document_examples)
+    json_examples: ClassVar[tuple[Any, ...]] = ()
 
 
 def _members(annotation: Any) -> set[Any]:
@@ -42,6 +51,7 @@ def _document_choices(schema: dict[str, Any], model: type[Any]) -> None:
     """`json_schema_extra` of request models: each `exactly_one_of` group (declared on the model or a base of it, and
     checked by its own validator) is documented as a `oneOf`, so the document states the rule the validator applies.
     A field counts as given when present and not null (a boolean: when `true`), as the validators count it."""
+    _document_examples(schema, model)
     groups: list[tuple[str, ...]] = []
     for klass in reversed(model.__mro__):
         for group in klass.__dict__.get("exactly_one_of", ()):
