@@ -14,10 +14,16 @@ SELECT_TYPES = ("single_select", "multi_select")
 Key = Field(min_length=1, max_length=64, pattern=r"^[a-z][a-z0-9_]{0,63}$", description="stable slug")
 Iso = Field(default=None, pattern=r"^\d{4}-\d{2}-\d{2}T")
 Properties = Annotated[dict[str, Any], Storable]  # free-form, checked storable (switchboard.models)
+# At most 100 keys, documented as `maxProperties` on the object itself (an optional field's bound would sit on the
+# union and read as `maxLength`).
+BoundedProperties = Annotated[dict[str, Any], Field(max_length=100), Storable]
 
 
 # Field definitions (custom fields of contacts and fields of object types) -------------------------------------------
 class FieldOption(Strict):
+    """One choice of a select field."""
+
+    json_examples = ({"value": "11-50", "label": "11 to 50 employees"},)
     value: str = Field(min_length=1, max_length=100)
     label: Name | None = Field(default=None, max_length=200)
 
@@ -38,6 +44,17 @@ class _FieldBody(Strict):
 
 
 class FieldCreate(_FieldBody):
+    """A new field definition (a contact custom field, or a field of an object type)."""
+
+    json_examples = (
+        {
+            "key": "company_size",
+            "label": "Company size",
+            "type": "single_select",
+            "options": [{"value": "1-10"}, {"value": "11-50"}],
+        },
+        {"key": "renewal_date", "label": "Renewal date", "type": "date", "required": False},
+    )
     key: str = Key
     label: Name = Field(min_length=1, max_length=200)
     type: FieldType
@@ -49,6 +66,7 @@ class FieldCreate(_FieldBody):
 class FieldUpdate(_FieldBody):
     """The key and the type are stable: a rename changes the label, the data stays under the key."""
 
+    json_examples = ({"label": "Team size", "options": [{"value": "1-10"}, {"value": "11-50"}, {"value": "51+"}]},)
     label: Name | None = Field(default=None, min_length=1, max_length=200)
     options: list[FieldOption] | None = Field(default=None, max_length=200)
     required: bool | None = None
@@ -56,6 +74,21 @@ class FieldUpdate(_FieldBody):
 
 
 class CustomField(BaseModel):
+    """A contact custom field: the definition of the `attributes.<key>` of every contact."""
+
+    json_examples = (
+        {
+            "id": "fld_01jd8x2b3c4d5e6f7g8h9j0k1m",
+            "key": "company_size",
+            "label": "Company size",
+            "type": "single_select",
+            "options": [{"value": "1-10", "label": None}, {"value": "11-50", "label": None}],
+            "required": False,
+            "description": None,
+            "created_at": "2026-11-21T10:00:00.000Z",
+            "updated_at": "2026-11-21T10:00:00.000Z",
+        },
+    )
     id: str
     key: str
     label: str
@@ -68,6 +101,20 @@ class CustomField(BaseModel):
 
 
 class ObjectField(BaseModel):
+    """A field of an object type, in display order (`position`)."""
+
+    json_examples = (
+        {
+            "id": "ofl_01jd8x2c3d4e5f6g7h8j9k0m1n",
+            "key": "amount",
+            "label": "Amount",
+            "type": "number",
+            "options": [],
+            "required": False,
+            "description": None,
+            "position": 1,
+        },
+    )
     id: str
     key: str
     label: str
@@ -80,6 +127,11 @@ class ObjectField(BaseModel):
 
 # Lifecycle stages -------------------------------------------------------------------------------------------------
 class StageCreate(Strict):
+    """A new lifecycle stage."""
+
+    json_examples = (
+        {"key": "customer", "name": "Customer", "description": "Paid at least once", "color": "#4caf50", "position": 4},
+    )
     key: str = Key
     name: Name = Field(min_length=1, max_length=100)
     description: str | None = Field(default=None, max_length=1000)
@@ -88,6 +140,9 @@ class StageCreate(Strict):
 
 
 class StageUpdate(Strict):
+    """The stage's fields to change (the key stays)."""
+
+    json_examples = ({"name": "Paying customer", "position": 5},)
     name: Name | None = Field(default=None, min_length=1, max_length=100)
     description: str | None = Field(default=None, max_length=1000)
     color: str | None = Field(default=None, pattern=r"^#[0-9a-fA-F]{6}$")
@@ -95,6 +150,20 @@ class StageUpdate(Strict):
 
 
 class Stage(BaseModel):
+    """A lifecycle stage of the organization's funnel; contacts name it by `key` in `lifecycle_stage`."""
+
+    json_examples = (
+        {
+            "id": "stg_01jd8x2a3b4c5d6e7f8g9h0j1k",
+            "key": "customer",
+            "name": "Customer",
+            "description": "Paid at least once",
+            "color": "#4caf50",
+            "position": 4,
+            "created_at": "2026-11-21T10:00:00.000Z",
+            "updated_at": "2026-11-21T10:00:00.000Z",
+        },
+    )
     id: str
     key: str
     name: str
@@ -106,11 +175,26 @@ class Stage(BaseModel):
 
 
 class StageSet(Strict):
+    """The stage to move a contact to."""
+
+    json_examples = ({"stage": "customer", "reason": "first order paid"}, {"stage": None})
     stage: str | None = Field(min_length=1, max_length=64, description="stage key or id; null clears the stage")
     reason: str | None = Field(default=None, max_length=500)
 
 
 class StageChange(BaseModel):
+    """One move of a contact between stages."""
+
+    json_examples = (
+        {
+            "contact_id": "ct_01jd8x1k2m3n4p5q6r7s8t9v0w",
+            "from_stage": "lead",
+            "to_stage": "customer",
+            "reason": "first order paid",
+            "changed_by": "usr_01jd8x0a1b2c3d4e5f6g7h8j9k",
+            "changed_at": "2026-11-21T10:30:00.000Z",
+        },
+    )
     contact_id: str
     from_stage: str | None = None
     to_stage: str | None = None
@@ -120,12 +204,42 @@ class StageChange(BaseModel):
 
 
 class ContactStage(BaseModel):
+    """A contact's current lifecycle stage and its history, newest first."""
+
+    json_examples = (
+        {
+            "contact_id": "ct_01jd8x1k2m3n4p5q6r7s8t9v0w",
+            "stage": {
+                "id": "stg_01jd8x2a3b4c5d6e7f8g9h0j1k",
+                "key": "customer",
+                "name": "Customer",
+                "description": "Paid at least once",
+                "color": "#4caf50",
+                "position": 4,
+                "created_at": "2026-11-21T10:00:00.000Z",
+                "updated_at": "2026-11-21T10:00:00.000Z",
+            },
+            "history": [
+                {
+                    "contact_id": "ct_01jd8x1k2m3n4p5q6r7s8t9v0w",
+                    "from_stage": "lead",
+                    "to_stage": "customer",
+                    "reason": "first order paid",
+                    "changed_by": "usr_01jd8x0a1b2c3d4e5f6g7h8j9k",
+                    "changed_at": "2026-11-21T10:30:00.000Z",
+                }
+            ],
+        },
+    )
     contact_id: str
     stage: Stage | None = None
     history: list[StageChange] = Field(default_factory=list)
 
 
 class StageCount(BaseModel):
+    """One stage's figures in the metrics window."""
+
+    json_examples = ({"stage": "customer", "name": "Customer", "contacts": 120, "entered": 14, "exited": 2},)
     stage: str
     name: str
     contacts: int
@@ -134,12 +248,25 @@ class StageCount(BaseModel):
 
 
 class Conversion(BaseModel):
+    """Contacts that moved from one stage to another in the metrics window."""
+
+    json_examples = ({"from_stage": "lead", "to_stage": "customer", "count": 9},)
     from_stage: str | None
     to_stage: str | None
     count: int
 
 
 class StageMetrics(BaseModel):
+    """Funnel figures for `[since, until]`."""
+
+    json_examples = (
+        {
+            "since": "2026-10-22T10:00:00.000Z",
+            "until": "2026-11-21T10:00:00.000Z",
+            "stages": [{"stage": "customer", "name": "Customer", "contacts": 120, "entered": 14, "exited": 2}],
+            "conversions": [{"from_stage": "lead", "to_stage": "customer", "count": 9}],
+        },
+    )
     since: str
     until: str
     stages: list[StageCount]
@@ -148,12 +275,26 @@ class StageMetrics(BaseModel):
 
 # Events and activity ----------------------------------------------------------------------------------------------
 class EventContact(Strict):
+    """The identity an event is about; a contact that owns nobody is created."""
+
+    json_examples = ({"type": "email", "value": "ada@example.com"},)
     type: Literal["phone", "whatsapp", "wa_id", "email", "external_id", "instagram"]
     value: str = Field(min_length=1, max_length=320)
     source: str | None = Field(default=None, min_length=1, max_length=64)
 
 
 class EventIn(Strict):
+    """One event about a contact, named by `contact` (an identity) or `contact_id`."""
+
+    json_examples = (
+        {
+            "event_id": "order-7781",
+            "name": "order.completed",
+            "contact": {"type": "email", "value": "ada@example.com"},
+            "properties": {"total": 129.5, "currency": "EUR"},
+            "timestamp": "2026-11-21T09:59:00Z",
+        },
+    )
     event_id: str | None = Field(default=None, min_length=1, max_length=128, pattern=r"^[A-Za-z0-9_.:\-]+$")
     name: str = Field(min_length=1, max_length=100, pattern=r"^[A-Za-z0-9_.:\- ]+$")
     contact: EventContact | None = None
@@ -170,18 +311,63 @@ class EventIn(Strict):
 
 
 class EventBatch(Strict):
+    """Up to 100 events."""
+
+    json_examples = (
+        {
+            "events": [
+                {
+                    "event_id": "order-7781",
+                    "name": "order.completed",
+                    "contact_id": "ct_01jd8x1k2m3n4p5q6r7s8t9v0w",
+                    "properties": {"total": 129.5},
+                }
+            ]
+        },
+    )
     events: list[EventIn] = Field(min_length=1, max_length=100)
 
 
 class EventResult(BaseModel):
+    """What became of one event of the batch (its `index`)."""
+
+    json_examples = (
+        {
+            "index": 0,
+            "event_id": "order-7781",
+            "status": "accepted",
+            "contact_id": "ct_01jd8x1k2m3n4p5q6r7s8t9v0w",
+            "error": None,
+        },
+    )
     index: int
     event_id: str
-    status: Literal["accepted", "duplicate", "rejected"]
+    status: Literal["accepted", "duplicate", "rejected"] = Field(
+        description="`duplicate`: an event with this `event_id` was recorded before; `rejected`: see `error`"
+    )
     contact_id: str | None = None
     error: dict[str, Any] | None = None
 
 
 class IngestResult(BaseModel):
+    """Counts and one result per event, in the order sent."""
+
+    json_examples = (
+        {
+            "accepted": 1,
+            "duplicates": 0,
+            "rejected": 0,
+            "results": [
+                {
+                    "index": 0,
+                    "event_id": "order-7781",
+                    "status": "accepted",
+                    "contact_id": "ct_01jd8x1k2m3n4p5q6r7s8t9v0w",
+                    "error": None,
+                }
+            ],
+        },
+    )
     accepted: int
     duplicates: int
     rejected: int
@@ -189,10 +375,24 @@ class IngestResult(BaseModel):
 
 
 class Activity(BaseModel):
+    """An event on a contact's timeline."""
+
+    json_examples = (
+        {
+            "id": "cev_01jd8x5a6b7c8d9e0f1g2h3j4k",
+            "event_id": "order-7781",
+            "name": "order.completed",
+            "kind": "event",
+            "contact_id": "ct_01jd8x1k2m3n4p5q6r7s8t9v0w",
+            "properties": {"total": 129.5},
+            "occurred_at": "2026-11-21T09:59:00.000Z",
+            "received_at": "2026-11-21T10:00:00.000Z",
+        },
+    )
     id: str
     event_id: str
     name: str
-    kind: str = "event"
+    kind: str = Field(default="event", description="`event` for ingested events; other kinds may be added")
     contact_id: str
     properties: Properties = Field(default_factory=dict)
     occurred_at: str
@@ -204,6 +404,28 @@ ObjectKind = Literal["custom", "deal", "task"]
 
 
 class ObjectTypeCreate(Strict):
+    """A new object type with its fields."""
+
+    json_examples = (
+        {
+            "key": "deal",
+            "name": "Deal",
+            "plural_name": "Deals",
+            "kind": "deal",
+            "status_field": "stage",
+            "display_field": "title",
+            "fields": [
+                {"key": "title", "label": "Title", "type": "text"},
+                {
+                    "key": "stage",
+                    "label": "Stage",
+                    "type": "single_select",
+                    "options": [{"value": "open"}, {"value": "won"}, {"value": "lost"}],
+                },
+                {"key": "amount", "label": "Amount", "type": "number"},
+            ],
+        },
+    )
     key: str = Key
     name: Name = Field(min_length=1, max_length=100)
     kind: ObjectKind = Field(
@@ -228,6 +450,9 @@ class ObjectTypeCreate(Strict):
 
 
 class ObjectTypeUpdate(Strict):
+    """The type's names to change (the key, the kind and the fields stay; fields have their own routes)."""
+
+    json_examples = ({"plural_name": "Opportunities"},)
     name: Name | None = Field(default=None, min_length=1, max_length=100)
     plural_name: Name | None = Field(default=None, max_length=100)
     description: str | None = Field(default=None, max_length=1000)
@@ -235,6 +460,36 @@ class ObjectTypeUpdate(Strict):
 
 
 class ObjectType(BaseModel):
+    """A kind of record linked to contacts (deals, tasks, subscriptions…) with its fields."""
+
+    json_examples = (
+        {
+            "id": "oty_01jd8x2z3y4x5w6v7t8s9r0q1p",
+            "key": "deal",
+            "name": "Deal",
+            "kind": "deal",
+            "status_field": "stage",
+            "completed_value": None,
+            "plural_name": "Deals",
+            "description": None,
+            "display_field": "title",
+            "fields": [
+                {
+                    "id": "ofl_01jd8x2c3d4e5f6g7h8j9k0m1n",
+                    "key": "title",
+                    "label": "Title",
+                    "type": "text",
+                    "options": [],
+                    "required": False,
+                    "description": None,
+                    "position": 0,
+                }
+            ],
+            "version": 1,
+            "created_at": "2026-11-21T10:00:00.000Z",
+            "updated_at": "2026-11-21T10:00:00.000Z",
+        },
+    )
     id: str
     key: str
     name: str
@@ -251,10 +506,23 @@ class ObjectType(BaseModel):
 
 
 class FieldReorder(Strict):
+    """Every field id of the type, once each, in the new order."""
+
+    json_examples = ({"field_ids": ["ofl_01jd8x2c3d4e5f6g7h8j9k0m1n", "ofl_01jd8x2d3e4f5g6h7j8k9m0n1p"]},)
     field_ids: list[str] = Field(min_length=1, max_length=100)
 
 
 class ObjectCreate(Strict):
+    """A new record of an object type, linked to a contact."""
+
+    json_examples = (
+        {
+            "object_type_id": "deal",
+            "contact_id": "ct_01jd8x1k2m3n4p5q6r7s8t9v0w",
+            "display_name": "Annual plan",
+            "properties": {"stage": "open", "amount": 1200},
+        },
+    )
     object_type_id: str = Field(min_length=1, max_length=64, description="object type id or key")
     contact_id: str = Field(min_length=1, max_length=64)
     display_name: Name | None = Field(default=None, max_length=200)
@@ -262,14 +530,32 @@ class ObjectCreate(Strict):
 
 
 class ObjectUpdate(Strict):
+    """The record's changes: `properties` merge key by key."""
+
+    json_examples = ({"properties": {"stage": "won", "lost_reason": None}},)
     display_name: Name | None = Field(default=None, max_length=200)
-    properties: Properties | None = Field(default=None, max_length=100, description="merged key by key; null removes")
+    properties: BoundedProperties | None = Field(default=None, description="merged key by key; null removes")
 
 
 class ContactObject(BaseModel):
+    """A record of an object type linked to a contact."""
+
+    json_examples = (
+        {
+            "id": "obj_01jd8x3a4b5c6d7e8f9g0h1j2k",
+            "object_type_id": "oty_01jd8x2z3y4x5w6v7t8s9r0q1p",
+            "object_kind": "deal",
+            "contact_id": "ct_01jd8x1k2m3n4p5q6r7s8t9v0w",
+            "display_name": "Annual plan",
+            "properties": {"stage": "open", "amount": 1200},
+            "version": 1,
+            "created_at": "2026-11-21T10:00:00.000Z",
+            "updated_at": "2026-11-21T10:00:00.000Z",
+        },
+    )
     id: str
     object_type_id: str
-    object_kind: str
+    object_kind: str = Field(description="the key of its object type")
     contact_id: str
     display_name: str
     properties: Properties = Field(default_factory=dict)
@@ -279,10 +565,26 @@ class ContactObject(BaseModel):
 
 
 class CommentCreate(Strict):
+    """A comment's text."""
+
+    json_examples = ({"body": "Sent the revised quote."},)
     body: str = Field(min_length=1, max_length=5000)
 
 
 class Comment(BaseModel):
+    """A comment on a record."""
+
+    json_examples = (
+        {
+            "id": "cmt_01jd8x6a7b8c9d0e1f2g3h4j5k",
+            "record_id": "obj_01jd8x3a4b5c6d7e8f9g0h1j2k",
+            "object_kind": "deal",
+            "contact_id": "ct_01jd8x1k2m3n4p5q6r7s8t9v0w",
+            "body": "Sent the revised quote.",
+            "author_id": "usr_01jd8x0a1b2c3d4e5f6g7h8j9k",
+            "created_at": "2026-11-21T10:00:00.000Z",
+        },
+    )
     id: str
     record_id: str
     object_kind: str
@@ -293,10 +595,25 @@ class Comment(BaseModel):
 
 
 class RelationshipSet(Strict):
+    """The link's label."""
+
+    json_examples = ({"label": "billed_to"},)
     label: Name | None = Field(default=None, max_length=100, description="what the link means, e.g. `billed_to`")
 
 
 class Relationship(BaseModel):
+    """A link from a record to another record or a contact."""
+
+    json_examples = (
+        {
+            "record_id": "obj_01jd8x3a4b5c6d7e8f9g0h1j2k",
+            "related_id": "ct_01jd8x1k2m3n4p5q6r7s8t9v0w",
+            "related_kind": "contact",
+            "label": "billed_to",
+            "created_at": "2026-11-21T10:00:00.000Z",
+            "updated_at": "2026-11-21T10:00:00.000Z",
+        },
+    )
     record_id: str
     related_id: str
     related_kind: str = Field(description="`contact`, or the object kind of the related record")
@@ -307,6 +624,15 @@ class Relationship(BaseModel):
 
 # Contacts imports -------------------------------------------------------------------------------------------------
 class ImportCreate(Strict):
+    """A contacts file to import (or, with `dry_run`, only to check)."""
+
+    json_examples = (
+        {
+            "format": "csv",
+            "content": "name,email,phone,attributes.plan\nAda Lovelace,ada@example.com,+15551234567,pro\n",
+            "dry_run": False,
+        },
+    )
     format: Literal["csv", "jsonl"]
     content: str = Field(
         min_length=1,
@@ -320,15 +646,42 @@ class ImportCreate(Strict):
 
 
 class RejectedRow(BaseModel):
+    """Why one row was not imported."""
+
+    json_examples = ({"row": 3, "field": "email", "message": "not a valid e-mail address"},)
     row: int = Field(description="1-based data row (the CSV header is not counted)")
     field: str
     message: str
 
 
 class ImportReport(BaseModel):
+    """The report of an import: counts, and the rejected rows with their reasons."""
+
+    json_examples = (
+        {
+            "id": "imp_01jd8x7a8b9c0d1e2f3g4h5j6k",
+            "format": "csv",
+            "status": "committed",
+            "dry_run": False,
+            "rows": 3,
+            "created": 1,
+            "updated": 1,
+            "unchanged": 0,
+            "rejected": 1,
+            "batches": 1,
+            "errors": [{"row": 3, "field": "email", "message": "not a valid e-mail address"}],
+            "errors_truncated": False,
+            "created_by": "usr_01jd8x0a1b2c3d4e5f6g7h8j9k",
+            "created_at": "2026-11-21T10:00:00.000Z",
+            "completed_at": "2026-11-21T10:00:00.000Z",
+        },
+    )
     id: str
     format: str
-    status: Literal["validated", "committed", "partial"]
+    status: Literal["validated", "committed", "partial"] = Field(
+        description="`validated`: a dry run; `committed`: every batch written (rejected rows are in `errors`); "
+        "`partial`: a batch failed and its rows were not committed"
+    )
     dry_run: bool = False
     rows: int
     created: int
@@ -345,18 +698,58 @@ class ImportReport(BaseModel):
 
 # Segments -----------------------------------------------------------------------------------------------------------
 class SegmentCreate(Strict):
+    """A new segment: the contacts its rule tree matches."""
+
+    json_examples = (
+        {
+            "name": "Recent buyers",
+            "description": "Leads with an order in the last 30 days",
+            "rules": {
+                "and": [
+                    {"field": "lifecycle_stage", "op": "eq", "value": "lead"},
+                    {"event": "order.completed", "op": "gte", "count": 1, "within_days": 30},
+                ]
+            },
+        },
+    )
     name: Name = Field(min_length=1, max_length=100)
     description: str | None = Field(default=None, max_length=1000)
     rules: dict[str, Any] = Field(description="rule tree: {and|or: [...]}, {not: rule}, a field or an event condition")
 
 
 class SegmentUpdate(Strict):
+    """The segment's changes; new `rules` (or an empty body) rebuild the membership."""
+
+    json_examples = ({"rules": {"field": "lifecycle_stage", "op": "eq", "value": "customer"}},)
     name: Name | None = Field(default=None, min_length=1, max_length=100)
     description: str | None = Field(default=None, max_length=1000)
     rules: dict[str, Any] | None = None
 
 
 class Segment(BaseModel):
+    """A dynamic list of contacts kept up to date from its rules."""
+
+    json_examples = (
+        {
+            "id": "seg_01jd8x4a5b6c7d8e9f0g1h2j3k",
+            "name": "Recent buyers",
+            "description": "Leads with an order in the last 30 days",
+            "rules": {
+                "and": [
+                    {"field": "lifecycle_stage", "op": "eq", "value": "lead"},
+                    {"event": "order.completed", "op": "gte", "count": 1, "within_days": 30},
+                ]
+            },
+            "member_count": 42,
+            "built_at": "2026-11-21T10:30:00.000Z",
+            "status": "ready",
+            "progress": {"contacts_scanned": 1800},
+            "job_id": "job_01jd8x4z5y6x7w8v9t0s1r2q3p",
+            "version": 1,
+            "created_at": "2026-11-21T10:00:00.000Z",
+            "updated_at": "2026-11-21T10:30:00.000Z",
+        },
+    )
     id: str
     name: str
     description: str | None = None
@@ -374,6 +767,18 @@ class Segment(BaseModel):
 
 
 class SegmentMember(BaseModel):
+    """A contact in a segment."""
+
+    json_examples = (
+        {
+            "contact_id": "ct_01jd8x1k2m3n4p5q6r7s8t9v0w",
+            "name": "Ada Lovelace",
+            "email": "ada@example.com",
+            "phone": "15551234567",
+            "lifecycle_stage": "lead",
+            "added_at": "2026-11-21T10:30:00.000Z",
+        },
+    )
     contact_id: str
     name: str | None = None
     email: str | None = None
@@ -384,12 +789,33 @@ class SegmentMember(BaseModel):
 
 # Templates ----------------------------------------------------------------------------------------------------------
 class TemplateSegment(Strict):
+    """A segment a CDP template creates."""
+
+    json_examples = ({"name": "VIPs", "rules": {"field": "tags", "op": "contains", "value": "vip"}},)
     name: Name = Field(min_length=1, max_length=100)
     description: str | None = Field(default=None, max_length=1000)
     rules: dict[str, Any]
 
 
 class CdpTemplateCreate(Strict):
+    """A new CDP template: custom fields, lifecycle stages and segments to apply together."""
+
+    json_examples = (
+        {
+            "name": "Support desk",
+            "description": "Ticket priority and a VIP segment",
+            "custom_fields": [
+                {
+                    "key": "priority",
+                    "label": "Priority",
+                    "type": "single_select",
+                    "options": [{"value": "low"}, {"value": "high"}],
+                }
+            ],
+            "lifecycle_stages": [{"key": "customer", "name": "Customer"}],
+            "segments": [{"name": "VIPs", "rules": {"field": "tags", "op": "contains", "value": "vip"}}],
+        },
+    )
     name: Name = Field(min_length=1, max_length=100)
     description: str | None = Field(default=None, max_length=1000)
     custom_fields: list[FieldCreate] = Field(default_factory=list, max_length=100)
@@ -398,6 +824,9 @@ class CdpTemplateCreate(Strict):
 
 
 class CdpTemplateUpdate(Strict):
+    """The template's parts to replace."""
+
+    json_examples = ({"description": "Ticket priority, VIP and at-risk segments"},)
     name: Name | None = Field(default=None, min_length=1, max_length=100)
     description: str | None = Field(default=None, max_length=1000)
     custom_fields: list[FieldCreate] | None = Field(default=None, max_length=100)
@@ -406,6 +835,26 @@ class CdpTemplateUpdate(Strict):
 
 
 class CdpTemplate(BaseModel):
+    """A bundle of custom fields, lifecycle stages and segments; `builtin` ones are read-only."""
+
+    json_examples = (
+        {
+            "id": "cdptpl_builtin_b2b_sales",
+            "name": "B2B sales funnel",
+            "description": "Lead to customer stages, company size and deal source fields, a hot-leads segment.",
+            "builtin": True,
+            "custom_fields": [{"key": "lead_source", "label": "Lead source", "type": "text"}],
+            "lifecycle_stages": [{"key": "lead", "name": "Lead", "position": 1}],
+            "segments": [
+                {
+                    "name": "Qualified leads",
+                    "rules": {"field": "lifecycle_stage", "op": "in", "value": ["qualified", "opportunity"]},
+                }
+            ],
+            "created_at": None,
+            "updated_at": None,
+        },
+    )
     id: str
     name: str
     description: str | None = None
@@ -418,10 +867,22 @@ class CdpTemplate(BaseModel):
 
 
 class TemplateAction(Strict):
+    """What to do with the template."""
+
+    json_examples = ({"action": "apply"},)
     action: Literal["apply"]
 
 
 class ApplyResult(BaseModel):
+    """What applying a template created, and what already existed (by key or name)."""
+
+    json_examples = (
+        {
+            "template_id": "cdptpl_builtin_b2b_sales",
+            "created": {"custom_fields": ["lead_source"], "lifecycle_stages": ["lead"], "segments": []},
+            "skipped": {"custom_fields": [], "lifecycle_stages": [], "segments": ["Qualified leads"]},
+        },
+    )
     template_id: str
     created: dict[str, list[str]]
     skipped: dict[str, list[str]]
