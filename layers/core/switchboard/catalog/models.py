@@ -14,6 +14,19 @@ COLOR = r"^#[0-9a-fA-F]{6}$"
 
 # Labels ------------------------------------------------------------------------------------------------------------
 class Label(BaseModel):
+    """A label of the organization's catalogue, attached to conversations and messages."""
+
+    json_examples = (
+        {
+            "id": "lb_01jd8x8a9b0c1d2e3f4g5h6j7k",
+            "organization_id": "org_01jd8w0a1b2c3d4e5f6g7h8j9k",
+            "name": "Urgent",
+            "color": "#f44336",
+            "description": "Answer within the hour",
+            "created_at": "2026-11-21T10:00:00.000Z",
+            "updated_at": "2026-11-21T10:00:00.000Z",
+        },
+    )
     id: str
     organization_id: str
     name: str
@@ -24,12 +37,18 @@ class Label(BaseModel):
 
 
 class LabelCreate(Strict):
+    """A new label."""
+
+    json_examples = ({"name": "Urgent", "color": "#f44336", "description": "Answer within the hour"},)
     name: Name = Field(min_length=1, max_length=100, description="unique per organization (case-insensitive)")
     color: str = Field(default="#9e9e9e", pattern=COLOR, description="`#rrggbb`")
     description: str | None = Field(default=None, max_length=500)
 
 
 class LabelUpdate(Strict):
+    """The label's fields to change."""
+
+    json_examples = ({"color": "#ff9800"},)
     name: Name | None = Field(default=None, min_length=1, max_length=100)
     color: str | None = Field(default=None, pattern=COLOR)
     description: str | None = Field(default=None, max_length=500)
@@ -39,6 +58,14 @@ class ChatLabelRequest(Strict):
     """`{label_id, conversation_id}` or `{label_id, chat_id}` (a phone/JID or conversation id; `channel_id` picks
     the channel when the contact talks on several)."""
 
+    json_examples = (
+        {"label_id": "lb_01jd8x8a9b0c1d2e3f4g5h6j7k", "conversation_id": "cv_01jd8w9a0b1c2d3e4f5g6h7j8k"},
+        {
+            "label_id": "lb_01jd8x8a9b0c1d2e3f4g5h6j7k",
+            "chat_id": "+15551234567",
+            "channel_id": "ch_01jd8w5a6b7c8d9e0f1g2h3j4k",
+        },
+    )
     label_id: str = ID
     conversation_id: str | None = Field(default=None, min_length=1, max_length=64)
     chat_id: str | None = Field(default=None, min_length=1, max_length=128)
@@ -47,6 +74,11 @@ class ChatLabelRequest(Strict):
 
 
 class MessageLabelRequest(Strict):
+    """The label and the message to attach it to or detach it from."""
+
+    json_examples = (
+        {"label_id": "lb_01jd8x8a9b0c1d2e3f4g5h6j7k", "message_id": "01937a4e-5b6c-7d8e-9f01-23456789abcd"},
+    )
     label_id: str = ID
     message_id: str = ID
 
@@ -54,6 +86,7 @@ class MessageLabelRequest(Strict):
 class ConversationLabelAdd(Strict):
     """`{label_id}`, or `{name}` (a new name joins the `/v1/labels` catalogue)."""
 
+    json_examples = ({"label_id": "lb_01jd8x8a9b0c1d2e3f4g5h6j7k"}, {"name": "Follow up", "color": "#2196f3"})
     label_id: str | None = Field(default=None, min_length=1, max_length=64)
     name: Name | None = Field(default=None, min_length=1, max_length=100)
     color: str | None = Field(default=None, pattern=COLOR)
@@ -61,6 +94,19 @@ class ConversationLabelAdd(Strict):
 
 
 class LabelAttachment(BaseModel):
+    """The outcome of attaching or detaching a label."""
+
+    json_examples = (
+        {
+            "label_id": "lb_01jd8x8a9b0c1d2e3f4g5h6j7k",
+            "conversation_id": "cv_01jd8w9a0b1c2d3e4f5g6h7j8k",
+            "message_id": None,
+            "attached": True,
+            "changed": True,
+            "labels": ["lb_01jd8x8a9b0c1d2e3f4g5h6j7k"],
+            "provider_sync": "unsupported",
+        },
+    )
     label_id: str
     conversation_id: str | None = None
     message_id: str | None = None
@@ -74,21 +120,37 @@ class LabelAttachment(BaseModel):
 
 # Chats and calls ---------------------------------------------------------------------------------------------------
 class ChatRequest(Strict):
+    """A chat of a channel: the contact's phone / JID or a conversation id."""
+
+    json_examples = ({"channel_id": "ch_01jd8w5a6b7c8d9e0f1g2h3j4k", "chat_id": "15551234567"},)
     channel_id: str = ID
     chat_id: str = Field(min_length=1, max_length=128, description="the contact's phone / JID, or a conversation id")
 
 
 class ChatMuteRequest(ChatRequest):
+    """A chat to mute, until a time or until unmuted."""
+
+    json_examples = (
+        {"channel_id": "ch_01jd8w5a6b7c8d9e0f1g2h3j4k", "chat_id": "15551234567", "until": "2026-11-22T08:00:00Z"},
+    )
     until: str | None = Field(default=None, pattern=r"^\d{4}-\d{2}-\d{2}T")
 
 
 class CallReject(Strict):
+    """An incoming call to reject."""
+
+    json_examples = ({"channel_id": "ch_01jd8w5a6b7c8d9e0f1g2h3j4k", "call_id": "CALL-5F2A9C", "from": "15551234567"},)
     channel_id: str = ID
     call_id: str = Field(min_length=1, max_length=256)
     from_: str | None = Field(default=None, alias="from", min_length=3, max_length=128, description="caller phone/JID")
 
 
 class CallRejected(BaseModel):
+    """A rejected call, with what the provider answered."""
+
+    json_examples = (
+        {"channel_id": "ch_01jd8w5a6b7c8d9e0f1g2h3j4k", "call_id": "CALL-5F2A9C", "status": "rejected", "provider": {}},
+    )
     channel_id: str
     call_id: str
     status: Literal["rejected"] = "rejected"
@@ -96,10 +158,25 @@ class CallRejected(BaseModel):
 
 
 class HistorySync(BaseModel):
+    """A request for a conversation's earlier messages."""
+
+    json_examples = (
+        {
+            "id": "hs_01jd8x9a0b1c2d3e4f5g6h7j8k",
+            "conversation_id": "cv_01jd8w9a0b1c2d3e4f5g6h7j8k",
+            "channel_id": "ch_01jd8w5a6b7c8d9e0f1g2h3j4k",
+            "status": "completed",
+            "messages_synced": 0,
+            "requested_at": "2026-11-21T10:00:00.000Z",
+            "completed_at": "2026-11-21T10:00:00.000Z",
+        },
+    )
     id: str
     conversation_id: str
     channel_id: str
-    status: Literal["requested", "completed"]
+    status: Literal["requested", "completed"] = Field(
+        description="`requested` while the provider sends the messages (they arrive as inbound messages)"
+    )
     messages_synced: int | None = None
     requested_at: str
     completed_at: str | None = None
@@ -113,6 +190,16 @@ LANGUAGE = r"^[a-z]{2,3}(_[A-Z]{2})?$"
 
 
 class TemplateButton(Strict):
+    """A button of a BUTTONS component."""
+
+    json_examples = (
+        {
+            "type": "URL",
+            "text": "Track parcel",
+            "url": "https://example.com/track/{{1}}",
+            "example": ["https://example.com/track/1042"],
+        },
+    )
     type: Literal["QUICK_REPLY", "URL", "PHONE_NUMBER", "COPY_CODE", "OTP"]
     text: str = Field(min_length=1, max_length=25)
     url: str | None = Field(default=None, max_length=2000, pattern=r"^https://")
@@ -121,6 +208,15 @@ class TemplateButton(Strict):
 
 
 class TemplateComponent(Strict):
+    """A part of a template: HEADER, BODY (required), FOOTER or BUTTONS."""
+
+    json_examples = (
+        {
+            "type": "BODY",
+            "text": "Hi {{1}}, your order {{2}} has shipped.",
+            "example": {"body_text": [["Ana", "#1042"]]},
+        },
+    )
     type: Literal["HEADER", "BODY", "FOOTER", "BUTTONS"]
     format: Literal["TEXT", "IMAGE", "VIDEO", "DOCUMENT", "LOCATION"] | None = None
     text: str | None = Field(default=None, min_length=1, max_length=1024, description="`{{1}}`, `{{2}}`… parameters")
@@ -129,6 +225,20 @@ class TemplateComponent(Strict):
 
 
 class TemplateCreate(Strict):
+    """A new message template (a `draft` until submitted)."""
+
+    json_examples = (
+        {
+            "channel_id": "ch_01jd8w5a6b7c8d9e0f1g2h3j4k",
+            "name": "order_shipped",
+            "category": "UTILITY",
+            "language": "en_US",
+            "components": [
+                {"type": "BODY", "text": "Hi {{1}}, your order {{2}} has shipped."},
+                {"type": "FOOTER", "text": "Reply STOP to opt out"},
+            ],
+        },
+    )
     channel_id: str = ID
     name: str = Field(pattern=NAME, description="lower case letters, digits and `_`")
     category: Category
@@ -139,6 +249,7 @@ class TemplateCreate(Strict):
 class TemplateUpdate(Strict):
     """Only `draft` and `rejected` templates can be edited (a rejected one goes back to `draft`)."""
 
+    json_examples = ({"components": [{"type": "BODY", "text": "Hi {{1}}, order {{2}} is on its way."}]},)
     name: str | None = Field(default=None, pattern=NAME)
     category: Category | None = None
     language: str | None = Field(default=None, pattern=LANGUAGE)
@@ -146,14 +257,41 @@ class TemplateUpdate(Strict):
 
 
 class Template(BaseModel):
+    """A message template of a channel, with its approval status."""
+
+    json_examples = (
+        {
+            "id": "tpl_01jd8xa1b2c3d4e5f6g7h8j9k0",
+            "organization_id": "org_01jd8w0a1b2c3d4e5f6g7h8j9k",
+            "channel_id": "ch_01jd8w5a6b7c8d9e0f1g2h3j4k",
+            "name": "order_shipped",
+            "category": "UTILITY",
+            "language": "en_US",
+            "components": [
+                {"type": "BODY", "text": "Hi {{1}}, your order {{2}} has shipped."},
+                {"type": "FOOTER", "text": "Reply STOP to opt out"},
+            ],
+            "status": "approved",
+            "parameters": {"BODY": 2},
+            "rejection_reason": None,
+            "provider_template_id": "1234567890",
+            "library_item_id": None,
+            "submitted_at": "2026-11-21T10:00:00.000Z",
+            "status_updated_at": "2026-11-21T10:00:00.000Z",
+            "created_at": "2026-11-21T10:00:00.000Z",
+            "updated_at": "2026-11-21T10:00:00.000Z",
+        },
+    )
     id: str
     organization_id: str
     channel_id: str
     name: str
-    category: str
+    category: str = Field(description="`MARKETING`, `UTILITY` or `AUTHENTICATION`; a provider may recategorise it")
     language: str
     components: list[dict[str, Any]]
-    status: TemplateStatus
+    status: TemplateStatus = Field(
+        description="`draft` → `pending` (submitted) → `approved` or `rejected`; the provider may pause or disable it"
+    )
     parameters: dict[str, int] = Field(default_factory=dict, description="parameter count per component type")
     rejection_reason: str | None = None
     provider_template_id: str | None = None
@@ -165,23 +303,56 @@ class Template(BaseModel):
 
 
 class TemplateDuplicate(Strict):
+    """Where the copy goes; every field is optional."""
+
+    json_examples = ({"name": "order_shipped_es", "language": "es"},)
     name: str | None = Field(default=None, pattern=NAME, description="default: `<name>_copy`")
     channel_id: str | None = Field(default=None, min_length=1, max_length=64)
     language: str | None = Field(default=None, pattern=LANGUAGE)
 
 
 class TemplateSyncRequest(Strict):
+    """The channel to sync; absent means every channel."""
+
+    json_examples = ({"channel_id": "ch_01jd8w5a6b7c8d9e0f1g2h3j4k"},)
     channel_id: str | None = Field(default=None, min_length=1, max_length=64, description="default: every channel")
 
 
 class TemplateChange(BaseModel):
+    """A template whose status changed at the provider."""
+
+    json_examples = (
+        {
+            "template_id": "tpl_01jd8xa1b2c3d4e5f6g7h8j9k0",
+            "previous_status": "pending",
+            "status": "approved",
+            "category": "UTILITY",
+        },
+    )
     template_id: str
-    previous_status: str
-    status: str
+    previous_status: str = Field(description="a template status (see `Template.status`)")
+    status: str = Field(description="a template status (see `Template.status`)")
     category: str | None = None
 
 
 class TemplateSyncResult(BaseModel):
+    """What a sync checked and changed."""
+
+    json_examples = (
+        {
+            "channels": ["ch_01jd8w5a6b7c8d9e0f1g2h3j4k"],
+            "checked": 3,
+            "changed": [
+                {
+                    "template_id": "tpl_01jd8xa1b2c3d4e5f6g7h8j9k0",
+                    "previous_status": "pending",
+                    "status": "approved",
+                    "category": "UTILITY",
+                }
+            ],
+            "unsupported_channels": [],
+        },
+    )
     channels: list[str]
     checked: int
     changed: list[TemplateChange]
@@ -189,6 +360,20 @@ class TemplateSyncResult(BaseModel):
 
 
 class LibraryItem(BaseModel):
+    """A ready-made template of the library."""
+
+    json_examples = (
+        {
+            "id": "lib_order_confirmation",
+            "name": "order_confirmation",
+            "description": "Confirms an order with its number and expected delivery date.",
+            "category": "UTILITY",
+            "language": "en_US",
+            "components": [
+                {"type": "BODY", "text": "Hi {{1}}, your order {{2}} is confirmed and should arrive by {{3}}."}
+            ],
+        },
+    )
     id: str
     name: str
     description: str
@@ -198,6 +383,9 @@ class LibraryItem(BaseModel):
 
 
 class LibraryImport(Strict):
+    """The channel (and optionally the name and language) of the imported template."""
+
+    json_examples = ({"channel_id": "ch_01jd8w5a6b7c8d9e0f1g2h3j4k"},)
     channel_id: str = ID
     name: str | None = Field(default=None, pattern=NAME, description="default: the library item's name")
     language: str | None = Field(default=None, pattern=LANGUAGE)
