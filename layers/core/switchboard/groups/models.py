@@ -26,12 +26,25 @@ GROUP_DESCRIPTION = Field(max_length=2048)
 
 # Groups --------------------------------------------------------------------------------------------------------------
 class Participant(BaseModel):
+    """A member of a group."""
+
+    json_examples = ({"phone": "15557654321", "role": "member", "added_at": "2026-11-21T10:00:00.000Z"},)
     phone: str = Field(description="digits with country code, no plus sign")
     role: ParticipantRole
     added_at: str
 
 
 class GroupPhoto(BaseModel):
+    """The group's photo."""
+
+    json_examples = (
+        {
+            "url": "https://example.com/launch.png",
+            "asset_id": None,
+            "provider_photo_id": None,
+            "updated_at": "2026-11-21T10:00:00.000Z",
+        },
+    )
     url: str | None = None
     asset_id: str | None = None
     provider_photo_id: str | None = None
@@ -39,6 +52,31 @@ class GroupPhoto(BaseModel):
 
 
 class Group(BaseModel):
+    """A chat group of a channel, created or joined through the channel's provider."""
+
+    json_examples = (
+        {
+            "id": "grp_01jd8xb1c2d3e4f5g6h7j8k9m0",
+            "organization_id": "org_01jd8w0a1b2c3d4e5f6g7h8j9k",
+            "channel_id": "ch_01jd8w5a6b7c8d9e0f1g2h3j4k",
+            "jid": "120363041234567890@g.us",
+            "name": "Spring launch",
+            "description": "Launch day coordination",
+            "photo": None,
+            "participants": [
+                {"phone": "15551234567", "role": "superadmin", "added_at": "2026-11-21T10:00:00.000Z"},
+                {"phone": "15557654321", "role": "member", "added_at": "2026-11-21T10:00:00.000Z"},
+            ],
+            "participant_count": 2,
+            "self_role": "superadmin",
+            "status": "active",
+            "invite_link": "https://chat.whatsapp.com/AbCdEf123456",
+            "community_id": None,
+            "created_at": "2026-11-21T10:00:00.000Z",
+            "updated_at": "2026-11-21T10:00:00.000Z",
+            "left_at": None,
+        },
+    )
     id: str = Field(description="`grp_…`; the routes also accept the group's JID")
     organization_id: str
     channel_id: str
@@ -69,6 +107,10 @@ class Group(BaseModel):
 class GroupRef(Strict):
     """Names a group by `group_id` (`grp_…`) or `group_jid`; `channel_id` narrows (or checks) the channel."""
 
+    json_examples = (
+        {"group_id": "grp_01jd8xb1c2d3e4f5g6h7j8k9m0"},
+        {"group_jid": "120363041234567890@g.us", "channel_id": "ch_01jd8w5a6b7c8d9e0f1g2h3j4k"},
+    )
     channel_id: str | None = OPT_ID
     group_id: str | None = OPT_ID
     group_jid: str | None = JID
@@ -86,6 +128,16 @@ class GroupRef(Strict):
 
 
 class GroupCreate(Strict):
+    """A new group on a channel with its first participants."""
+
+    json_examples = (
+        {
+            "channel_id": "ch_01jd8w5a6b7c8d9e0f1g2h3j4k",
+            "name": "Spring launch",
+            "description": "Launch day coordination",
+            "participants": ["+1 555 765 4321"],
+        },
+    )
     channel_id: str = ID
     name: Name = GROUP_NAME
     description: str | None = Field(default=None, max_length=2048)
@@ -93,16 +145,23 @@ class GroupCreate(Strict):
 
 
 class NameChange(Strict):
+    """The group's new subject."""
+
+    json_examples = ({"name": "Spring launch 2027"},)
     name: Name = GROUP_NAME
 
 
 class DescriptionChange(Strict):
+    """The group's new description."""
+
+    json_examples = ({"description": "Launch day coordination, 9:00 UTC"},)
     description: str = Field(description="an empty string clears it", max_length=2048)
 
 
 class PhotoChange(Strict):
     """`image_url` (https), `asset_id` (an uploaded `/v1/media/uploads` asset) or `remove: true`."""
 
+    json_examples = ({"image_url": "https://example.com/launch.png"}, {"remove": True})
     image_url: str | None = Field(default=None, min_length=9, max_length=2048, pattern=r"^https://\S+$")
     asset_id: str | None = OPT_ID
     remove: bool = False
@@ -117,44 +176,68 @@ class PhotoChange(Strict):
 
 
 class InviteLinkRequest(Strict):
+    """Whether to reset the invite link."""
+
+    json_examples = ({"revoke": True},)
     revoke: bool = Field(default=False, description="true resets the link: the old code stops working")
 
 
 class JoinRequest(Strict):
     """For a known group: joins again with `invite_code` / `invite_link`, or its last known code."""
 
+    json_examples = ({"invite_code": "AbCdEf123456"},)
     invite_code: str | None = INVITE_CODE
     invite_link: str | None = INVITE
 
 
 class ParticipantsChange(Strict):
+    """What to do to which numbers."""
+
+    json_examples = ({"action": "add", "participants": ["+1 555 000 1111", "+44 20 7946 0000"]},)
     action: ParticipantAction
     participants: list[Phone] = PHONES
 
 
 class GroupNameRequest(GroupRef, NameChange):
-    pass
+    """A group and its new subject."""
+
+    json_examples = ({"group_id": "grp_01jd8xb1c2d3e4f5g6h7j8k9m0", "name": "Spring launch 2027"},)
 
 
 class GroupDescriptionRequest(GroupRef, DescriptionChange):
-    pass
+    """A group and its new description."""
+
+    json_examples = (
+        {"group_jid": "120363041234567890@g.us", "channel_id": "ch_01jd8w5a6b7c8d9e0f1g2h3j4k", "description": ""},
+    )
 
 
 class GroupPhotoRequest(GroupRef, PhotoChange):
-    pass
+    """A group and its new photo."""
+
+    json_examples = ({"group_id": "grp_01jd8xb1c2d3e4f5g6h7j8k9m0", "asset_id": "as_01jd8xc1d2e3f4g5h6j7k8m9n0"},)
 
 
 class GroupInviteLinkRequest(GroupRef, InviteLinkRequest):
-    pass
+    """A group, and whether to reset its invite link."""
+
+    json_examples = ({"group_id": "grp_01jd8xb1c2d3e4f5g6h7j8k9m0", "revoke": False},)
 
 
 class GroupParticipantsRequest(GroupRef, ParticipantsChange):
-    pass
+    """A group, and what to do to which numbers."""
+
+    json_examples = (
+        {"group_id": "grp_01jd8xb1c2d3e4f5g6h7j8k9m0", "action": "promote", "participants": ["15557654321"]},
+    )
 
 
 class GroupJoinRequest(Strict):
     """Joins a group by its invite link (`https://chat.whatsapp.com/<code>`) or code."""
 
+    json_examples = (
+        {"channel_id": "ch_01jd8w5a6b7c8d9e0f1g2h3j4k", "invite_link": "https://chat.whatsapp.com/AbCdEf123456"},
+    )
     channel_id: str = ID
     invite_code: str | None = INVITE_CODE
     invite_link: str | None = INVITE
@@ -168,6 +251,17 @@ class GroupJoinRequest(Strict):
 
 
 class InviteLink(BaseModel):
+    """A group's invite link."""
+
+    json_examples = (
+        {
+            "group_id": "grp_01jd8xb1c2d3e4f5g6h7j8k9m0",
+            "group_jid": "120363041234567890@g.us",
+            "invite_code": "AbCdEf123456",
+            "invite_link": "https://chat.whatsapp.com/AbCdEf123456",
+            "revoked": False,
+        },
+    )
     group_id: str
     group_jid: str
     invite_code: str
@@ -176,18 +270,76 @@ class InviteLink(BaseModel):
 
 
 class ParticipantResult(BaseModel):
+    """What became of one number."""
+
+    json_examples = ({"phone": "15550001111", "status": "added", "reason": None},)
     phone: str
     status: Literal["added", "removed", "promoted", "demoted", "unchanged", "not_participant", "failed"]
     reason: str | None = None
 
 
 class GroupCreated(Group):
+    """The new group, with the numbers the provider refused."""
+
+    json_examples = (
+        {
+            "id": "grp_01jd8xb1c2d3e4f5g6h7j8k9m0",
+            "organization_id": "org_01jd8w0a1b2c3d4e5f6g7h8j9k",
+            "channel_id": "ch_01jd8w5a6b7c8d9e0f1g2h3j4k",
+            "jid": "120363041234567890@g.us",
+            "name": "Spring launch",
+            "description": "Launch day coordination",
+            "photo": None,
+            "participants": [
+                {"phone": "15551234567", "role": "superadmin", "added_at": "2026-11-21T10:00:00.000Z"},
+                {"phone": "15557654321", "role": "member", "added_at": "2026-11-21T10:00:00.000Z"},
+            ],
+            "participant_count": 2,
+            "self_role": "superadmin",
+            "status": "active",
+            "invite_link": "https://chat.whatsapp.com/AbCdEf123456",
+            "community_id": None,
+            "created_at": "2026-11-21T10:00:00.000Z",
+            "updated_at": "2026-11-21T10:00:00.000Z",
+            "left_at": None,
+            "failed_participants": [{"phone": "15550009999", "status": "failed", "reason": "not on WhatsApp"}],
+        },
+    )
     failed_participants: list[ParticipantResult] = Field(
         default_factory=list, description="numbers the provider refused (left out of the group)"
     )
 
 
 class ParticipantsResult(BaseModel):
+    """One result per number, and the group after the change."""
+
+    json_examples = (
+        {
+            "action": "add",
+            "results": [{"phone": "15550001111", "status": "added", "reason": None}],
+            "group": {
+                "id": "grp_01jd8xb1c2d3e4f5g6h7j8k9m0",
+                "organization_id": "org_01jd8w0a1b2c3d4e5f6g7h8j9k",
+                "channel_id": "ch_01jd8w5a6b7c8d9e0f1g2h3j4k",
+                "jid": "120363041234567890@g.us",
+                "name": "Spring launch",
+                "description": "Launch day coordination",
+                "photo": None,
+                "participants": [
+                    {"phone": "15551234567", "role": "superadmin", "added_at": "2026-11-21T10:00:00.000Z"},
+                    {"phone": "15557654321", "role": "member", "added_at": "2026-11-21T10:00:00.000Z"},
+                ],
+                "participant_count": 2,
+                "self_role": "superadmin",
+                "status": "active",
+                "invite_link": "https://chat.whatsapp.com/AbCdEf123456",
+                "community_id": None,
+                "created_at": "2026-11-21T10:00:00.000Z",
+                "updated_at": "2026-11-21T10:00:00.000Z",
+                "left_at": None,
+            },
+        },
+    )
     action: ParticipantAction
     results: list[ParticipantResult]
     group: Group
@@ -195,6 +347,20 @@ class ParticipantsResult(BaseModel):
 
 # Group hubs (Switchboard's own folders of groups) ---------------------------------------------------------------------
 class GroupHub(BaseModel):
+    """A folder of the organization's groups (Switchboard's own; not at the provider)."""
+
+    json_examples = (
+        {
+            "id": "gh_01jd8xd1e2f3g4h5j6k7m8n9p0",
+            "organization_id": "org_01jd8w0a1b2c3d4e5f6g7h8j9k",
+            "name": "Launch teams",
+            "description": "",
+            "group_ids": ["grp_01jd8xb1c2d3e4f5g6h7j8k9m0"],
+            "group_count": 1,
+            "created_at": "2026-11-21T10:00:00.000Z",
+            "updated_at": "2026-11-21T10:00:00.000Z",
+        },
+    )
     id: str
     organization_id: str
     name: str
@@ -206,17 +372,39 @@ class GroupHub(BaseModel):
 
 
 class GroupHubCreate(Strict):
+    """A new group hub."""
+
+    json_examples = ({"name": "Launch teams", "group_ids": ["grp_01jd8xb1c2d3e4f5g6h7j8k9m0"]},)
     name: Name = Field(min_length=1, max_length=100, description="unique per organization (case-insensitive)")
     description: str | None = Field(default=None, max_length=500)
     group_ids: list[GroupRefText] = Field(default_factory=list, max_length=100, description="group ids or JIDs")
 
 
 class GroupIds(Strict):
+    """Groups to add or remove."""
+
+    json_examples = ({"group_ids": ["grp_01jd8xb1c2d3e4f5g6h7j8k9m0", "120363041234567890@g.us"]},)
     group_ids: list[GroupRefText] = Field(min_length=1, max_length=100, description="group ids (`grp_…`) or JIDs")
 
 
 # Communities (the provider's communities: an announcement group and linked groups) ------------------------------------
 class Community(BaseModel):
+    """A community at the provider: an announcement group and linked groups."""
+
+    json_examples = (
+        {
+            "id": "cm_01jd8xe1f2g3h4j5k6m7n8p9q0",
+            "organization_id": "org_01jd8w0a1b2c3d4e5f6g7h8j9k",
+            "channel_id": "ch_01jd8w5a6b7c8d9e0f1g2h3j4k",
+            "jid": "120363055555555555@g.us",
+            "announcement_group_jid": "120363066666666666@g.us",
+            "name": "Customers",
+            "description": "",
+            "group_ids": ["grp_01jd8xb1c2d3e4f5g6h7j8k9m0"],
+            "created_at": "2026-11-21T10:00:00.000Z",
+            "updated_at": "2026-11-21T10:00:00.000Z",
+        },
+    )
     id: str
     organization_id: str
     channel_id: str
@@ -230,6 +418,15 @@ class Community(BaseModel):
 
 
 class CommunityCreate(Strict):
+    """A new community on a channel."""
+
+    json_examples = (
+        {
+            "channel_id": "ch_01jd8w5a6b7c8d9e0f1g2h3j4k",
+            "name": "Customers",
+            "group_ids": ["grp_01jd8xb1c2d3e4f5g6h7j8k9m0"],
+        },
+    )
     channel_id: str = ID
     name: Name = GROUP_NAME
     description: str | None = Field(default=None, max_length=2048)
@@ -237,12 +434,34 @@ class CommunityCreate(Strict):
 
 
 class CommunityGroupsRequest(Strict):
+    """A community and the groups to link or unlink."""
+
+    json_examples = (
+        {"community_id": "cm_01jd8xe1f2g3h4j5k6m7n8p9q0", "group_ids": ["grp_01jd8xb1c2d3e4f5g6h7j8k9m0"]},
+    )
     community_id: str = ID
     group_ids: list[GroupRefText] = Field(min_length=1, max_length=100, description="group ids (`grp_…`) or JIDs")
 
 
 # Newsletters ----------------------------------------------------------------------------------------------------------
 class Newsletter(BaseModel):
+    """A newsletter (a one-way channel) a channel owns or follows."""
+
+    json_examples = (
+        {
+            "id": "120363098765432100@newsletter",
+            "jid": "120363098765432100@newsletter",
+            "organization_id": "org_01jd8w0a1b2c3d4e5f6g7h8j9k",
+            "channel_id": "ch_01jd8w5a6b7c8d9e0f1g2h3j4k",
+            "name": "Product news",
+            "description": "Monthly updates",
+            "role": "owner",
+            "subscribed": True,
+            "invite_link": "https://whatsapp.com/channel/0029VaAbCdEf123456",
+            "created_at": "2026-11-21T10:00:00.000Z",
+            "updated_at": "2026-11-21T10:00:00.000Z",
+        },
+    )
     id: str = Field(description="the newsletter's JID, e.g. `120363…@newsletter`")
     jid: str
     organization_id: str
@@ -257,21 +476,50 @@ class Newsletter(BaseModel):
 
 
 class NewsletterCreate(Strict):
+    """A new newsletter owned by the channel."""
+
+    json_examples = (
+        {"channel_id": "ch_01jd8w5a6b7c8d9e0f1g2h3j4k", "name": "Product news", "description": "Monthly updates"},
+    )
     channel_id: str = ID
     name: Name = Field(min_length=1, max_length=100)
     description: str | None = Field(default=None, max_length=2048)
 
 
 class NewsletterRef(Strict):
+    """A newsletter of a channel."""
+
+    json_examples = (
+        {"channel_id": "ch_01jd8w5a6b7c8d9e0f1g2h3j4k", "newsletter_jid": "120363098765432100@newsletter"},
+    )
     channel_id: str = ID
     newsletter_jid: str = Field(min_length=1, max_length=128)
 
 
 class NewsletterInviteLinkRequest(NewsletterRef):
+    """A newsletter, and whether to reset its invite link."""
+
+    json_examples = (
+        {
+            "channel_id": "ch_01jd8w5a6b7c8d9e0f1g2h3j4k",
+            "newsletter_jid": "120363098765432100@newsletter",
+            "revoke": False,
+        },
+    )
     revoke: bool = Field(default=False, description="true resets the link (owners only)")
 
 
 class NewsletterInviteLink(BaseModel):
+    """A newsletter's invite link."""
+
+    json_examples = (
+        {
+            "newsletter_jid": "120363098765432100@newsletter",
+            "invite_code": "0029VaAbCdEf123456",
+            "invite_link": "https://whatsapp.com/channel/0029VaAbCdEf123456",
+            "revoked": False,
+        },
+    )
     newsletter_jid: str
     invite_code: str
     invite_link: str
@@ -281,6 +529,14 @@ class NewsletterInviteLink(BaseModel):
 class NewsletterSubscribe(Strict):
     """`newsletter_jid`, or the newsletter's `invite_link` / `invite_code`; `unsubscribe: true` stops following."""
 
+    json_examples = (
+        {"channel_id": "ch_01jd8w5a6b7c8d9e0f1g2h3j4k", "newsletter_jid": "120363098765432100@newsletter"},
+        {
+            "channel_id": "ch_01jd8w5a6b7c8d9e0f1g2h3j4k",
+            "newsletter_jid": "120363098765432100@newsletter",
+            "unsubscribe": True,
+        },
+    )
     channel_id: str = ID
     newsletter_jid: str | None = JID
     invite_code: str | None = INVITE_CODE
@@ -298,6 +554,15 @@ class NewsletterSubscribe(Strict):
 class NewsletterMessage(BaseModel):
     """The spec's Newsletter message."""
 
+    json_examples = (
+        {
+            "message_id": "3EB0C767D26A1D2F",
+            "newsletter_id": "120363098765432100@newsletter",
+            "timestamp": 1795255200,
+            "body": "Version 2 is out.",
+            "type": "text",
+        },
+    )
     message_id: str
     newsletter_id: str
     timestamp: int = Field(description="Unix seconds")
@@ -306,5 +571,21 @@ class NewsletterMessage(BaseModel):
 
 
 class NewsletterMessages(BaseModel):
+    """A page of a newsletter's posts."""
+
+    json_examples = (
+        {
+            "messages": [
+                {
+                    "message_id": "3EB0C767D26A1D2F",
+                    "newsletter_id": "120363098765432100@newsletter",
+                    "timestamp": 1795255200,
+                    "body": "Version 2 is out.",
+                    "type": "text",
+                }
+            ],
+            "next_cursor": "",
+        },
+    )
     messages: list[NewsletterMessage]
     next_cursor: str = Field(description="the next page's `cursor`; empty when this is the last page")
