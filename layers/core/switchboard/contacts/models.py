@@ -83,7 +83,8 @@ class Identity(BaseModel):
 
 
 class Contact(BaseModel):
-    """The canonical CRM record of a person or business the organization talks to, with its identities."""
+    """The canonical CRM record of a person or business the organization talks to, with its identities. `version`
+    grows on every change: send it back in `If-Match` to update only the version you read."""
 
     json_examples = (CONTACT_EXAMPLE,)
     id: str = Field(description="`ct_…`")
@@ -103,7 +104,7 @@ class Contact(BaseModel):
     tags: list[str] = Field(default_factory=list, description="names of the assigned tags")
     identities: list[Identity] = Field(default_factory=list)
     blocked: bool = Field(default=False, description="a blocked contact gets no messages (409 `recipient_blocked`)")
-    version: int = Field(description="grows on every change; send it back in `If-Match` to update only this version")
+    version: int
     created_at: str
     updated_at: str
 
@@ -178,7 +179,7 @@ class NoteIn(Strict):
 
 
 class Note(BaseModel):
-    """A free-text note on a contact."""
+    """A free-text note on a contact, by `author_id` (the user or API key that wrote it)."""
 
     json_examples = (
         {
@@ -193,7 +194,7 @@ class Note(BaseModel):
     id: str
     contact_id: str
     body: str
-    author_id: str | None = Field(default=None, description="the user or API key that wrote it")
+    author_id: str | None = None
     created_at: str
     updated_at: str
 
