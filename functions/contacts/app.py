@@ -26,6 +26,28 @@ app = create_resolver()
 TAGS = ["contacts"]
 
 
+def _error(description: str, code: str, message: str, details: list[dict[str, object]]) -> dict[str, object]:
+    """A documented error answer with its example (the route's own; the document adds the other statuses)."""
+    example = {"error": {"code": code, "message": message, "details": details, "request_id": "req_01jd8x7q2w3e4r"}}
+    return {
+        "description": description,
+        "content": {
+            "application/json": {
+                "schema": {"$ref": "#/components/schemas/ErrorEnvelope"},
+                "examples": {code: {"value": example}},
+            }
+        },
+    }
+
+
+IDENTITY_CONFLICT = _error(
+    "The identities belong to different contacts",
+    "identity_conflict",
+    "The identifiers belong to different contacts.",
+    [{"contact_ids": ["ct_01jd8x1k2m3n4p5q6r7s8t9v0w", "ct_01jd8x9z8y7x6w5v4t3s2r1q0p"]}],
+)
+
+
 def _list[T](items: list[T]) -> ListData[T]:
     return ListData(data=items, meta=Meta(has_more=False, limit=len(items), total=len(items)))
 
@@ -45,7 +67,10 @@ def _if_match() -> int | None:
     middlewares=requires("member"),
     tags=TAGS,
     status_code=201,
-    responses={200: {"description": "An existing contact owning one of the identities was updated"}},
+    responses={
+        200: {"description": "An existing contact owning one of the identities was updated"},
+        409: IDENTITY_CONFLICT,
+    },
     summary="Create or upsert a contact",
     description=(
         "Creates a contact (201) or, when exactly one existing contact already owns one of the "
@@ -103,6 +128,13 @@ def list_contacts(
     "/v1/contacts/resolve",
     middlewares=requires("viewer"),
     tags=TAGS,
+    responses={
+        200: {"description": "The contact that owns the identities"},
+        404: _error(
+            "No contact owns these identities", "not_found", "No stored contact matches these identifiers.", []
+        ),
+        409: IDENTITY_CONFLICT,
+    },
     summary="Resolve a contact by its identities",
     description=(
         "Canonical identity resolution: finds the single contact owning the given identifiers "
