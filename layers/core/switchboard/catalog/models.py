@@ -27,10 +27,10 @@ class Label(BaseModel):
             "updated_at": "2026-11-21T10:00:00.000Z",
         },
     )
-    id: str
-    organization_id: str
-    name: str
-    color: str
+    id: str = Field(description="the label's id")
+    organization_id: str = Field(description="the organization that owns it (`org_…`)")
+    name: str = Field(description="the label's name")
+    color: str = Field(description="`#rrggbb`")
     description: str | None = None
     created_at: str
     updated_at: str
@@ -42,16 +42,16 @@ class LabelCreate(Strict):
     json_examples = ({"name": "Urgent", "color": "#f44336", "description": "Answer within the hour"},)
     name: Name = Field(min_length=1, max_length=100, description="unique per organization (case-insensitive)")
     color: str = Field(default="#9e9e9e", pattern=COLOR, description="`#rrggbb`")
-    description: str | None = Field(default=None, max_length=500)
+    description: str | None = Field(default=None, max_length=500, description="free text about the label")
 
 
 class LabelUpdate(Strict):
     """The label's fields to change."""
 
     json_examples = ({"color": "#ff9800"},)
-    name: Name | None = Field(default=None, min_length=1, max_length=100)
-    color: str | None = Field(default=None, pattern=COLOR)
-    description: str | None = Field(default=None, max_length=500)
+    name: Name | None = Field(default=None, min_length=1, max_length=100, description="the label's name")
+    color: str | None = Field(default=None, pattern=COLOR, description="`#rrggbb`")
+    description: str | None = Field(default=None, max_length=500, description="free text about the label")
 
 
 class ChatLabelRequest(Strict):
@@ -67,9 +67,15 @@ class ChatLabelRequest(Strict):
         },
     )
     label_id: str = ID
-    conversation_id: str | None = Field(default=None, min_length=1, max_length=64)
-    chat_id: str | None = Field(default=None, min_length=1, max_length=128)
-    channel_id: str | None = Field(default=None, min_length=1, max_length=64)
+    conversation_id: str | None = Field(
+        default=None, min_length=1, max_length=64, description="the conversation (`cv_…`)"
+    )
+    chat_id: str | None = Field(
+        default=None, min_length=1, max_length=128, description="the contact's phone / JID, or a conversation id"
+    )
+    channel_id: str | None = Field(
+        default=None, min_length=1, max_length=64, description="picks the channel when the contact talks on several"
+    )
     exactly_one_of = (("conversation_id", "chat_id"),)  # checked in labels.chat_label
 
 
@@ -87,9 +93,14 @@ class ConversationLabelAdd(Strict):
     """`{label_id}`, or `{name}` (a new name joins the `/v1/labels` catalogue)."""
 
     json_examples = ({"label_id": "lb_01jd8x8a9b0c1d2e3f4g5h6j7k"}, {"name": "Follow up", "color": "#2196f3"})
-    label_id: str | None = Field(default=None, min_length=1, max_length=64)
-    name: Name | None = Field(default=None, min_length=1, max_length=100)
-    color: str | None = Field(default=None, pattern=COLOR)
+    label_id: str | None = Field(default=None, min_length=1, max_length=64, description="the label (`lb_…`)")
+    name: Name | None = Field(
+        default=None,
+        min_length=1,
+        max_length=100,
+        description="a label name; a new name joins the `/v1/labels` catalogue",
+    )
+    color: str | None = Field(default=None, pattern=COLOR, description="`#rrggbb`, for a new label")
     exactly_one_of = (("label_id", "name"),)  # checked in labels.add_to_conversation
 
 
@@ -107,11 +118,11 @@ class LabelAttachment(BaseModel):
             "provider_sync": "unsupported",
         },
     )
-    label_id: str
-    conversation_id: str | None = None
-    message_id: str | None = None
-    attached: bool
-    changed: bool
+    label_id: str = Field(description="the label (`lb_…`)")
+    conversation_id: str | None = Field(default=None, description="the conversation, for chat labels")
+    message_id: str | None = Field(default=None, description="the message, for message labels")
+    attached: bool = Field(description="whether the label is on the target after the call")
+    changed: bool = Field(description="whether this request changed anything")
     labels: list[str] = Field(default_factory=list, description="the target's label ids after the change")
     provider_sync: Literal["synced", "unsupported", "failed"] | None = Field(
         default=None, description="the mirror at the channel's provider (best effort), when something changed"
@@ -133,7 +144,9 @@ class ChatMuteRequest(ChatRequest):
     json_examples = (
         {"channel_id": "ch_01jd8w5a6b7c8d9e0f1g2h3j4k", "chat_id": "15551234567", "until": "2026-11-22T08:00:00Z"},
     )
-    until: str | None = Field(default=None, pattern=r"^\d{4}-\d{2}-\d{2}T")
+    until: str | None = Field(
+        default=None, pattern=r"^\d{4}-\d{2}-\d{2}T", description="ISO 8601 time in the future; absent: until unmuted"
+    )
 
 
 class CallReject(Strict):
@@ -141,7 +154,7 @@ class CallReject(Strict):
 
     json_examples = ({"channel_id": "ch_01jd8w5a6b7c8d9e0f1g2h3j4k", "call_id": "CALL-5F2A9C", "from": "15551234567"},)
     channel_id: str = ID
-    call_id: str = Field(min_length=1, max_length=256)
+    call_id: str = Field(min_length=1, max_length=256, description="the provider's id of the call")
     from_: str | None = Field(default=None, alias="from", min_length=3, max_length=128, description="caller phone/JID")
 
 
@@ -151,10 +164,10 @@ class CallRejected(BaseModel):
     json_examples = (
         {"channel_id": "ch_01jd8w5a6b7c8d9e0f1g2h3j4k", "call_id": "CALL-5F2A9C", "status": "rejected", "provider": {}},
     )
-    channel_id: str
-    call_id: str
-    status: Literal["rejected"] = "rejected"
-    provider: dict[str, Any] = Field(default_factory=dict)
+    channel_id: str = Field(description="the channel (`ch_…`)")
+    call_id: str = Field(description="the provider's id of the call")
+    status: Literal["rejected"] = Field(default="rejected", description="always `rejected`")
+    provider: dict[str, Any] = Field(default_factory=dict, description="what the channel's provider answered")
 
 
 class HistorySync(BaseModel):
@@ -171,9 +184,9 @@ class HistorySync(BaseModel):
             "completed_at": "2026-11-21T10:00:00.000Z",
         },
     )
-    id: str
-    conversation_id: str
-    channel_id: str
+    id: str = Field(description="the history sync's id")
+    conversation_id: str = Field(description="the conversation (`cv_…`)")
+    channel_id: str = Field(description="the channel (`ch_…`)")
     status: Literal["requested", "completed"] = Field(
         description="`requested` while the provider sends the messages (they arrive as inbound messages)"
     )
@@ -200,11 +213,18 @@ class TemplateButton(Strict):
             "example": ["https://example.com/track/1042"],
         },
     )
-    type: Literal["QUICK_REPLY", "URL", "PHONE_NUMBER", "COPY_CODE", "OTP"]
-    text: str = Field(min_length=1, max_length=25)
-    url: str | None = Field(default=None, max_length=2000, pattern=r"^https://")
-    phone_number: str | None = Field(default=None, max_length=20)
-    example: list[str] | None = Field(default=None, max_length=5)
+    type: Literal["QUICK_REPLY", "URL", "PHONE_NUMBER", "COPY_CODE", "OTP"] = Field(description="the button's kind")
+    text: str = Field(min_length=1, max_length=25, description="the button's label (at most 25 characters)")
+    url: str | None = Field(
+        default=None,
+        max_length=2000,
+        pattern=r"^https://",
+        description="URL buttons: an https URL (may end with a `{{1}}` parameter)",
+    )
+    phone_number: str | None = Field(default=None, max_length=20, description="the number a PHONE_NUMBER button calls")
+    example: list[str] | None = Field(
+        default=None, max_length=5, description="sample values for the parameters (the provider's review needs them)"
+    )
 
 
 class TemplateComponent(Strict):
@@ -217,11 +237,19 @@ class TemplateComponent(Strict):
             "example": {"body_text": [["Ana", "#1042"]]},
         },
     )
-    type: Literal["HEADER", "BODY", "FOOTER", "BUTTONS"]
-    format: Literal["TEXT", "IMAGE", "VIDEO", "DOCUMENT", "LOCATION"] | None = None
+    type: Literal["HEADER", "BODY", "FOOTER", "BUTTONS"] = Field(
+        description="HEADER, BODY (required, once), FOOTER or BUTTONS"
+    )
+    format: Literal["TEXT", "IMAGE", "VIDEO", "DOCUMENT", "LOCATION"] | None = Field(
+        default=None, description="HEADER only: what the header shows"
+    )
     text: str | None = Field(default=None, min_length=1, max_length=1024, description="`{{1}}`, `{{2}}`… parameters")
-    buttons: list[TemplateButton] | None = Field(default=None, min_length=1, max_length=10)
-    example: Annotated[dict[str, Any], Storable] | None = None
+    buttons: list[TemplateButton] | None = Field(
+        default=None, min_length=1, max_length=10, description="1 to 10 buttons"
+    )
+    example: Annotated[dict[str, Any], Storable] | None = Field(
+        default=None, description="sample values for the parameters (the provider's review needs them)"
+    )
 
 
 class TemplateCreate(Strict):
@@ -241,19 +269,25 @@ class TemplateCreate(Strict):
     )
     channel_id: str = ID
     name: str = Field(pattern=NAME, description="lower case letters, digits and `_`")
-    category: Category
-    language: str = Field(default="en_US", pattern=LANGUAGE)
-    components: list[TemplateComponent] = Field(min_length=1, max_length=10)
+    category: Category = Field(description="what the template is for (the provider may recategorise it)")
+    language: str = Field(default="en_US", pattern=LANGUAGE, description="language code, e.g. `en_US`")
+    components: list[TemplateComponent] = Field(
+        min_length=1,
+        max_length=10,
+        description="1 to 10 parts: one BODY with text, at most one HEADER, FOOTER and BUTTONS",
+    )
 
 
 class TemplateUpdate(Strict):
     """Only `draft` and `rejected` templates can be edited (a rejected one goes back to `draft`)."""
 
     json_examples = ({"components": [{"type": "BODY", "text": "Hi {{1}}, order {{2}} is on its way."}]},)
-    name: str | None = Field(default=None, pattern=NAME)
-    category: Category | None = None
-    language: str | None = Field(default=None, pattern=LANGUAGE)
-    components: list[TemplateComponent] | None = Field(default=None, min_length=1, max_length=10)
+    name: str | None = Field(default=None, pattern=NAME, description="the new name")
+    category: Category | None = Field(default=None, description="the new category")
+    language: str | None = Field(default=None, pattern=LANGUAGE, description="the new language code")
+    components: list[TemplateComponent] | None = Field(
+        default=None, min_length=1, max_length=10, description="the new parts (replace the old ones)"
+    )
 
 
 class Template(BaseModel):
@@ -282,19 +316,23 @@ class Template(BaseModel):
             "updated_at": "2026-11-21T10:00:00.000Z",
         },
     )
-    id: str
-    organization_id: str
-    channel_id: str
-    name: str
+    id: str = Field(description="the template's id")
+    organization_id: str = Field(description="the organization that owns it (`org_…`)")
+    channel_id: str = Field(description="the channel whose provider holds the template")
+    name: str = Field(description="lower case letters, digits and `_`; unique per channel with the language")
     category: str = Field(description="`MARKETING`, `UTILITY` or `AUTHENTICATION`; a provider may recategorise it")
-    language: str
-    components: list[dict[str, Any]]
+    language: str = Field(description="language code, e.g. `en_US`")
+    components: list[dict[str, Any]] = Field(
+        description="the template's HEADER, BODY, FOOTER and BUTTONS parts as stored"
+    )
     status: TemplateStatus = Field(
         description="`draft` → `pending` (submitted) → `approved` or `rejected`; the provider may pause or disable it"
     )
     parameters: dict[str, int] = Field(default_factory=dict, description="parameter count per component type")
-    rejection_reason: str | None = None
-    provider_template_id: str | None = None
+    rejection_reason: str | None = Field(default=None, description="why the provider rejected it")
+    provider_template_id: str | None = Field(
+        default=None, description="the template's id at the provider, once submitted"
+    )
     library_item_id: str | None = None
     submitted_at: str | None = None
     status_updated_at: str | None = None
@@ -307,8 +345,12 @@ class TemplateDuplicate(Strict):
 
     json_examples = ({"name": "order_shipped_es", "language": "es"},)
     name: str | None = Field(default=None, pattern=NAME, description="default: `<name>_copy`")
-    channel_id: str | None = Field(default=None, min_length=1, max_length=64)
-    language: str | None = Field(default=None, pattern=LANGUAGE)
+    channel_id: str | None = Field(
+        default=None, min_length=1, max_length=64, description="the channel of the copy (default: the template's)"
+    )
+    language: str | None = Field(
+        default=None, pattern=LANGUAGE, description="the copy's language (default: the template's)"
+    )
 
 
 class TemplateSyncRequest(Strict):
@@ -329,10 +371,10 @@ class TemplateChange(BaseModel):
             "category": "UTILITY",
         },
     )
-    template_id: str
+    template_id: str = Field(description="the template")
     previous_status: str = Field(description="a template status (see `Template.status`)")
     status: str = Field(description="a template status (see `Template.status`)")
-    category: str | None = None
+    category: str | None = Field(default=None, description="the category the provider gave it, when it changed")
 
 
 class TemplateSyncResult(BaseModel):
@@ -353,10 +395,12 @@ class TemplateSyncResult(BaseModel):
             "unsupported_channels": [],
         },
     )
-    channels: list[str]
-    checked: int
-    changed: list[TemplateChange]
-    unsupported_channels: list[str] = Field(default_factory=list)
+    channels: list[str] = Field(description="the channels checked")
+    checked: int = Field(description="templates checked")
+    changed: list[TemplateChange] = Field(description="whether this request changed anything")
+    unsupported_channels: list[str] = Field(
+        default_factory=list, description="channels whose provider has no templates"
+    )
 
 
 class LibraryItem(BaseModel):
@@ -374,12 +418,12 @@ class LibraryItem(BaseModel):
             ],
         },
     )
-    id: str
-    name: str
-    description: str
-    category: str
-    language: str
-    components: list[dict[str, Any]]
+    id: str = Field(description="the library template's id")
+    name: str = Field(description="the library template's name")
+    description: str = Field(description="free text about the library template")
+    category: str = Field(description="`MARKETING`, `UTILITY` or `AUTHENTICATION`")
+    language: str = Field(description="language code, e.g. `en_US`")
+    components: list[dict[str, Any]] = Field(description="the template's parts")
 
 
 class LibraryImport(Strict):
@@ -388,4 +432,4 @@ class LibraryImport(Strict):
     json_examples = ({"channel_id": "ch_01jd8w5a6b7c8d9e0f1g2h3j4k"},)
     channel_id: str = ID
     name: str | None = Field(default=None, pattern=NAME, description="default: the library item's name")
-    language: str | None = Field(default=None, pattern=LANGUAGE)
+    language: str | None = Field(default=None, pattern=LANGUAGE, description="default: the library item's language")

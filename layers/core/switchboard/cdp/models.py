@@ -24,8 +24,8 @@ class FieldOption(Strict):
     """One choice of a select field."""
 
     json_examples = ({"value": "11-50", "label": "11 to 50 employees"},)
-    value: str = Field(min_length=1, max_length=100)
-    label: Name | None = Field(default=None, max_length=200)
+    value: str = Field(min_length=1, max_length=100, description="the stored value")
+    label: Name | None = Field(default=None, max_length=200, description="the shown text (default: the value)")
 
 
 class _FieldBody(Strict):
@@ -56,21 +56,30 @@ class FieldCreate(_FieldBody):
         {"key": "renewal_date", "label": "Renewal date", "type": "date", "required": False},
     )
     key: str = Key
-    label: Name = Field(min_length=1, max_length=200)
-    type: FieldType
-    options: list[FieldOption] | None = Field(default=None, max_length=200, validate_default=True)
-    required: bool = False
-    description: str | None = Field(default=None, max_length=1000)
+    label: Name = Field(min_length=1, max_length=200, description="the name people see")
+    type: FieldType = Field(description="the value's type; select types need `options`")
+    options: list[FieldOption] | None = Field(
+        default=None,
+        max_length=200,
+        validate_default=True,
+        description="the choices of a `single_select` or `multi_select` field (values unique)",
+    )
+    required: bool = Field(default=False, description="whether every record should have a value")
+    description: str | None = Field(default=None, max_length=1000, description="free text about the field")
 
 
 class FieldUpdate(_FieldBody):
     """The key and the type are stable: a rename changes the label, the data stays under the key."""
 
     json_examples = ({"label": "Team size", "options": [{"value": "1-10"}, {"value": "11-50"}, {"value": "51+"}]},)
-    label: Name | None = Field(default=None, min_length=1, max_length=200)
-    options: list[FieldOption] | None = Field(default=None, max_length=200)
-    required: bool | None = None
-    description: str | None = Field(default=None, max_length=1000)
+    label: Name | None = Field(default=None, min_length=1, max_length=200, description="the name people see")
+    options: list[FieldOption] | None = Field(
+        default=None,
+        max_length=200,
+        description="the choices of a `single_select` or `multi_select` field (values unique)",
+    )
+    required: bool | None = Field(default=None, description="whether every record should have a value")
+    description: str | None = Field(default=None, max_length=1000, description="free text about the field")
 
 
 class CustomField(BaseModel):
@@ -89,12 +98,14 @@ class CustomField(BaseModel):
             "updated_at": "2026-11-21T10:00:00.000Z",
         },
     )
-    id: str
-    key: str
-    label: str
-    type: FieldType
-    options: list[FieldOption] = Field(default_factory=list)
-    required: bool = False
+    id: str = Field(description="the field's id")
+    key: str = Field(description="stable slug that names the value; never changes")
+    label: str = Field(description="the name people see")
+    type: FieldType = Field(description="the value's type")
+    options: list[FieldOption] = Field(
+        default_factory=list, description="the choices of a `single_select` or `multi_select` field (values unique)"
+    )
+    required: bool = Field(default=False, description="whether every record should have a value")
     description: str | None = None
     created_at: str
     updated_at: str
@@ -115,14 +126,16 @@ class ObjectField(BaseModel):
             "position": 1,
         },
     )
-    id: str
-    key: str
-    label: str
-    type: FieldType
-    options: list[FieldOption] = Field(default_factory=list)
-    required: bool = False
-    description: str | None = None
-    position: int
+    id: str = Field(description="the field's id")
+    key: str = Field(description="stable slug that names the value; never changes")
+    label: str = Field(description="the name people see")
+    type: FieldType = Field(description="the value's type")
+    options: list[FieldOption] = Field(
+        default_factory=list, description="the choices of a `single_select` or `multi_select` field (values unique)"
+    )
+    required: bool = Field(default=False, description="whether every record should have a value")
+    description: str | None = Field(default=None, description="free text about the field")
+    position: int = Field(description="order among its siblings, from 0")
 
 
 # Lifecycle stages -------------------------------------------------------------------------------------------------
@@ -133,20 +146,20 @@ class StageCreate(Strict):
         {"key": "customer", "name": "Customer", "description": "Paid at least once", "color": "#4caf50", "position": 4},
     )
     key: str = Key
-    name: Name = Field(min_length=1, max_length=100)
-    description: str | None = Field(default=None, max_length=1000)
-    color: str | None = Field(default=None, pattern=r"^#[0-9a-fA-F]{6}$")
-    position: int | None = Field(default=None, ge=0, le=1000)
+    name: Name = Field(min_length=1, max_length=100, description="the stage's name")
+    description: str | None = Field(default=None, max_length=1000, description="free text about the stage")
+    color: str | None = Field(default=None, pattern=r"^#[0-9a-fA-F]{6}$", description="`#rrggbb`")
+    position: int | None = Field(default=None, ge=0, le=1000, description="order among its siblings, from 0")
 
 
 class StageUpdate(Strict):
     """The stage's fields to change (the key stays)."""
 
     json_examples = ({"name": "Paying customer", "position": 5},)
-    name: Name | None = Field(default=None, min_length=1, max_length=100)
-    description: str | None = Field(default=None, max_length=1000)
-    color: str | None = Field(default=None, pattern=r"^#[0-9a-fA-F]{6}$")
-    position: int | None = Field(default=None, ge=0, le=1000)
+    name: Name | None = Field(default=None, min_length=1, max_length=100, description="the stage's name")
+    description: str | None = Field(default=None, max_length=1000, description="free text about the stage")
+    color: str | None = Field(default=None, pattern=r"^#[0-9a-fA-F]{6}$", description="`#rrggbb`")
+    position: int | None = Field(default=None, ge=0, le=1000, description="order among its siblings, from 0")
 
 
 class Stage(BaseModel):
@@ -164,11 +177,11 @@ class Stage(BaseModel):
             "updated_at": "2026-11-21T10:00:00.000Z",
         },
     )
-    id: str
-    key: str
-    name: str
-    description: str | None = None
-    color: str | None = None
+    id: str = Field(description="the stage's id")
+    key: str = Field(description="stable slug that names the value; never changes")
+    name: str = Field(description="the stage's name")
+    description: str | None = Field(default=None, description="free text about the stage")
+    color: str | None = Field(default=None, description="`#rrggbb`")
     position: int
     created_at: str
     updated_at: str
@@ -179,7 +192,7 @@ class StageSet(Strict):
 
     json_examples = ({"stage": "customer", "reason": "first order paid"}, {"stage": None})
     stage: str | None = Field(min_length=1, max_length=64, description="stage key or id; null clears the stage")
-    reason: str | None = Field(default=None, max_length=500)
+    reason: str | None = Field(default=None, max_length=500, description="why, kept in the history")
 
 
 class StageChange(BaseModel):
@@ -195,10 +208,10 @@ class StageChange(BaseModel):
             "changed_at": "2026-11-21T10:30:00.000Z",
         },
     )
-    contact_id: str
-    from_stage: str | None = None
-    to_stage: str | None = None
-    reason: str | None = None
+    contact_id: str = Field(description="the contact (`ct_…`)")
+    from_stage: str | None = Field(default=None, description="the stage key before (null: none)")
+    to_stage: str | None = Field(default=None, description="the stage key after (null: none)")
+    reason: str | None = Field(default=None, description="why, as given")
     changed_by: str | None = None
     changed_at: str
 
@@ -231,29 +244,29 @@ class ContactStage(BaseModel):
             ],
         },
     )
-    contact_id: str
-    stage: Stage | None = None
-    history: list[StageChange] = Field(default_factory=list)
+    contact_id: str = Field(description="the contact (`ct_…`)")
+    stage: Stage | None = Field(default=None, description="the current stage; null when none")
+    history: list[StageChange] = Field(default_factory=list, description="the moves, newest first")
 
 
 class StageCount(BaseModel):
     """One stage's figures in the metrics window."""
 
     json_examples = ({"stage": "customer", "name": "Customer", "contacts": 120, "entered": 14, "exited": 2},)
-    stage: str
-    name: str
-    contacts: int
-    entered: int
-    exited: int
+    stage: str = Field(description="the stage key")
+    name: str = Field(description="the stage's name")
+    contacts: int = Field(description="contacts in the stage now")
+    entered: int = Field(description="contacts that entered the stage in the window")
+    exited: int = Field(description="contacts that left the stage in the window")
 
 
 class Conversion(BaseModel):
     """Contacts that moved from one stage to another in the metrics window."""
 
     json_examples = ({"from_stage": "lead", "to_stage": "customer", "count": 9},)
-    from_stage: str | None
-    to_stage: str | None
-    count: int
+    from_stage: str | None = Field(description="the stage key before (null: none)")
+    to_stage: str | None = Field(description="the stage key after (null: none)")
+    count: int = Field(description="how many contacts made this move in the window")
 
 
 class StageMetrics(BaseModel):
@@ -267,10 +280,10 @@ class StageMetrics(BaseModel):
             "conversions": [{"from_stage": "lead", "to_stage": "customer", "count": 9}],
         },
     )
-    since: str
-    until: str
-    stages: list[StageCount]
-    conversions: list[Conversion]
+    since: str = Field(description="start of the window (ISO 8601)")
+    until: str = Field(description="ISO 8601 time in the future; absent: until unmuted")
+    stages: list[StageCount] = Field(description="one entry per stage, in funnel order")
+    conversions: list[Conversion] = Field(description="moves between stages in the window")
 
 
 # Events and activity ----------------------------------------------------------------------------------------------
@@ -278,9 +291,11 @@ class EventContact(Strict):
     """The identity an event is about; a contact that owns nobody is created."""
 
     json_examples = ({"type": "email", "value": "ada@example.com"},)
-    type: Literal["phone", "whatsapp", "wa_id", "email", "external_id", "instagram"]
-    value: str = Field(min_length=1, max_length=320)
-    source: str | None = Field(default=None, min_length=1, max_length=64)
+    type: Literal["phone", "whatsapp", "wa_id", "email", "external_id", "instagram"] = Field(
+        description="the identity's type"
+    )
+    value: str = Field(min_length=1, max_length=320, description="the identity's value, any common form")
+    source: str | None = Field(default=None, min_length=1, max_length=64, description="where it came from")
 
 
 class EventIn(Strict):
@@ -295,11 +310,28 @@ class EventIn(Strict):
             "timestamp": "2026-11-21T09:59:00Z",
         },
     )
-    event_id: str | None = Field(default=None, min_length=1, max_length=128, pattern=r"^[A-Za-z0-9_.:\-]+$")
-    name: str = Field(min_length=1, max_length=100, pattern=r"^[A-Za-z0-9_.:\- ]+$")
-    contact: EventContact | None = None
-    contact_id: str | None = Field(default=None, min_length=1, max_length=64)
-    properties: Properties = Field(default_factory=dict, max_length=100)
+    event_id: str | None = Field(
+        default=None,
+        min_length=1,
+        max_length=128,
+        pattern=r"^[A-Za-z0-9_.:\-]+$",
+        description="the event's idempotency key: an event with a known `event_id` counts once (`duplicate`)",
+    )
+    name: str = Field(
+        min_length=1,
+        max_length=100,
+        pattern=r"^[A-Za-z0-9_.:\- ]+$",
+        description="the event's name, e.g. `order.completed`",
+    )
+    contact: EventContact | None = Field(
+        default=None, description="the identity of the contact (a contact owning nobody yet is created)"
+    )
+    contact_id: str | None = Field(
+        default=None, min_length=1, max_length=64, description="the contact (`ct_…`), instead of `contact`"
+    )
+    properties: Properties = Field(
+        default_factory=dict, max_length=100, description="free-form JSON about the event (at most 100 keys)"
+    )
     timestamp: str | None = Iso
     exactly_one_of = (("contact", "contact_id"),)
 
@@ -325,7 +357,7 @@ class EventBatch(Strict):
             ]
         },
     )
-    events: list[EventIn] = Field(min_length=1, max_length=100)
+    events: list[EventIn] = Field(min_length=1, max_length=100, description="1 to 100 events")
 
 
 class EventResult(BaseModel):
@@ -340,13 +372,13 @@ class EventResult(BaseModel):
             "error": None,
         },
     )
-    index: int
-    event_id: str
+    index: int = Field(description="the event's position in the batch, from 0")
+    event_id: str = Field(description="the event's idempotency key (generated when the event had none)")
     status: Literal["accepted", "duplicate", "rejected"] = Field(
         description="`duplicate`: an event with this `event_id` was recorded before; `rejected`: see `error`"
     )
-    contact_id: str | None = None
-    error: dict[str, Any] | None = None
+    contact_id: str | None = Field(default=None, description="the contact the event was recorded on")
+    error: dict[str, Any] | None = Field(default=None, description="why the event was rejected (`code`, `message`)")
 
 
 class IngestResult(BaseModel):
@@ -368,10 +400,10 @@ class IngestResult(BaseModel):
             ],
         },
     )
-    accepted: int
-    duplicates: int
-    rejected: int
-    results: list[EventResult]
+    accepted: int = Field(description="events recorded")
+    duplicates: int = Field(description="events already recorded before (same `event_id`)")
+    rejected: int = Field(description="events refused (see their `error`)")
+    results: list[EventResult] = Field(description="one result per item, in the order sent")
 
 
 class Activity(BaseModel):
@@ -389,11 +421,13 @@ class Activity(BaseModel):
             "received_at": "2026-11-21T10:00:00.000Z",
         },
     )
-    id: str
-    event_id: str
-    name: str
+    id: str = Field(description="the activity entry's id")
+    event_id: str = Field(
+        description="the event's idempotency key: an event with a known `event_id` counts once (`duplicate`)"
+    )
+    name: str = Field(description="the event's name")
     kind: str = Field(default="event", description="`event` for ingested events; other kinds may be added")
-    contact_id: str
+    contact_id: str = Field(description="the contact (`ct_…`)")
     properties: Properties = Field(default_factory=dict)
     occurred_at: str
     received_at: str
@@ -427,7 +461,7 @@ class ObjectTypeCreate(Strict):
         },
     )
     key: str = Key
-    name: Name = Field(min_length=1, max_length=100)
+    name: Name = Field(min_length=1, max_length=100, description="the object type's name")
     kind: ObjectKind = Field(
         default="custom",
         description="`deal`: its records move through stages (`crm.deal.stage_changed`); `task`: its records get "
@@ -441,22 +475,28 @@ class ObjectTypeCreate(Strict):
     completed_value: str | None = Field(
         default=None, max_length=100, description="task types: the status option that means done"
     )
-    plural_name: Name | None = Field(default=None, max_length=100)
-    description: str | None = Field(default=None, max_length=1000)
+    plural_name: Name | None = Field(
+        default=None, max_length=100, description="the name of several records, e.g. `Deals`"
+    )
+    description: str | None = Field(default=None, max_length=1000, description="free text about the object type")
     display_field: str | None = Field(
         default=None, max_length=64, description="the field key whose value names a record"
     )
-    fields: list[FieldCreate] = Field(default_factory=list, max_length=100)
+    fields: list[FieldCreate] = Field(default_factory=list, max_length=100, description="the fields of the type")
 
 
 class ObjectTypeUpdate(Strict):
     """The type's names to change (the key, the kind and the fields stay; fields have their own routes)."""
 
     json_examples = ({"plural_name": "Opportunities"},)
-    name: Name | None = Field(default=None, min_length=1, max_length=100)
-    plural_name: Name | None = Field(default=None, max_length=100)
-    description: str | None = Field(default=None, max_length=1000)
-    display_field: str | None = Field(default=None, max_length=64)
+    name: Name | None = Field(default=None, min_length=1, max_length=100, description="the object type's name")
+    plural_name: Name | None = Field(
+        default=None, max_length=100, description="the name of several records, e.g. `Deals`"
+    )
+    description: str | None = Field(default=None, max_length=1000, description="free text about the object type")
+    display_field: str | None = Field(
+        default=None, max_length=64, description="the key of the field whose value names a record"
+    )
 
 
 class ObjectType(BaseModel):
@@ -490,16 +530,19 @@ class ObjectType(BaseModel):
             "updated_at": "2026-11-21T10:00:00.000Z",
         },
     )
-    id: str
-    key: str
-    name: str
-    kind: ObjectKind = "custom"
-    status_field: str | None = None
-    completed_value: str | None = None
-    plural_name: str | None = None
-    description: str | None = None
-    display_field: str | None = None
-    fields: list[ObjectField] = Field(default_factory=list)
+    id: str = Field(description="the object type's id")
+    key: str = Field(description="stable slug that names the value; never changes")
+    name: str = Field(description="the object type's name")
+    kind: ObjectKind = Field(default="custom", description="`event` for ingested events")
+    status_field: str | None = Field(
+        default=None,
+        description="deal and task types: the key of the single-select field holding the stage or the status",
+    )
+    completed_value: str | None = Field(default=None, description="task types: the status option that means done")
+    plural_name: str | None = Field(default=None, description="the name of several records, e.g. `Deals`")
+    description: str | None = Field(default=None, description="free text about the object type")
+    display_field: str | None = Field(default=None, description="the key of the field whose value names a record")
+    fields: list[ObjectField] = Field(default_factory=list, description="the fields of the type")
     version: int
     created_at: str
     updated_at: str
@@ -509,7 +552,9 @@ class FieldReorder(Strict):
     """Every field id of the type, once each, in the new order."""
 
     json_examples = ({"field_ids": ["ofl_01jd8x2c3d4e5f6g7h8j9k0m1n", "ofl_01jd8x2d3e4f5g6h7j8k9m0n1p"]},)
-    field_ids: list[str] = Field(min_length=1, max_length=100)
+    field_ids: list[str] = Field(
+        min_length=1, max_length=100, description="every field id of the type exactly once, in the new order"
+    )
 
 
 class ObjectCreate(Strict):
@@ -524,16 +569,26 @@ class ObjectCreate(Strict):
         },
     )
     object_type_id: str = Field(min_length=1, max_length=64, description="object type id or key")
-    contact_id: str = Field(min_length=1, max_length=64)
-    display_name: Name | None = Field(default=None, max_length=200)
-    properties: Properties = Field(default_factory=dict, max_length=100)
+    contact_id: str = Field(min_length=1, max_length=64, description="the contact (`ct_…`)")
+    display_name: Name | None = Field(
+        default=None,
+        max_length=200,
+        description="the record's name as shown (default: the value of the type's display field)",
+    )
+    properties: Properties = Field(
+        default_factory=dict, max_length=100, description="values by field key of the type (at most 100)"
+    )
 
 
 class ObjectUpdate(Strict):
     """The record's changes: `properties` merge key by key."""
 
     json_examples = ({"properties": {"stage": "won", "lost_reason": None}},)
-    display_name: Name | None = Field(default=None, max_length=200)
+    display_name: Name | None = Field(
+        default=None,
+        max_length=200,
+        description="the record's name as shown (default: the value of the type's display field)",
+    )
     properties: BoundedProperties | None = Field(default=None, description="merged key by key; null removes")
 
 
@@ -553,12 +608,12 @@ class ContactObject(BaseModel):
             "updated_at": "2026-11-21T10:00:00.000Z",
         },
     )
-    id: str
-    object_type_id: str
+    id: str = Field(description="the record's id")
+    object_type_id: str = Field(description="the object type (`oty_…`)")
     object_kind: str = Field(description="the key of its object type")
-    contact_id: str
-    display_name: str
-    properties: Properties = Field(default_factory=dict)
+    contact_id: str = Field(description="the contact (`ct_…`)")
+    display_name: str = Field(description="the record's name as shown")
+    properties: Properties = Field(default_factory=dict, description="values by field key of its type")
     version: int
     created_at: str
     updated_at: str
@@ -568,7 +623,7 @@ class CommentCreate(Strict):
     """A comment's text."""
 
     json_examples = ({"body": "Sent the revised quote."},)
-    body: str = Field(min_length=1, max_length=5000)
+    body: str = Field(min_length=1, max_length=5000, description="the comment's text")
 
 
 class Comment(BaseModel):
@@ -585,11 +640,11 @@ class Comment(BaseModel):
             "created_at": "2026-11-21T10:00:00.000Z",
         },
     )
-    id: str
-    record_id: str
-    object_kind: str
-    contact_id: str
-    body: str
+    id: str = Field(description="the comment's id")
+    record_id: str = Field(description="the record (`obj_…`)")
+    object_kind: str = Field(description="the key of its object type")
+    contact_id: str = Field(description="the contact (`ct_…`)")
+    body: str = Field(description="the comment's text")
     author_id: str | None = None
     created_at: str
 
@@ -614,8 +669,8 @@ class Relationship(BaseModel):
             "updated_at": "2026-11-21T10:00:00.000Z",
         },
     )
-    record_id: str
-    related_id: str
+    record_id: str = Field(description="the record the link starts from (`obj_…`)")
+    related_id: str = Field(description="the linked record (`obj_…`) or contact (`ct_…`)")
     related_kind: str = Field(description="`contact`, or the object kind of the related record")
     label: str | None = None
     created_at: str
@@ -633,7 +688,9 @@ class ImportCreate(Strict):
             "dry_run": False,
         },
     )
-    format: Literal["csv", "jsonl"]
+    format: Literal["csv", "jsonl"] = Field(
+        description="`csv` (header row first) or `jsonl` (one JSON object per line)"
+    )
     content: str = Field(
         min_length=1,
         max_length=250_000,
@@ -650,8 +707,8 @@ class RejectedRow(BaseModel):
 
     json_examples = ({"row": 3, "field": "email", "message": "not a valid e-mail address"},)
     row: int = Field(description="1-based data row (the CSV header is not counted)")
-    field: str
-    message: str
+    field: str = Field(description="the column (CSV) or key (JSON lines) at fault")
+    message: str = Field(description="why the row was refused")
 
 
 class ImportReport(BaseModel):
@@ -676,21 +733,21 @@ class ImportReport(BaseModel):
             "completed_at": "2026-11-21T10:00:00.000Z",
         },
     )
-    id: str
-    format: str
+    id: str = Field(description="the import's id")
+    format: str = Field(description="`csv` or `jsonl`")
     status: Literal["validated", "committed", "partial"] = Field(
         description="`validated`: a dry run; `committed`: every batch written (rejected rows are in `errors`); "
         "`partial`: a batch failed and its rows were not committed"
     )
-    dry_run: bool = False
-    rows: int
-    created: int
-    updated: int
-    unchanged: int
-    rejected: int
+    dry_run: bool = Field(default=False, description="true: validate and report without writing")
+    rows: int = Field(description="data rows read")
+    created: int = Field(description="contacts created")
+    updated: int = Field(description="existing contacts changed")
+    unchanged: int = Field(description="rows that matched a contact without changing it")
+    rejected: int = Field(description="rows refused (see `errors`)")
     batches: int = Field(description="transactions committed (each all-or-nothing, at most 100 items)")
-    errors: list[RejectedRow] = Field(default_factory=list)
-    errors_truncated: bool = False
+    errors: list[RejectedRow] = Field(default_factory=list, description="rejected rows (at most 100)")
+    errors_truncated: bool = Field(default=False, description="true when more rows were rejected than `errors` lists")
     created_by: str | None = None
     created_at: str
     completed_at: str
@@ -712,8 +769,8 @@ class SegmentCreate(Strict):
             },
         },
     )
-    name: Name = Field(min_length=1, max_length=100)
-    description: str | None = Field(default=None, max_length=1000)
+    name: Name = Field(min_length=1, max_length=100, description="the segment's name")
+    description: str | None = Field(default=None, max_length=1000, description="free text about the segment")
     rules: dict[str, Any] = Field(description="rule tree: {and|or: [...]}, {not: rule}, a field or an event condition")
 
 
@@ -721,9 +778,9 @@ class SegmentUpdate(Strict):
     """The segment's changes; new `rules` (or an empty body) rebuild the membership."""
 
     json_examples = ({"rules": {"field": "lifecycle_stage", "op": "eq", "value": "customer"}},)
-    name: Name | None = Field(default=None, min_length=1, max_length=100)
-    description: str | None = Field(default=None, max_length=1000)
-    rules: dict[str, Any] | None = None
+    name: Name | None = Field(default=None, min_length=1, max_length=100, description="the segment's name")
+    description: str | None = Field(default=None, max_length=1000, description="free text about the segment")
+    rules: dict[str, Any] | None = Field(default=None, description="a new rule tree (rebuilds the membership)")
 
 
 class Segment(BaseModel):
@@ -750,10 +807,10 @@ class Segment(BaseModel):
             "updated_at": "2026-11-21T10:30:00.000Z",
         },
     )
-    id: str
-    name: str
-    description: str | None = None
-    rules: dict[str, Any]
+    id: str = Field(description="the segment's id")
+    name: str = Field(description="the segment's name")
+    description: str | None = Field(default=None, description="free text about the segment")
+    rules: dict[str, Any] = Field(description="the rule tree (see `SegmentCreate.rules`)")
     member_count: int = 0
     built_at: str | None = None
     status: Literal["building", "ready", "failed"] = Field(
@@ -779,10 +836,10 @@ class SegmentMember(BaseModel):
             "added_at": "2026-11-21T10:30:00.000Z",
         },
     )
-    contact_id: str
-    name: str | None = None
-    email: str | None = None
-    phone: str | None = None
+    contact_id: str = Field(description="the contact (`ct_…`)")
+    name: str | None = Field(default=None, description="the contact's name")
+    email: str | None = Field(default=None, description="the contact's primary e-mail")
+    phone: str | None = Field(default=None, description="the contact's primary phone (digits)")
     lifecycle_stage: str | None = None
     added_at: str
 
@@ -792,9 +849,9 @@ class TemplateSegment(Strict):
     """A segment a CDP template creates."""
 
     json_examples = ({"name": "VIPs", "rules": {"field": "tags", "op": "contains", "value": "vip"}},)
-    name: Name = Field(min_length=1, max_length=100)
-    description: str | None = Field(default=None, max_length=1000)
-    rules: dict[str, Any]
+    name: Name = Field(min_length=1, max_length=100, description="the segment's name")
+    description: str | None = Field(default=None, max_length=1000, description="free text about the segment")
+    rules: dict[str, Any] = Field(description="the segment's rule tree (see `SegmentCreate.rules`)")
 
 
 class CdpTemplateCreate(Strict):
@@ -816,22 +873,30 @@ class CdpTemplateCreate(Strict):
             "segments": [{"name": "VIPs", "rules": {"field": "tags", "op": "contains", "value": "vip"}}],
         },
     )
-    name: Name = Field(min_length=1, max_length=100)
-    description: str | None = Field(default=None, max_length=1000)
-    custom_fields: list[FieldCreate] = Field(default_factory=list, max_length=100)
-    lifecycle_stages: list[StageCreate] = Field(default_factory=list, max_length=50)
-    segments: list[TemplateSegment] = Field(default_factory=list, max_length=50)
+    name: Name = Field(min_length=1, max_length=100, description="the template's name")
+    description: str | None = Field(default=None, max_length=1000, description="free text about the template")
+    custom_fields: list[FieldCreate] = Field(
+        default_factory=list, max_length=100, description="custom field definitions"
+    )
+    lifecycle_stages: list[StageCreate] = Field(
+        default_factory=list, max_length=50, description="lifecycle stage definitions"
+    )
+    segments: list[TemplateSegment] = Field(default_factory=list, max_length=50, description="segment definitions")
 
 
 class CdpTemplateUpdate(Strict):
     """The template's parts to replace."""
 
     json_examples = ({"description": "Ticket priority, VIP and at-risk segments"},)
-    name: Name | None = Field(default=None, min_length=1, max_length=100)
-    description: str | None = Field(default=None, max_length=1000)
-    custom_fields: list[FieldCreate] | None = Field(default=None, max_length=100)
-    lifecycle_stages: list[StageCreate] | None = Field(default=None, max_length=50)
-    segments: list[TemplateSegment] | None = Field(default=None, max_length=50)
+    name: Name | None = Field(default=None, min_length=1, max_length=100, description="the template's name")
+    description: str | None = Field(default=None, max_length=1000, description="free text about the template")
+    custom_fields: list[FieldCreate] | None = Field(
+        default=None, max_length=100, description="custom field definitions"
+    )
+    lifecycle_stages: list[StageCreate] | None = Field(
+        default=None, max_length=50, description="lifecycle stage definitions"
+    )
+    segments: list[TemplateSegment] | None = Field(default=None, max_length=50, description="segment definitions")
 
 
 class CdpTemplate(BaseModel):
@@ -855,12 +920,16 @@ class CdpTemplate(BaseModel):
             "updated_at": None,
         },
     )
-    id: str
-    name: str
-    description: str | None = None
-    builtin: bool = False
-    custom_fields: list[dict[str, Any]] = Field(default_factory=list)
-    lifecycle_stages: list[dict[str, Any]] = Field(default_factory=list)
+    id: str = Field(description="the template's id")
+    name: str = Field(description="the template's name")
+    description: str | None = Field(default=None, description="free text about the template")
+    builtin: bool = Field(default=False, description="built-in templates are read-only")
+    custom_fields: list[dict[str, Any]] = Field(
+        default_factory=list, description="custom field definitions (as in `FieldCreate`)"
+    )
+    lifecycle_stages: list[dict[str, Any]] = Field(
+        default_factory=list, description="lifecycle stage definitions (as in `StageCreate`)"
+    )
     segments: list[dict[str, Any]] = Field(default_factory=list)
     created_at: str | None = None
     updated_at: str | None = None
@@ -870,7 +939,7 @@ class TemplateAction(Strict):
     """What to do with the template."""
 
     json_examples = ({"action": "apply"},)
-    action: Literal["apply"]
+    action: Literal["apply"] = Field(description="`apply`: create the template's parts that do not exist yet")
 
 
 class ApplyResult(BaseModel):
@@ -883,6 +952,6 @@ class ApplyResult(BaseModel):
             "skipped": {"custom_fields": [], "lifecycle_stages": [], "segments": ["Qualified leads"]},
         },
     )
-    template_id: str
-    created: dict[str, list[str]]
-    skipped: dict[str, list[str]]
+    template_id: str = Field(description="the template applied")
+    created: dict[str, list[str]] = Field(description="keys (fields, stages) and names (segments) created, by part")
+    skipped: dict[str, list[str]] = Field(description="what existed already (by key or name) and was left as it was")

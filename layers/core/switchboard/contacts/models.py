@@ -88,21 +88,21 @@ class Contact(BaseModel):
 
     json_examples = (CONTACT_EXAMPLE,)
     id: str = Field(description="`ct_…`")
-    organization_id: str
-    name: str | None = None
-    first_name: str | None = None
-    last_name: str | None = None
+    organization_id: str = Field(description="the organization that owns the contact (`org_…`)")
+    name: str | None = Field(default=None, description="display name")
+    first_name: str | None = Field(default=None, description="given name")
+    last_name: str | None = Field(default=None, description="family name")
     email: str | None = Field(default=None, description="the primary e-mail identity, lower-cased")
     phone: str | None = Field(default=None, description="the primary phone: digits with country code, no `+`")
-    avatar_url: str | None = None
-    company: str | None = None
+    avatar_url: str | None = Field(default=None, description="a picture of the contact (http or https URL)")
+    company: str | None = Field(default=None, description="the company the contact works for")
     lifecycle_stage: str | None = Field(
         default=None,
         description="the key of one of the organization's lifecycle stages (`/v1/cdp/lifecycle-stages`); open-ended",
     )
     attributes: dict[str, Any] = Field(default_factory=dict, description="custom field values by field key")
     tags: list[str] = Field(default_factory=list, description="names of the assigned tags")
-    identities: list[Identity] = Field(default_factory=list)
+    identities: list[Identity] = Field(default_factory=list, description="every identity the contact owns")
     blocked: bool = Field(default=False, description="a blocked contact gets no messages (409 `recipient_blocked`)")
     version: int
     created_at: str
@@ -117,14 +117,16 @@ class ContactFields(Strict):
     """The profile fields a create or an update may set (strings are trimmed)."""
 
     name: Name | None = Field(default=None, max_length=200, description="display name")
-    first_name: Name | None = Field(default=None, max_length=100)
-    last_name: Name | None = Field(default=None, max_length=100)
+    first_name: Name | None = Field(default=None, max_length=100, description="given name")
+    last_name: Name | None = Field(default=None, max_length=100, description="family name")
     phone: str | None = Field(
         default=None, min_length=3, max_length=40, description="any common form; becomes a `phone` identity too"
     )
     email: str | None = Field(default=None, min_length=3, max_length=320, description="becomes an `email` identity too")
-    company: Name | None = Field(default=None, max_length=200)
-    avatar_url: str | None = Field(default=None, max_length=2048, pattern=r"^https?://")
+    company: Name | None = Field(default=None, max_length=200, description="the company the contact works for")
+    avatar_url: str | None = Field(
+        default=None, max_length=2048, pattern=r"^https?://", description="a picture of the contact (http or https URL)"
+    )
     lifecycle_stage: str | None = Field(default=None, max_length=64, description="a lifecycle stage key")
     attributes: Attributes | None = Field(
         default=None, description="custom field values by key (at most 100); checked against `/v1/cdp/custom-fields`"
@@ -144,7 +146,11 @@ class ContactCreate(ContactFields):
             "identities": [{"type": "external_id", "value": "cus_8812", "source": "shopify"}],
         },
     )
-    identities: list[IdentityIn] = Field(default_factory=list, max_length=20)
+    identities: list[IdentityIn] = Field(
+        default_factory=list,
+        max_length=20,
+        description="identities to attach (at most 20); `phone` / `email` above become identities too",
+    )
 
 
 class ContactUpdate(ContactFields):
@@ -168,14 +174,16 @@ class ResolveRequest(Strict):
         {"identifiers": [{"type": "phone", "value": "+1 555 123 4567"}]},
         {"identifiers": [{"type": "email", "value": "ada@example.com"}, {"type": "whatsapp", "value": "15551234567"}]},
     )
-    identifiers: list[Identifier] = Field(min_length=1, max_length=20)
+    identifiers: list[Identifier] = Field(
+        min_length=1, max_length=20, description="at most 20 identities, all of which must point at one contact"
+    )
 
 
 class NoteIn(Strict):
     """A note's text."""
 
     json_examples = ({"body": "Asked for a call back on Monday."},)
-    body: str = Field(min_length=1, max_length=10_000)
+    body: str = Field(min_length=1, max_length=10_000, description="the note's text")
 
 
 class Note(BaseModel):
@@ -191,9 +199,9 @@ class Note(BaseModel):
             "updated_at": "2026-11-21T10:05:00.000Z",
         },
     )
-    id: str
-    contact_id: str
-    body: str
+    id: str = Field(description="the note's id")
+    contact_id: str = Field(description="the contact (`ct_…`)")
+    body: str = Field(description="the note's text")
     author_id: str | None = None
     created_at: str
     updated_at: str
@@ -211,8 +219,8 @@ class TagUpdate(Strict):
     """A rename or a new colour."""
 
     json_examples = ({"name": "key-account"},)
-    name: Name | None = Field(default=None, min_length=1, max_length=64)
-    color: str | None = Field(default=None, pattern=r"^#[0-9a-fA-F]{6}$")
+    name: Name | None = Field(default=None, min_length=1, max_length=64, description="the tag's name")
+    color: str | None = Field(default=None, pattern=r"^#[0-9a-fA-F]{6}$", description="`#rrggbb`")
 
 
 class Tag(BaseModel):
@@ -228,9 +236,9 @@ class Tag(BaseModel):
             "updated_at": "2026-11-21T10:00:00.000Z",
         },
     )
-    id: str
-    name: str
-    color: str | None = None
+    id: str = Field(description="the tag's id")
+    name: str = Field(description="the tag's name, unique per organization (case-insensitive)")
+    color: str | None = Field(default=None, description="`#rrggbb`")
     job_id: str | None = Field(
         default=None, description="the tag.cascade job of the latest rename, which renames the tag on its contacts"
     )
@@ -242,8 +250,13 @@ class TagAssign(Strict):
     """`{"name"}` (a new name joins the catalogue) or `{"tag_id"}`."""
 
     json_examples = ({"name": "vip"}, {"tag_id": "tag_01jd8x2v3n4p5q6r7s8t9v0w1x"})
-    name: Name | None = Field(default=None, min_length=1, max_length=64)
-    tag_id: str | None = Field(default=None, min_length=1, max_length=64)
+    name: Name | None = Field(
+        default=None,
+        min_length=1,
+        max_length=64,
+        description="a tag name; a new name joins the `/v1/contact-tags` catalogue",
+    )
+    tag_id: str | None = Field(default=None, min_length=1, max_length=64, description="the tag (`tag_…`)")
     exactly_one_of = (("name", "tag_id"),)  # checked in children.assign_tag
 
 
@@ -258,8 +271,8 @@ class AssignedTag(BaseModel):
             "assigned_at": "2026-11-21T10:06:00.000Z",
         },
     )
-    tag_id: str
-    name: str
+    tag_id: str = Field(description="the tag (`tag_…`)")
+    name: str = Field(description="the tag's name")
     color: str | None = None
     assigned_at: str
 
@@ -297,7 +310,7 @@ class Consent(BaseModel):
         },
     )
     channel: str = Field(description="channel kind: `whatsapp`, `sms`, `email`, …")
-    status: ConsentStatus
+    status: ConsentStatus = Field(description="the contact's consent on this channel kind")
     source: str | None = None
     captured_at: str
     updated_at: str
@@ -326,7 +339,7 @@ class Suppression(BaseModel):
             "updated_at": "2026-11-21T10:08:00.000Z",
         },
     )
-    channel: str
+    channel: str = Field(description="channel kind: `whatsapp`, `sms`, `email`, …")
     reason: str
     expires_at: str | None = None
     active: bool
@@ -337,9 +350,9 @@ class Suppression(BaseModel):
 class BlockIdentifier(Strict):
     """The identity of the contact to block or unblock."""
 
-    type: ResolveType
-    value: str = Field(min_length=1, max_length=320)
-    source: str | None = Field(default=None, min_length=1, max_length=64)
+    type: ResolveType = Field(description="the identity's type")
+    value: str = Field(min_length=1, max_length=320, description="the identity's value, any common form")
+    source: str | None = Field(default=None, min_length=1, max_length=64, description="required for `external_id`")
 
 
 class BlockRequest(Strict):
@@ -350,8 +363,8 @@ class BlockRequest(Strict):
         {"identifier": {"type": "phone", "value": "+1 555 123 4567"}},
     )
     model_config = ConfigDict(extra="forbid", defer_build=True)
-    contact_id: str | None = Field(default=None, min_length=1, max_length=64)
-    identifier: BlockIdentifier | None = None
+    contact_id: str | None = Field(default=None, min_length=1, max_length=64, description="the contact (`ct_…`)")
+    identifier: BlockIdentifier | None = Field(default=None, description="an identity of the contact")
     exactly_one_of = (("contact_id", "identifier"),)  # checked in children.set_blocked
 
 
@@ -359,4 +372,6 @@ class MergeRequest(Strict):
     """The contact to fold into the one in the path (it is deleted)."""
 
     json_examples = ({"from_contact_id": "ct_01jd8x9z8y7x6w5v4t3s2r1q0p"},)
-    from_contact_id: str = Field(min_length=1, max_length=64)
+    from_contact_id: str = Field(
+        min_length=1, max_length=64, description="the contact to merge into this one and delete"
+    )

@@ -45,8 +45,8 @@ class GroupPhoto(BaseModel):
             "updated_at": "2026-11-21T10:00:00.000Z",
         },
     )
-    url: str | None = None
-    asset_id: str | None = None
+    url: str | None = Field(default=None, description="where the photo was taken from")
+    asset_id: str | None = Field(default=None, description="the uploaded file it was taken from")
     provider_photo_id: str | None = None
     updated_at: str
 
@@ -78,18 +78,18 @@ class Group(BaseModel):
         },
     )
     id: str = Field(description="`grp_…`; the routes also accept the group's JID")
-    organization_id: str
-    channel_id: str
+    organization_id: str = Field(description="the organization that owns it (`org_…`)")
+    channel_id: str = Field(description="the channel that created or joined it (`ch_…`)")
     jid: str | None = Field(
         default=None,
         description="the provider's group id, e.g. `120363…@g.us` (Meta's Cloud API: its own case-sensitive id); "
         "null while `status` is `creating`",
     )
-    name: str
-    description: str = ""
-    photo: GroupPhoto | None = None
-    participants: list[Participant] = Field(default_factory=list)
-    participant_count: int = 0
+    name: str = Field(description="the group's subject")
+    description: str = Field(default="", description="the group's description (empty when none)")
+    photo: GroupPhoto | None = Field(default=None, description="the group's photo; null when it has none")
+    participants: list[Participant] = Field(default_factory=list, description="the participants the provider reported")
+    participant_count: int = Field(default=0, description="how many participants the group has")
     self_role: ParticipantRole | None = Field(
         default=None, description="the channel's own role in the group; null once it has left"
     )
@@ -140,7 +140,7 @@ class GroupCreate(Strict):
     )
     channel_id: str = ID
     name: Name = GROUP_NAME
-    description: str | None = Field(default=None, max_length=2048)
+    description: str | None = Field(default=None, max_length=2048, description="the group's description")
     participants: list[Phone] = PHONES
 
 
@@ -162,9 +162,11 @@ class PhotoChange(Strict):
     """`image_url` (https), `asset_id` (an uploaded `/v1/media/uploads` asset) or `remove: true`."""
 
     json_examples = ({"image_url": "https://example.com/launch.png"}, {"remove": True})
-    image_url: str | None = Field(default=None, min_length=9, max_length=2048, pattern=r"^https://\S+$")
+    image_url: str | None = Field(
+        default=None, min_length=9, max_length=2048, pattern=r"^https://\S+$", description="an https URL of the picture"
+    )
     asset_id: str | None = OPT_ID
-    remove: bool = False
+    remove: bool = Field(default=False, description="true removes the photo")
     exactly_one_of: ClassVar[Choices] = (("image_url", "asset_id", "remove"),)
 
     @model_validator(mode="after")
@@ -194,7 +196,7 @@ class ParticipantsChange(Strict):
     """What to do to which numbers."""
 
     json_examples = ({"action": "add", "participants": ["+1 555 000 1111", "+44 20 7946 0000"]},)
-    action: ParticipantAction
+    action: ParticipantAction = Field(description="`add`, `remove`, `promote` (to admin) or `demote`")
     participants: list[Phone] = PHONES
 
 
@@ -262,10 +264,10 @@ class InviteLink(BaseModel):
             "revoked": False,
         },
     )
-    group_id: str
-    group_jid: str
-    invite_code: str
-    invite_link: str
+    group_id: str = Field(description="the group's id (`grp_…`)")
+    group_jid: str = Field(description="the group's JID at the provider, e.g. `120363…@g.us`")
+    invite_code: str = Field(description="the code at the end of the link")
+    invite_link: str = Field(description="the invite link")
     revoked: bool = Field(default=False, description="true when this request reset the link")
 
 
@@ -273,9 +275,11 @@ class ParticipantResult(BaseModel):
     """What became of one number."""
 
     json_examples = ({"phone": "15550001111", "status": "added", "reason": None},)
-    phone: str
-    status: Literal["added", "removed", "promoted", "demoted", "unchanged", "not_participant", "failed"]
-    reason: str | None = None
+    phone: str = Field(description="the number, digits with country code")
+    status: Literal["added", "removed", "promoted", "demoted", "unchanged", "not_participant", "failed"] = Field(
+        description="what became of the number"
+    )
+    reason: str | None = Field(default=None, description="why it failed, when it did")
 
 
 class GroupCreated(Group):
@@ -340,9 +344,9 @@ class ParticipantsResult(BaseModel):
             },
         },
     )
-    action: ParticipantAction
-    results: list[ParticipantResult]
-    group: Group
+    action: ParticipantAction = Field(description="the action applied")
+    results: list[ParticipantResult] = Field(description="one result per item, in the order sent")
+    group: Group = Field(description="the group after the change")
 
 
 # Group hubs (Switchboard's own folders of groups) ---------------------------------------------------------------------
@@ -361,11 +365,11 @@ class GroupHub(BaseModel):
             "updated_at": "2026-11-21T10:00:00.000Z",
         },
     )
-    id: str
-    organization_id: str
-    name: str
-    description: str = ""
-    group_ids: list[str] = Field(default_factory=list)
+    id: str = Field(description="the group hub's id")
+    organization_id: str = Field(description="the organization that owns it (`org_…`)")
+    name: str = Field(description="the group hub's name")
+    description: str = Field(default="", description="free text about the group hub")
+    group_ids: list[str] = Field(default_factory=list, description="the hub's groups (`grp_…`)")
     group_count: int = 0
     created_at: str
     updated_at: str
@@ -376,7 +380,7 @@ class GroupHubCreate(Strict):
 
     json_examples = ({"name": "Launch teams", "group_ids": ["grp_01jd8xb1c2d3e4f5g6h7j8k9m0"]},)
     name: Name = Field(min_length=1, max_length=100, description="unique per organization (case-insensitive)")
-    description: str | None = Field(default=None, max_length=500)
+    description: str | None = Field(default=None, max_length=500, description="free text about the group hub")
     group_ids: list[GroupRefText] = Field(default_factory=list, max_length=100, description="group ids or JIDs")
 
 
@@ -405,13 +409,13 @@ class Community(BaseModel):
             "updated_at": "2026-11-21T10:00:00.000Z",
         },
     )
-    id: str
-    organization_id: str
-    channel_id: str
-    jid: str
-    announcement_group_jid: str | None = None
-    name: str
-    description: str = ""
+    id: str = Field(description="the community's id")
+    organization_id: str = Field(description="the organization that owns it (`org_…`)")
+    channel_id: str = Field(description="the channel (`ch_…`)")
+    jid: str = Field(description="the community's JID at the provider")
+    announcement_group_jid: str | None = Field(default=None, description="the community's announcement group")
+    name: str = Field(description="the community's name")
+    description: str = Field(default="", description="free text about the community")
     group_ids: list[str] = Field(default_factory=list)
     created_at: str
     updated_at: str
@@ -429,7 +433,7 @@ class CommunityCreate(Strict):
     )
     channel_id: str = ID
     name: Name = GROUP_NAME
-    description: str | None = Field(default=None, max_length=2048)
+    description: str | None = Field(default=None, max_length=2048, description="free text about the community")
     group_ids: list[GroupRefText] = Field(default_factory=list, max_length=100, description="groups to link at once")
 
 
@@ -463,13 +467,15 @@ class Newsletter(BaseModel):
         },
     )
     id: str = Field(description="the newsletter's JID, e.g. `120363…@newsletter`")
-    jid: str
-    organization_id: str
-    channel_id: str
-    name: str
-    description: str = ""
-    role: Literal["owner", "subscriber"]
-    subscribed: bool
+    jid: str = Field(description="the newsletter's JID (the same as `id`)")
+    organization_id: str = Field(description="the organization that owns it (`org_…`)")
+    channel_id: str = Field(description="the channel (`ch_…`)")
+    name: str = Field(description="the newsletter's name")
+    description: str = Field(default="", description="free text about the newsletter")
+    role: Literal["owner", "subscriber"] = Field(
+        description="`owner`: the channel created it; `subscriber`: it follows it"
+    )
+    subscribed: bool = Field(description="whether the channel follows the newsletter")
     invite_link: str | None = None
     created_at: str
     updated_at: str
@@ -482,8 +488,8 @@ class NewsletterCreate(Strict):
         {"channel_id": "ch_01jd8w5a6b7c8d9e0f1g2h3j4k", "name": "Product news", "description": "Monthly updates"},
     )
     channel_id: str = ID
-    name: Name = Field(min_length=1, max_length=100)
-    description: str | None = Field(default=None, max_length=2048)
+    name: Name = Field(min_length=1, max_length=100, description="the newsletter's name")
+    description: str | None = Field(default=None, max_length=2048, description="free text about the newsletter")
 
 
 class NewsletterRef(Strict):
@@ -493,7 +499,9 @@ class NewsletterRef(Strict):
         {"channel_id": "ch_01jd8w5a6b7c8d9e0f1g2h3j4k", "newsletter_jid": "120363098765432100@newsletter"},
     )
     channel_id: str = ID
-    newsletter_jid: str = Field(min_length=1, max_length=128)
+    newsletter_jid: str = Field(
+        min_length=1, max_length=128, description="the newsletter's JID, e.g. `120363…@newsletter`"
+    )
 
 
 class NewsletterInviteLinkRequest(NewsletterRef):
@@ -520,10 +528,10 @@ class NewsletterInviteLink(BaseModel):
             "revoked": False,
         },
     )
-    newsletter_jid: str
-    invite_code: str
-    invite_link: str
-    revoked: bool = False
+    newsletter_jid: str = Field(description="the newsletter's JID, e.g. `120363…@newsletter`")
+    invite_code: str = Field(description="the code at the end of the link")
+    invite_link: str = Field(description="the invite link")
+    revoked: bool = Field(default=False, description="true when this request reset the link")
 
 
 class NewsletterSubscribe(Strict):
@@ -541,7 +549,7 @@ class NewsletterSubscribe(Strict):
     newsletter_jid: str | None = JID
     invite_code: str | None = INVITE_CODE
     invite_link: str | None = INVITE
-    unsubscribe: bool = False
+    unsubscribe: bool = Field(default=False, description="true stops following the newsletter")
     exactly_one_of: ClassVar[Choices] = (("newsletter_jid", "invite_code", "invite_link"),)
 
     @model_validator(mode="after")
@@ -563,11 +571,11 @@ class NewsletterMessage(BaseModel):
             "type": "text",
         },
     )
-    message_id: str
-    newsletter_id: str
+    message_id: str = Field(description="the provider's id of the post")
+    newsletter_id: str = Field(description="the newsletter's JID")
     timestamp: int = Field(description="Unix seconds")
-    body: str
-    type: str
+    body: str = Field(description="the post's text")
+    type: str = Field(description="the post's kind (`text`, `image`, …)")
 
 
 class NewsletterMessages(BaseModel):
@@ -587,5 +595,5 @@ class NewsletterMessages(BaseModel):
             "next_cursor": "",
         },
     )
-    messages: list[NewsletterMessage]
+    messages: list[NewsletterMessage] = Field(description="posts, newest first")
     next_cursor: str = Field(description="the next page's `cursor`; empty when this is the last page")
