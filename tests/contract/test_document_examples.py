@@ -4,7 +4,7 @@ An example that does not fit its own schema teaches integrators the wrong shape 
 and fuzzers seeded with examples start from a broken value). Two checks:
 - every `examples` of a component schema, and every `example` / `examples` of a media type or a parameter, validates
   against its schema in the committed document (JSON Schema 2020-12, formats checked);
-- every model's `json_examples` (`switchboard.models.BaseModel`) passes the model itself, so the rules the schema
+- every model's `openapi_examples` (`switchboard.models.BaseModel`) passes the model itself, so the rules the schema
   cannot state (`exactly_one_of` validators, storable numbers, …) hold for the examples too.
 No stack is started: this reads the document and the models.
 """
@@ -110,7 +110,7 @@ def _model_examples() -> list[tuple[str, type[BaseModel], Any]]:
     return [
         (f"{model.__module__}.{model.__qualname__}[{index}]", model, example)
         for model in _models()
-        for index, example in enumerate(model.__dict__.get("json_examples", ()))
+        for index, example in enumerate(model.__dict__.get("openapi_examples", ()))
     ]
 
 

@@ -13,18 +13,19 @@ from pydantic_core import PydanticCustomError
 
 
 def _document_examples(schema: dict[str, Any], model: type[Any]) -> None:
-    """`json_schema_extra` of every model: the model's own `json_examples` (a ClassVar of JSON values, each checked
-    against the published schema by tests/contract) become the schema's `examples`. Not inherited: a subclass with
-    other fields states its own."""
-    if examples := model.__dict__.get("json_examples"):
+    """`json_schema_extra` of every model: the model's own `openapi_examples` (a ClassVar, not inherited: a subclass
+    with more required fields documents its own) become the schema's `examples`."""
+    examples = model.__dict__.get("openapi_examples")
+    if examples:
         schema["examples"] = list(examples)
 
 
 class BaseModel(_PydanticModel):
-    """Schemas are built on first use, not at import: a cold start pays only for the models its route needs."""
+    """Schemas are built on first use, not at import: a cold start pays only for the models its route needs.
+    `openapi_examples`: whole-object examples for the document (each must validate against the model's schema)."""
 
     model_config = ConfigDict(defer_build=True, json_schema_extra=_document_examples)
-    json_examples: ClassVar[tuple[Any, ...]] = ()
+    openapi_examples: ClassVar[tuple[dict[str, Any], ...]] = ()
 
 
 def _members(annotation: Any) -> set[Any]:
@@ -47,11 +48,29 @@ def _boolean_only(annotation: Any) -> bool:
 Choices = tuple[tuple[str, ...], ...]
 
 
+def _stripped_min_length(node: dict[str, Any]) -> None:
+    """Request strings are trimmed before their length is checked (`Strict`), so `minLength: n` alone would promise
+    that n spaces pass: a `pattern` says the trimmed text has at least n characters (joined by look-ahead to a
+    pattern the field already has)."""
+    for branch in node.get("anyOf", ()):
+        _stripped_min_length(branch)
+    if isinstance(node.get("items"), dict):
+        _stripped_min_length(node["items"])
+    size = node.get("minLength", 0)
+    if node.get("type") != "string" or size < 1:
+        return
+    text = r"\S" if size == 1 else rf"\S[\s\S]{{{size - 2},}}\S"
+    node["pattern"] = f"(?=[\\s\\S]*{text}){node['pattern']}" if "pattern" in node else text
+
+
 def _document_choices(schema: dict[str, Any], model: type[Any]) -> None:
     """`json_schema_extra` of request models: each `exactly_one_of` group (declared on the model or a base of it, and
     checked by its own validator) is documented as a `oneOf`, so the document states the rule the validator applies.
-    A field counts as given when present and not null (a boolean: when `true`), as the validators count it."""
+    A field counts as given when present and not null (a boolean: when `true`), as the validators count it. Also the
+    model's examples, and each trimmed string's `minLength` as a pattern (`_stripped_min_length`)."""
     _document_examples(schema, model)
+    for prop in schema.get("properties", {}).values():
+        _stripped_min_length(prop)
     groups: list[tuple[str, ...]] = []
     for klass in reversed(model.__mro__):
         for group in klass.__dict__.get("exactly_one_of", ()):

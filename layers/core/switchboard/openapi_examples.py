@@ -1,6 +1,6 @@
 """Request and response examples of every operation, from the examples of the models.
 
-Each model states its own examples (`json_examples`, switchboard.models), which become its schema's `examples`.
+Each model states its own examples (`openapi_examples`, switchboard.models), which become its schema's `examples`.
 Tools that show or replay an operation (documentation viewers, mock servers, generated clients' docs) read the
 examples of the operation's media types, and a response is an envelope around the model: this step gives each JSON
 request body the examples of its schema, and each `{"data": …}` / `{"data": […], "meta": …}` response the envelope

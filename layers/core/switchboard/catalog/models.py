@@ -16,7 +16,7 @@ COLOR = r"^#[0-9a-fA-F]{6}$"
 class Label(BaseModel):
     """A label of the organization's catalogue, attached to conversations and messages."""
 
-    json_examples = (
+    openapi_examples = (
         {
             "id": "lb_01jd8x8a9b0c1d2e3f4g5h6j7k",
             "organization_id": "org_01jd8w0a1b2c3d4e5f6g7h8j9k",
@@ -39,7 +39,7 @@ class Label(BaseModel):
 class LabelCreate(Strict):
     """A new label."""
 
-    json_examples = ({"name": "Urgent", "color": "#f44336", "description": "Answer within the hour"},)
+    openapi_examples = ({"name": "Urgent", "color": "#f44336", "description": "Answer within the hour"},)
     name: Name = Field(min_length=1, max_length=100, description="unique per organization (case-insensitive)")
     color: str = Field(default="#9e9e9e", pattern=COLOR, description="`#rrggbb`")
     description: str | None = Field(default=None, max_length=500, description="free text about the label")
@@ -48,7 +48,7 @@ class LabelCreate(Strict):
 class LabelUpdate(Strict):
     """The label's fields to change."""
 
-    json_examples = ({"color": "#ff9800"},)
+    openapi_examples = ({"color": "#ff9800"},)
     name: Name | None = Field(default=None, min_length=1, max_length=100, description="the label's name")
     color: str | None = Field(default=None, pattern=COLOR, description="`#rrggbb`")
     description: str | None = Field(default=None, max_length=500, description="free text about the label")
@@ -58,7 +58,7 @@ class ChatLabelRequest(Strict):
     """`{label_id, conversation_id}` or `{label_id, chat_id}` (a phone/JID or conversation id; `channel_id` picks
     the channel when the contact talks on several)."""
 
-    json_examples = (
+    openapi_examples = (
         {"label_id": "lb_01jd8x8a9b0c1d2e3f4g5h6j7k", "conversation_id": "cv_01jd8w9a0b1c2d3e4f5g6h7j8k"},
         {
             "label_id": "lb_01jd8x8a9b0c1d2e3f4g5h6j7k",
@@ -82,7 +82,7 @@ class ChatLabelRequest(Strict):
 class MessageLabelRequest(Strict):
     """The label and the message to attach it to or detach it from."""
 
-    json_examples = (
+    openapi_examples = (
         {"label_id": "lb_01jd8x8a9b0c1d2e3f4g5h6j7k", "message_id": "01937a4e-5b6c-7d8e-9f01-23456789abcd"},
     )
     label_id: str = ID
@@ -92,7 +92,7 @@ class MessageLabelRequest(Strict):
 class ConversationLabelAdd(Strict):
     """`{label_id}`, or `{name}` (a new name joins the `/v1/labels` catalogue)."""
 
-    json_examples = ({"label_id": "lb_01jd8x8a9b0c1d2e3f4g5h6j7k"}, {"name": "Follow up", "color": "#2196f3"})
+    openapi_examples = ({"label_id": "lb_01jd8x8a9b0c1d2e3f4g5h6j7k"}, {"name": "Follow up", "color": "#2196f3"})
     label_id: str | None = Field(default=None, min_length=1, max_length=64, description="the label (`lb_…`)")
     name: Name | None = Field(
         default=None,
@@ -107,7 +107,7 @@ class ConversationLabelAdd(Strict):
 class LabelAttachment(BaseModel):
     """The outcome of attaching or detaching a label."""
 
-    json_examples = (
+    openapi_examples = (
         {
             "label_id": "lb_01jd8x8a9b0c1d2e3f4g5h6j7k",
             "conversation_id": "cv_01jd8w9a0b1c2d3e4f5g6h7j8k",
@@ -133,7 +133,7 @@ class LabelAttachment(BaseModel):
 class ChatRequest(Strict):
     """A chat of a channel: the contact's phone / JID or a conversation id."""
 
-    json_examples = ({"channel_id": "ch_01jd8w5a6b7c8d9e0f1g2h3j4k", "chat_id": "15551234567"},)
+    openapi_examples = ({"channel_id": "ch_01jd8w5a6b7c8d9e0f1g2h3j4k", "chat_id": "15551234567"},)
     channel_id: str = ID
     chat_id: str = Field(min_length=1, max_length=128, description="the contact's phone / JID, or a conversation id")
 
@@ -141,7 +141,7 @@ class ChatRequest(Strict):
 class ChatMuteRequest(ChatRequest):
     """A chat to mute, until a time or until unmuted."""
 
-    json_examples = (
+    openapi_examples = (
         {"channel_id": "ch_01jd8w5a6b7c8d9e0f1g2h3j4k", "chat_id": "15551234567", "until": "2026-11-22T08:00:00Z"},
     )
     until: str | None = Field(
@@ -152,7 +152,9 @@ class ChatMuteRequest(ChatRequest):
 class CallReject(Strict):
     """An incoming call to reject."""
 
-    json_examples = ({"channel_id": "ch_01jd8w5a6b7c8d9e0f1g2h3j4k", "call_id": "CALL-5F2A9C", "from": "15551234567"},)
+    openapi_examples = (
+        {"channel_id": "ch_01jd8w5a6b7c8d9e0f1g2h3j4k", "call_id": "CALL-5F2A9C", "from": "15551234567"},
+    )
     channel_id: str = ID
     call_id: str = Field(min_length=1, max_length=256, description="the provider's id of the call")
     from_: str | None = Field(default=None, alias="from", min_length=3, max_length=128, description="caller phone/JID")
@@ -161,7 +163,7 @@ class CallReject(Strict):
 class CallRejected(BaseModel):
     """A rejected call, with what the provider answered."""
 
-    json_examples = (
+    openapi_examples = (
         {"channel_id": "ch_01jd8w5a6b7c8d9e0f1g2h3j4k", "call_id": "CALL-5F2A9C", "status": "rejected", "provider": {}},
     )
     channel_id: str = Field(description="the channel (`ch_…`)")
@@ -173,7 +175,7 @@ class CallRejected(BaseModel):
 class HistorySync(BaseModel):
     """A request for a conversation's earlier messages."""
 
-    json_examples = (
+    openapi_examples = (
         {
             "id": "hs_01jd8x9a0b1c2d3e4f5g6h7j8k",
             "conversation_id": "cv_01jd8w9a0b1c2d3e4f5g6h7j8k",
@@ -205,7 +207,7 @@ LANGUAGE = r"^[a-z]{2,3}(_[A-Z]{2})?$"
 class TemplateButton(Strict):
     """A button of a BUTTONS component."""
 
-    json_examples = (
+    openapi_examples = (
         {
             "type": "URL",
             "text": "Track parcel",
@@ -230,7 +232,7 @@ class TemplateButton(Strict):
 class TemplateComponent(Strict):
     """A part of a template: HEADER, BODY (required), FOOTER or BUTTONS."""
 
-    json_examples = (
+    openapi_examples = (
         {
             "type": "BODY",
             "text": "Hi {{1}}, your order {{2}} has shipped.",
@@ -255,7 +257,7 @@ class TemplateComponent(Strict):
 class TemplateCreate(Strict):
     """A new message template (a `draft` until submitted)."""
 
-    json_examples = (
+    openapi_examples = (
         {
             "channel_id": "ch_01jd8w5a6b7c8d9e0f1g2h3j4k",
             "name": "order_shipped",
@@ -281,7 +283,7 @@ class TemplateCreate(Strict):
 class TemplateUpdate(Strict):
     """Only `draft` and `rejected` templates can be edited (a rejected one goes back to `draft`)."""
 
-    json_examples = ({"components": [{"type": "BODY", "text": "Hi {{1}}, order {{2}} is on its way."}]},)
+    openapi_examples = ({"components": [{"type": "BODY", "text": "Hi {{1}}, order {{2}} is on its way."}]},)
     name: str | None = Field(default=None, pattern=NAME, description="the new name")
     category: Category | None = Field(default=None, description="the new category")
     language: str | None = Field(default=None, pattern=LANGUAGE, description="the new language code")
@@ -293,7 +295,7 @@ class TemplateUpdate(Strict):
 class Template(BaseModel):
     """A message template of a channel, with its approval status."""
 
-    json_examples = (
+    openapi_examples = (
         {
             "id": "tpl_01jd8xa1b2c3d4e5f6g7h8j9k0",
             "organization_id": "org_01jd8w0a1b2c3d4e5f6g7h8j9k",
@@ -320,7 +322,7 @@ class Template(BaseModel):
     organization_id: str = Field(description="the organization that owns it (`org_…`)")
     channel_id: str = Field(description="the channel whose provider holds the template")
     name: str = Field(description="lower case letters, digits and `_`; unique per channel with the language")
-    category: str = Field(description="`MARKETING`, `UTILITY` or `AUTHENTICATION`; a provider may recategorise it")
+    category: Category = Field(description="what the template is for; a provider may recategorise it")
     language: str = Field(description="language code, e.g. `en_US`")
     components: list[dict[str, Any]] = Field(
         description="the template's HEADER, BODY, FOOTER and BUTTONS parts as stored"
@@ -343,7 +345,7 @@ class Template(BaseModel):
 class TemplateDuplicate(Strict):
     """Where the copy goes; every field is optional."""
 
-    json_examples = ({"name": "order_shipped_es", "language": "es"},)
+    openapi_examples = ({"name": "order_shipped_es", "language": "es"},)
     name: str | None = Field(default=None, pattern=NAME, description="default: `<name>_copy`")
     channel_id: str | None = Field(
         default=None, min_length=1, max_length=64, description="the channel of the copy (default: the template's)"
@@ -356,14 +358,14 @@ class TemplateDuplicate(Strict):
 class TemplateSyncRequest(Strict):
     """The channel to sync; absent means every channel."""
 
-    json_examples = ({"channel_id": "ch_01jd8w5a6b7c8d9e0f1g2h3j4k"},)
+    openapi_examples = ({"channel_id": "ch_01jd8w5a6b7c8d9e0f1g2h3j4k"},)
     channel_id: str | None = Field(default=None, min_length=1, max_length=64, description="default: every channel")
 
 
 class TemplateChange(BaseModel):
     """A template whose status changed at the provider."""
 
-    json_examples = (
+    openapi_examples = (
         {
             "template_id": "tpl_01jd8xa1b2c3d4e5f6g7h8j9k0",
             "previous_status": "pending",
@@ -372,15 +374,15 @@ class TemplateChange(BaseModel):
         },
     )
     template_id: str = Field(description="the template")
-    previous_status: str = Field(description="a template status (see `Template.status`)")
-    status: str = Field(description="a template status (see `Template.status`)")
-    category: str | None = Field(default=None, description="the category the provider gave it, when it changed")
+    previous_status: TemplateStatus = Field(description="the status before the sync")
+    status: TemplateStatus = Field(description="the status at the provider now")
+    category: Category | None = Field(default=None, description="the category the provider gave it, when it changed")
 
 
 class TemplateSyncResult(BaseModel):
     """What a sync checked and changed."""
 
-    json_examples = (
+    openapi_examples = (
         {
             "channels": ["ch_01jd8w5a6b7c8d9e0f1g2h3j4k"],
             "checked": 3,
@@ -406,7 +408,7 @@ class TemplateSyncResult(BaseModel):
 class LibraryItem(BaseModel):
     """A ready-made template of the library."""
 
-    json_examples = (
+    openapi_examples = (
         {
             "id": "lib_order_confirmation",
             "name": "order_confirmation",
@@ -421,7 +423,7 @@ class LibraryItem(BaseModel):
     id: str = Field(description="the library template's id")
     name: str = Field(description="the library template's name")
     description: str = Field(description="free text about the library template")
-    category: str = Field(description="`MARKETING`, `UTILITY` or `AUTHENTICATION`")
+    category: Category
     language: str = Field(description="language code, e.g. `en_US`")
     components: list[dict[str, Any]] = Field(description="the template's parts")
 
@@ -429,7 +431,7 @@ class LibraryItem(BaseModel):
 class LibraryImport(Strict):
     """The channel (and optionally the name and language) of the imported template."""
 
-    json_examples = ({"channel_id": "ch_01jd8w5a6b7c8d9e0f1g2h3j4k"},)
+    openapi_examples = ({"channel_id": "ch_01jd8w5a6b7c8d9e0f1g2h3j4k"},)
     channel_id: str = ID
     name: str | None = Field(default=None, pattern=NAME, description="default: the library item's name")
     language: str | None = Field(default=None, pattern=LANGUAGE, description="default: the library item's language")

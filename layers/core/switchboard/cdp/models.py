@@ -23,7 +23,7 @@ BoundedProperties = Annotated[dict[str, Any], Field(max_length=100), Storable]
 class FieldOption(Strict):
     """One choice of a select field."""
 
-    json_examples = ({"value": "11-50", "label": "11 to 50 employees"},)
+    openapi_examples = ({"value": "11-50", "label": "11 to 50 employees"},)
     value: str = Field(min_length=1, max_length=100, description="the stored value")
     label: Name | None = Field(default=None, max_length=200, description="the shown text (default: the value)")
 
@@ -46,7 +46,7 @@ class _FieldBody(Strict):
 class FieldCreate(_FieldBody):
     """A new field definition (a contact custom field, or a field of an object type)."""
 
-    json_examples = (
+    openapi_examples = (
         {
             "key": "company_size",
             "label": "Company size",
@@ -71,7 +71,7 @@ class FieldCreate(_FieldBody):
 class FieldUpdate(_FieldBody):
     """The key and the type are stable: a rename changes the label, the data stays under the key."""
 
-    json_examples = ({"label": "Team size", "options": [{"value": "1-10"}, {"value": "11-50"}, {"value": "51+"}]},)
+    openapi_examples = ({"label": "Team size", "options": [{"value": "1-10"}, {"value": "11-50"}, {"value": "51+"}]},)
     label: Name | None = Field(default=None, min_length=1, max_length=200, description="the name people see")
     options: list[FieldOption] | None = Field(
         default=None,
@@ -85,7 +85,7 @@ class FieldUpdate(_FieldBody):
 class CustomField(BaseModel):
     """A contact custom field: the definition of the `attributes.<key>` of every contact."""
 
-    json_examples = (
+    openapi_examples = (
         {
             "id": "fld_01jd8x2b3c4d5e6f7g8h9j0k1m",
             "key": "company_size",
@@ -114,7 +114,7 @@ class CustomField(BaseModel):
 class ObjectField(BaseModel):
     """A field of an object type, in display order (`position`)."""
 
-    json_examples = (
+    openapi_examples = (
         {
             "id": "ofl_01jd8x2c3d4e5f6g7h8j9k0m1n",
             "key": "amount",
@@ -142,7 +142,7 @@ class ObjectField(BaseModel):
 class StageCreate(Strict):
     """A new lifecycle stage."""
 
-    json_examples = (
+    openapi_examples = (
         {"key": "customer", "name": "Customer", "description": "Paid at least once", "color": "#4caf50", "position": 4},
     )
     key: str = Key
@@ -155,7 +155,7 @@ class StageCreate(Strict):
 class StageUpdate(Strict):
     """The stage's fields to change (the key stays)."""
 
-    json_examples = ({"name": "Paying customer", "position": 5},)
+    openapi_examples = ({"name": "Paying customer", "position": 5},)
     name: Name | None = Field(default=None, min_length=1, max_length=100, description="the stage's name")
     description: str | None = Field(default=None, max_length=1000, description="free text about the stage")
     color: str | None = Field(default=None, pattern=r"^#[0-9a-fA-F]{6}$", description="`#rrggbb`")
@@ -165,7 +165,7 @@ class StageUpdate(Strict):
 class Stage(BaseModel):
     """A lifecycle stage of the organization's funnel; contacts name it by `key` in `lifecycle_stage`."""
 
-    json_examples = (
+    openapi_examples = (
         {
             "id": "stg_01jd8x2a3b4c5d6e7f8g9h0j1k",
             "key": "customer",
@@ -190,7 +190,7 @@ class Stage(BaseModel):
 class StageSet(Strict):
     """The stage to move a contact to."""
 
-    json_examples = ({"stage": "customer", "reason": "first order paid"}, {"stage": None})
+    openapi_examples = ({"stage": "customer", "reason": "first order paid"}, {"stage": None})
     stage: str | None = Field(min_length=1, max_length=64, description="stage key or id; null clears the stage")
     reason: str | None = Field(default=None, max_length=500, description="why, kept in the history")
 
@@ -198,7 +198,7 @@ class StageSet(Strict):
 class StageChange(BaseModel):
     """One move of a contact between stages."""
 
-    json_examples = (
+    openapi_examples = (
         {
             "contact_id": "ct_01jd8x1k2m3n4p5q6r7s8t9v0w",
             "from_stage": "lead",
@@ -219,7 +219,7 @@ class StageChange(BaseModel):
 class ContactStage(BaseModel):
     """A contact's current lifecycle stage and its history, newest first."""
 
-    json_examples = (
+    openapi_examples = (
         {
             "contact_id": "ct_01jd8x1k2m3n4p5q6r7s8t9v0w",
             "stage": {
@@ -252,7 +252,7 @@ class ContactStage(BaseModel):
 class StageCount(BaseModel):
     """One stage's figures in the metrics window."""
 
-    json_examples = ({"stage": "customer", "name": "Customer", "contacts": 120, "entered": 14, "exited": 2},)
+    openapi_examples = ({"stage": "customer", "name": "Customer", "contacts": 120, "entered": 14, "exited": 2},)
     stage: str = Field(description="the stage key")
     name: str = Field(description="the stage's name")
     contacts: int = Field(description="contacts in the stage now")
@@ -263,7 +263,7 @@ class StageCount(BaseModel):
 class Conversion(BaseModel):
     """Contacts that moved from one stage to another in the metrics window."""
 
-    json_examples = ({"from_stage": "lead", "to_stage": "customer", "count": 9},)
+    openapi_examples = ({"from_stage": "lead", "to_stage": "customer", "count": 9},)
     from_stage: str | None = Field(description="the stage key before (null: none)")
     to_stage: str | None = Field(description="the stage key after (null: none)")
     count: int = Field(description="how many contacts made this move in the window")
@@ -272,7 +272,7 @@ class Conversion(BaseModel):
 class StageMetrics(BaseModel):
     """Funnel figures for `[since, until]`."""
 
-    json_examples = (
+    openapi_examples = (
         {
             "since": "2026-10-22T10:00:00.000Z",
             "until": "2026-11-21T10:00:00.000Z",
@@ -290,7 +290,7 @@ class StageMetrics(BaseModel):
 class EventContact(Strict):
     """The identity an event is about; a contact that owns nobody is created."""
 
-    json_examples = ({"type": "email", "value": "ada@example.com"},)
+    openapi_examples = ({"type": "email", "value": "ada@example.com"},)
     type: Literal["phone", "whatsapp", "wa_id", "email", "external_id", "instagram"] = Field(
         description="the identity's type"
     )
@@ -301,7 +301,7 @@ class EventContact(Strict):
 class EventIn(Strict):
     """One event about a contact, named by `contact` (an identity) or `contact_id`."""
 
-    json_examples = (
+    openapi_examples = (
         {
             "event_id": "order-7781",
             "name": "order.completed",
@@ -345,7 +345,7 @@ class EventIn(Strict):
 class EventBatch(Strict):
     """Up to 100 events."""
 
-    json_examples = (
+    openapi_examples = (
         {
             "events": [
                 {
@@ -363,7 +363,7 @@ class EventBatch(Strict):
 class EventResult(BaseModel):
     """What became of one event of the batch (its `index`)."""
 
-    json_examples = (
+    openapi_examples = (
         {
             "index": 0,
             "event_id": "order-7781",
@@ -384,7 +384,7 @@ class EventResult(BaseModel):
 class IngestResult(BaseModel):
     """Counts and one result per event, in the order sent."""
 
-    json_examples = (
+    openapi_examples = (
         {
             "accepted": 1,
             "duplicates": 0,
@@ -409,7 +409,7 @@ class IngestResult(BaseModel):
 class Activity(BaseModel):
     """An event on a contact's timeline."""
 
-    json_examples = (
+    openapi_examples = (
         {
             "id": "cev_01jd8x5a6b7c8d9e0f1g2h3j4k",
             "event_id": "order-7781",
@@ -440,7 +440,7 @@ ObjectKind = Literal["custom", "deal", "task"]
 class ObjectTypeCreate(Strict):
     """A new object type with its fields."""
 
-    json_examples = (
+    openapi_examples = (
         {
             "key": "deal",
             "name": "Deal",
@@ -488,7 +488,7 @@ class ObjectTypeCreate(Strict):
 class ObjectTypeUpdate(Strict):
     """The type's names to change (the key, the kind and the fields stay; fields have their own routes)."""
 
-    json_examples = ({"plural_name": "Opportunities"},)
+    openapi_examples = ({"plural_name": "Opportunities"},)
     name: Name | None = Field(default=None, min_length=1, max_length=100, description="the object type's name")
     plural_name: Name | None = Field(
         default=None, max_length=100, description="the name of several records, e.g. `Deals`"
@@ -502,7 +502,7 @@ class ObjectTypeUpdate(Strict):
 class ObjectType(BaseModel):
     """A kind of record linked to contacts (deals, tasks, subscriptions…) with its fields."""
 
-    json_examples = (
+    openapi_examples = (
         {
             "id": "oty_01jd8x2z3y4x5w6v7t8s9r0q1p",
             "key": "deal",
@@ -551,7 +551,7 @@ class ObjectType(BaseModel):
 class FieldReorder(Strict):
     """Every field id of the type, once each, in the new order."""
 
-    json_examples = ({"field_ids": ["ofl_01jd8x2c3d4e5f6g7h8j9k0m1n", "ofl_01jd8x2d3e4f5g6h7j8k9m0n1p"]},)
+    openapi_examples = ({"field_ids": ["ofl_01jd8x2c3d4e5f6g7h8j9k0m1n", "ofl_01jd8x2d3e4f5g6h7j8k9m0n1p"]},)
     field_ids: list[str] = Field(
         min_length=1, max_length=100, description="every field id of the type exactly once, in the new order"
     )
@@ -560,7 +560,7 @@ class FieldReorder(Strict):
 class ObjectCreate(Strict):
     """A new record of an object type, linked to a contact."""
 
-    json_examples = (
+    openapi_examples = (
         {
             "object_type_id": "deal",
             "contact_id": "ct_01jd8x1k2m3n4p5q6r7s8t9v0w",
@@ -583,7 +583,7 @@ class ObjectCreate(Strict):
 class ObjectUpdate(Strict):
     """The record's changes: `properties` merge key by key."""
 
-    json_examples = ({"properties": {"stage": "won", "lost_reason": None}},)
+    openapi_examples = ({"properties": {"stage": "won", "lost_reason": None}},)
     display_name: Name | None = Field(
         default=None,
         max_length=200,
@@ -595,7 +595,7 @@ class ObjectUpdate(Strict):
 class ContactObject(BaseModel):
     """A record of an object type linked to a contact."""
 
-    json_examples = (
+    openapi_examples = (
         {
             "id": "obj_01jd8x3a4b5c6d7e8f9g0h1j2k",
             "object_type_id": "oty_01jd8x2z3y4x5w6v7t8s9r0q1p",
@@ -622,14 +622,14 @@ class ContactObject(BaseModel):
 class CommentCreate(Strict):
     """A comment's text."""
 
-    json_examples = ({"body": "Sent the revised quote."},)
+    openapi_examples = ({"body": "Sent the revised quote."},)
     body: str = Field(min_length=1, max_length=5000, description="the comment's text")
 
 
 class Comment(BaseModel):
     """A comment on a record."""
 
-    json_examples = (
+    openapi_examples = (
         {
             "id": "cmt_01jd8x6a7b8c9d0e1f2g3h4j5k",
             "record_id": "obj_01jd8x3a4b5c6d7e8f9g0h1j2k",
@@ -652,14 +652,14 @@ class Comment(BaseModel):
 class RelationshipSet(Strict):
     """The link's label."""
 
-    json_examples = ({"label": "billed_to"},)
+    openapi_examples = ({"label": "billed_to"},)
     label: Name | None = Field(default=None, max_length=100, description="what the link means, e.g. `billed_to`")
 
 
 class Relationship(BaseModel):
     """A link from a record to another record or a contact."""
 
-    json_examples = (
+    openapi_examples = (
         {
             "record_id": "obj_01jd8x3a4b5c6d7e8f9g0h1j2k",
             "related_id": "ct_01jd8x1k2m3n4p5q6r7s8t9v0w",
@@ -681,7 +681,7 @@ class Relationship(BaseModel):
 class ImportCreate(Strict):
     """A contacts file to import (or, with `dry_run`, only to check)."""
 
-    json_examples = (
+    openapi_examples = (
         {
             "format": "csv",
             "content": "name,email,phone,attributes.plan\nAda Lovelace,ada@example.com,+15551234567,pro\n",
@@ -705,7 +705,7 @@ class ImportCreate(Strict):
 class RejectedRow(BaseModel):
     """Why one row was not imported."""
 
-    json_examples = ({"row": 3, "field": "email", "message": "not a valid e-mail address"},)
+    openapi_examples = ({"row": 3, "field": "email", "message": "not a valid e-mail address"},)
     row: int = Field(description="1-based data row (the CSV header is not counted)")
     field: str = Field(description="the column (CSV) or key (JSON lines) at fault")
     message: str = Field(description="why the row was refused")
@@ -714,7 +714,7 @@ class RejectedRow(BaseModel):
 class ImportReport(BaseModel):
     """The report of an import: counts, and the rejected rows with their reasons."""
 
-    json_examples = (
+    openapi_examples = (
         {
             "id": "imp_01jd8x7a8b9c0d1e2f3g4h5j6k",
             "format": "csv",
@@ -757,7 +757,7 @@ class ImportReport(BaseModel):
 class SegmentCreate(Strict):
     """A new segment: the contacts its rule tree matches."""
 
-    json_examples = (
+    openapi_examples = (
         {
             "name": "Recent buyers",
             "description": "Leads with an order in the last 30 days",
@@ -777,7 +777,7 @@ class SegmentCreate(Strict):
 class SegmentUpdate(Strict):
     """The segment's changes; new `rules` (or an empty body) rebuild the membership."""
 
-    json_examples = ({"rules": {"field": "lifecycle_stage", "op": "eq", "value": "customer"}},)
+    openapi_examples = ({"rules": {"field": "lifecycle_stage", "op": "eq", "value": "customer"}},)
     name: Name | None = Field(default=None, min_length=1, max_length=100, description="the segment's name")
     description: str | None = Field(default=None, max_length=1000, description="free text about the segment")
     rules: dict[str, Any] | None = Field(default=None, description="a new rule tree (rebuilds the membership)")
@@ -786,7 +786,7 @@ class SegmentUpdate(Strict):
 class Segment(BaseModel):
     """A dynamic list of contacts kept up to date from its rules."""
 
-    json_examples = (
+    openapi_examples = (
         {
             "id": "seg_01jd8x4a5b6c7d8e9f0g1h2j3k",
             "name": "Recent buyers",
@@ -826,7 +826,7 @@ class Segment(BaseModel):
 class SegmentMember(BaseModel):
     """A contact in a segment."""
 
-    json_examples = (
+    openapi_examples = (
         {
             "contact_id": "ct_01jd8x1k2m3n4p5q6r7s8t9v0w",
             "name": "Ada Lovelace",
@@ -848,7 +848,7 @@ class SegmentMember(BaseModel):
 class TemplateSegment(Strict):
     """A segment a CDP template creates."""
 
-    json_examples = ({"name": "VIPs", "rules": {"field": "tags", "op": "contains", "value": "vip"}},)
+    openapi_examples = ({"name": "VIPs", "rules": {"field": "tags", "op": "contains", "value": "vip"}},)
     name: Name = Field(min_length=1, max_length=100, description="the segment's name")
     description: str | None = Field(default=None, max_length=1000, description="free text about the segment")
     rules: dict[str, Any] = Field(description="the segment's rule tree (see `SegmentCreate.rules`)")
@@ -857,7 +857,7 @@ class TemplateSegment(Strict):
 class CdpTemplateCreate(Strict):
     """A new CDP template: custom fields, lifecycle stages and segments to apply together."""
 
-    json_examples = (
+    openapi_examples = (
         {
             "name": "Support desk",
             "description": "Ticket priority and a VIP segment",
@@ -887,7 +887,7 @@ class CdpTemplateCreate(Strict):
 class CdpTemplateUpdate(Strict):
     """The template's parts to replace."""
 
-    json_examples = ({"description": "Ticket priority, VIP and at-risk segments"},)
+    openapi_examples = ({"description": "Ticket priority, VIP and at-risk segments"},)
     name: Name | None = Field(default=None, min_length=1, max_length=100, description="the template's name")
     description: str | None = Field(default=None, max_length=1000, description="free text about the template")
     custom_fields: list[FieldCreate] | None = Field(
@@ -902,7 +902,7 @@ class CdpTemplateUpdate(Strict):
 class CdpTemplate(BaseModel):
     """A bundle of custom fields, lifecycle stages and segments; `builtin` ones are read-only."""
 
-    json_examples = (
+    openapi_examples = (
         {
             "id": "cdptpl_builtin_b2b_sales",
             "name": "B2B sales funnel",
@@ -938,14 +938,14 @@ class CdpTemplate(BaseModel):
 class TemplateAction(Strict):
     """What to do with the template."""
 
-    json_examples = ({"action": "apply"},)
+    openapi_examples = ({"action": "apply"},)
     action: Literal["apply"] = Field(description="`apply`: create the template's parts that do not exist yet")
 
 
 class ApplyResult(BaseModel):
     """What applying a template created, and what already existed (by key or name)."""
 
-    json_examples = (
+    openapi_examples = (
         {
             "template_id": "cdptpl_builtin_b2b_sales",
             "created": {"custom_fields": ["lead_source"], "lifecycle_stages": ["lead"], "segments": []},

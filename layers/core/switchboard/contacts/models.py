@@ -54,7 +54,7 @@ CONTACT_EXAMPLE: dict[str, Any] = {
 class IdentityIn(Strict):
     """An identity to attach to the contact: a phone, a WhatsApp chat id, an e-mail, an external id, …"""
 
-    json_examples = ({"type": "external_id", "value": "cus_8812", "source": "shopify"},)
+    openapi_examples = ({"type": "external_id", "value": "cus_8812", "source": "shopify"},)
     type: IdentityTypeIn = Field(description="`phone`, `whatsapp` and `wa_id` normalise to the same number")
     value: str = Field(min_length=1, max_length=320, description="any common form; stored normalised")
     source: str | None = Field(
@@ -66,7 +66,7 @@ class IdentityIn(Strict):
 class Identity(BaseModel):
     """An identity a contact owns: at most one contact of the organization owns a given identity."""
 
-    json_examples = (
+    openapi_examples = (
         {
             "type": "phone",
             "value": "15551234567",
@@ -75,7 +75,7 @@ class Identity(BaseModel):
             "created_at": "2026-11-21T10:00:00.000Z",
         },
     )
-    type: str = Field(description="`phone`, `whatsapp`, `wa_id`, `email`, `external_id`, `instagram`, …")
+    type: IdentityTypeIn = Field(description="`phone`, `whatsapp` and `wa_id` hold the same normalised number")
     value: str = Field(description="normalised: phone digits with country code, lower-cased e-mail and handles")
     source: str | None = Field(default=None, description="the system of an `external_id`")
     channel_id: str | None = None
@@ -86,7 +86,7 @@ class Contact(BaseModel):
     """The canonical CRM record of a person or business the organization talks to, with its identities. `version`
     grows on every change: send it back in `If-Match` to update only the version you read."""
 
-    json_examples = (CONTACT_EXAMPLE,)
+    openapi_examples = (CONTACT_EXAMPLE,)
     id: str = Field(description="`ct_…`")
     organization_id: str = Field(description="the organization that owns the contact (`org_…`)")
     name: str | None = Field(default=None, description="display name")
@@ -136,7 +136,7 @@ class ContactFields(Strict):
 class ContactCreate(ContactFields):
     """A new contact, or the identities of an existing one to upsert."""
 
-    json_examples = (
+    openapi_examples = (
         {
             "name": "Ada Lovelace",
             "phone": "+1 555-123-4567",
@@ -156,7 +156,7 @@ class ContactCreate(ContactFields):
 class ContactUpdate(ContactFields):
     """The fields to change; absent fields stay as they are."""
 
-    json_examples = ({"company": "Analytical Engines plc", "lifecycle_stage": "customer"},)
+    openapi_examples = ({"company": "Analytical Engines plc", "lifecycle_stage": "customer"},)
 
 
 class Identifier(Strict):
@@ -170,7 +170,7 @@ class Identifier(Strict):
 class ResolveRequest(Strict):
     """Identities that should all point at one contact."""
 
-    json_examples = (
+    openapi_examples = (
         {"identifiers": [{"type": "phone", "value": "+1 555 123 4567"}]},
         {"identifiers": [{"type": "email", "value": "ada@example.com"}, {"type": "whatsapp", "value": "15551234567"}]},
     )
@@ -182,14 +182,14 @@ class ResolveRequest(Strict):
 class NoteIn(Strict):
     """A note's text."""
 
-    json_examples = ({"body": "Asked for a call back on Monday."},)
+    openapi_examples = ({"body": "Asked for a call back on Monday."},)
     body: str = Field(min_length=1, max_length=10_000, description="the note's text")
 
 
 class Note(BaseModel):
     """A free-text note on a contact, by `author_id` (the user or API key that wrote it)."""
 
-    json_examples = (
+    openapi_examples = (
         {
             "id": "cn_01jd8x2v3n4p5q6r7s8t9v0w1x",
             "contact_id": CONTACT_ID,
@@ -210,7 +210,7 @@ class Note(BaseModel):
 class TagCreate(Strict):
     """A new tag of the organization's catalogue."""
 
-    json_examples = ({"name": "vip", "color": "#ff9800"},)
+    openapi_examples = ({"name": "vip", "color": "#ff9800"},)
     name: Name = Field(min_length=1, max_length=64, description="unique per organization (case-insensitive)")
     color: str | None = Field(default=None, pattern=r"^#[0-9a-fA-F]{6}$", description="`#rrggbb`")
 
@@ -218,7 +218,7 @@ class TagCreate(Strict):
 class TagUpdate(Strict):
     """A rename or a new colour."""
 
-    json_examples = ({"name": "key-account"},)
+    openapi_examples = ({"name": "key-account"},)
     name: Name | None = Field(default=None, min_length=1, max_length=64, description="the tag's name")
     color: str | None = Field(default=None, pattern=r"^#[0-9a-fA-F]{6}$", description="`#rrggbb`")
 
@@ -226,7 +226,7 @@ class TagUpdate(Strict):
 class Tag(BaseModel):
     """A tag of the organization's contact-tag catalogue."""
 
-    json_examples = (
+    openapi_examples = (
         {
             "id": "tag_01jd8x2v3n4p5q6r7s8t9v0w1x",
             "name": "vip",
@@ -249,7 +249,7 @@ class Tag(BaseModel):
 class TagAssign(Strict):
     """`{"name"}` (a new name joins the catalogue) or `{"tag_id"}`."""
 
-    json_examples = ({"name": "vip"}, {"tag_id": "tag_01jd8x2v3n4p5q6r7s8t9v0w1x"})
+    openapi_examples = ({"name": "vip"}, {"tag_id": "tag_01jd8x2v3n4p5q6r7s8t9v0w1x"})
     name: Name | None = Field(
         default=None,
         min_length=1,
@@ -263,7 +263,7 @@ class TagAssign(Strict):
 class AssignedTag(BaseModel):
     """A tag on a contact."""
 
-    json_examples = (
+    openapi_examples = (
         {
             "tag_id": "tag_01jd8x2v3n4p5q6r7s8t9v0w1x",
             "name": "vip",
@@ -280,7 +280,7 @@ class AssignedTag(BaseModel):
 class ConsentIn(Strict):
     """The contact's consent for one channel kind."""
 
-    json_examples = ({"status": "opted_in", "source": "checkout form", "captured_at": "2026-11-21T09:58:00Z"},)
+    openapi_examples = ({"status": "opted_in", "source": "checkout form", "captured_at": "2026-11-21T09:58:00Z"},)
     status: ConsentStatus = Field(description="`opted_out` refuses sends on that channel (409 `recipient_opted_out`)")
     source: str | None = Field(default=None, max_length=100, description="where the consent was given")
     captured_at: str | None = Field(
@@ -291,7 +291,7 @@ class ConsentIn(Strict):
 class Consent(BaseModel):
     """The current consent of a contact for one channel kind, with its history (newest first)."""
 
-    json_examples = (
+    openapi_examples = (
         {
             "channel": "whatsapp",
             "status": "opted_in",
@@ -320,7 +320,7 @@ class Consent(BaseModel):
 class SuppressionIn(Strict):
     """Stop sending to the contact on one channel kind, for good or until `expires_at`."""
 
-    json_examples = ({"channel": "sms", "reason": "hard bounce", "expires_at": "2027-01-01T00:00:00Z"},)
+    openapi_examples = ({"channel": "sms", "reason": "hard bounce", "expires_at": "2027-01-01T00:00:00Z"},)
     channel: str = ChannelKind
     reason: str = Field(min_length=1, max_length=200)
     expires_at: str | None = Field(default=None, pattern=r"^\d{4}-\d{2}-\d{2}T")
@@ -329,7 +329,7 @@ class SuppressionIn(Strict):
 class Suppression(BaseModel):
     """A suppression of a contact on one channel kind: sends are refused (409 `recipient_suppressed`) while active."""
 
-    json_examples = (
+    openapi_examples = (
         {
             "channel": "sms",
             "reason": "hard bounce",
@@ -358,7 +358,7 @@ class BlockIdentifier(Strict):
 class BlockRequest(Strict):
     """`{"contact_id"}` or `{"identifier": {"type", "value"}}`."""
 
-    json_examples = (
+    openapi_examples = (
         {"contact_id": "ct_01jd8x1k2m3n4p5q6r7s8t9v0w"},
         {"identifier": {"type": "phone", "value": "+1 555 123 4567"}},
     )
@@ -371,7 +371,7 @@ class BlockRequest(Strict):
 class MergeRequest(Strict):
     """The contact to fold into the one in the path (it is deleted)."""
 
-    json_examples = ({"from_contact_id": "ct_01jd8x9z8y7x6w5v4t3s2r1q0p"},)
+    openapi_examples = ({"from_contact_id": "ct_01jd8x9z8y7x6w5v4t3s2r1q0p"},)
     from_contact_id: str = Field(
         min_length=1, max_length=64, description="the contact to merge into this one and delete"
     )

@@ -28,7 +28,7 @@ GROUP_DESCRIPTION = Field(max_length=2048)
 class Participant(BaseModel):
     """A member of a group."""
 
-    json_examples = ({"phone": "15557654321", "role": "member", "added_at": "2026-11-21T10:00:00.000Z"},)
+    openapi_examples = ({"phone": "15557654321", "role": "member", "added_at": "2026-11-21T10:00:00.000Z"},)
     phone: str = Field(description="digits with country code, no plus sign")
     role: ParticipantRole
     added_at: str
@@ -37,7 +37,7 @@ class Participant(BaseModel):
 class GroupPhoto(BaseModel):
     """The group's photo."""
 
-    json_examples = (
+    openapi_examples = (
         {
             "url": "https://example.com/launch.png",
             "asset_id": None,
@@ -54,7 +54,7 @@ class GroupPhoto(BaseModel):
 class Group(BaseModel):
     """A chat group of a channel, created or joined through the channel's provider."""
 
-    json_examples = (
+    openapi_examples = (
         {
             "id": "grp_01jd8xb1c2d3e4f5g6h7j8k9m0",
             "organization_id": "org_01jd8w0a1b2c3d4e5f6g7h8j9k",
@@ -107,7 +107,7 @@ class Group(BaseModel):
 class GroupRef(Strict):
     """Names a group by `group_id` (`grp_…`) or `group_jid`; `channel_id` narrows (or checks) the channel."""
 
-    json_examples = (
+    openapi_examples = (
         {"group_id": "grp_01jd8xb1c2d3e4f5g6h7j8k9m0"},
         {"group_jid": "120363041234567890@g.us", "channel_id": "ch_01jd8w5a6b7c8d9e0f1g2h3j4k"},
     )
@@ -130,7 +130,7 @@ class GroupRef(Strict):
 class GroupCreate(Strict):
     """A new group on a channel with its first participants."""
 
-    json_examples = (
+    openapi_examples = (
         {
             "channel_id": "ch_01jd8w5a6b7c8d9e0f1g2h3j4k",
             "name": "Spring launch",
@@ -147,21 +147,21 @@ class GroupCreate(Strict):
 class NameChange(Strict):
     """The group's new subject."""
 
-    json_examples = ({"name": "Spring launch 2027"},)
+    openapi_examples = ({"name": "Spring launch 2027"},)
     name: Name = GROUP_NAME
 
 
 class DescriptionChange(Strict):
     """The group's new description."""
 
-    json_examples = ({"description": "Launch day coordination, 9:00 UTC"},)
+    openapi_examples = ({"description": "Launch day coordination, 9:00 UTC"},)
     description: str = Field(description="an empty string clears it", max_length=2048)
 
 
 class PhotoChange(Strict):
     """`image_url` (https), `asset_id` (an uploaded `/v1/media/uploads` asset) or `remove: true`."""
 
-    json_examples = ({"image_url": "https://example.com/launch.png"}, {"remove": True})
+    openapi_examples = ({"image_url": "https://example.com/launch.png"}, {"remove": True})
     image_url: str | None = Field(
         default=None, min_length=9, max_length=2048, pattern=r"^https://\S+$", description="an https URL of the picture"
     )
@@ -180,14 +180,14 @@ class PhotoChange(Strict):
 class InviteLinkRequest(Strict):
     """Whether to reset the invite link."""
 
-    json_examples = ({"revoke": True},)
+    openapi_examples = ({"revoke": True},)
     revoke: bool = Field(default=False, description="true resets the link: the old code stops working")
 
 
 class JoinRequest(Strict):
     """For a known group: joins again with `invite_code` / `invite_link`, or its last known code."""
 
-    json_examples = ({"invite_code": "AbCdEf123456"},)
+    openapi_examples = ({"invite_code": "AbCdEf123456"},)
     invite_code: str | None = INVITE_CODE
     invite_link: str | None = INVITE
 
@@ -195,7 +195,7 @@ class JoinRequest(Strict):
 class ParticipantsChange(Strict):
     """What to do to which numbers."""
 
-    json_examples = ({"action": "add", "participants": ["+1 555 000 1111", "+44 20 7946 0000"]},)
+    openapi_examples = ({"action": "add", "participants": ["+1 555 000 1111", "+44 20 7946 0000"]},)
     action: ParticipantAction = Field(description="`add`, `remove`, `promote` (to admin) or `demote`")
     participants: list[Phone] = PHONES
 
@@ -203,13 +203,13 @@ class ParticipantsChange(Strict):
 class GroupNameRequest(GroupRef, NameChange):
     """A group and its new subject."""
 
-    json_examples = ({"group_id": "grp_01jd8xb1c2d3e4f5g6h7j8k9m0", "name": "Spring launch 2027"},)
+    openapi_examples = ({"group_id": "grp_01jd8xb1c2d3e4f5g6h7j8k9m0", "name": "Spring launch 2027"},)
 
 
 class GroupDescriptionRequest(GroupRef, DescriptionChange):
     """A group and its new description."""
 
-    json_examples = (
+    openapi_examples = (
         {"group_jid": "120363041234567890@g.us", "channel_id": "ch_01jd8w5a6b7c8d9e0f1g2h3j4k", "description": ""},
     )
 
@@ -217,19 +217,19 @@ class GroupDescriptionRequest(GroupRef, DescriptionChange):
 class GroupPhotoRequest(GroupRef, PhotoChange):
     """A group and its new photo."""
 
-    json_examples = ({"group_id": "grp_01jd8xb1c2d3e4f5g6h7j8k9m0", "asset_id": "as_01jd8xc1d2e3f4g5h6j7k8m9n0"},)
+    openapi_examples = ({"group_id": "grp_01jd8xb1c2d3e4f5g6h7j8k9m0", "asset_id": "as_01jd8xc1d2e3f4g5h6j7k8m9n0"},)
 
 
 class GroupInviteLinkRequest(GroupRef, InviteLinkRequest):
     """A group, and whether to reset its invite link."""
 
-    json_examples = ({"group_id": "grp_01jd8xb1c2d3e4f5g6h7j8k9m0", "revoke": False},)
+    openapi_examples = ({"group_id": "grp_01jd8xb1c2d3e4f5g6h7j8k9m0", "revoke": False},)
 
 
 class GroupParticipantsRequest(GroupRef, ParticipantsChange):
     """A group, and what to do to which numbers."""
 
-    json_examples = (
+    openapi_examples = (
         {"group_id": "grp_01jd8xb1c2d3e4f5g6h7j8k9m0", "action": "promote", "participants": ["15557654321"]},
     )
 
@@ -237,7 +237,7 @@ class GroupParticipantsRequest(GroupRef, ParticipantsChange):
 class GroupJoinRequest(Strict):
     """Joins a group by its invite link (`https://chat.whatsapp.com/<code>`) or code."""
 
-    json_examples = (
+    openapi_examples = (
         {"channel_id": "ch_01jd8w5a6b7c8d9e0f1g2h3j4k", "invite_link": "https://chat.whatsapp.com/AbCdEf123456"},
     )
     channel_id: str = ID
@@ -255,7 +255,7 @@ class GroupJoinRequest(Strict):
 class InviteLink(BaseModel):
     """A group's invite link."""
 
-    json_examples = (
+    openapi_examples = (
         {
             "group_id": "grp_01jd8xb1c2d3e4f5g6h7j8k9m0",
             "group_jid": "120363041234567890@g.us",
@@ -274,7 +274,7 @@ class InviteLink(BaseModel):
 class ParticipantResult(BaseModel):
     """What became of one number."""
 
-    json_examples = ({"phone": "15550001111", "status": "added", "reason": None},)
+    openapi_examples = ({"phone": "15550001111", "status": "added", "reason": None},)
     phone: str = Field(description="the number, digits with country code")
     status: Literal["added", "removed", "promoted", "demoted", "unchanged", "not_participant", "failed"] = Field(
         description="what became of the number"
@@ -285,7 +285,7 @@ class ParticipantResult(BaseModel):
 class GroupCreated(Group):
     """The new group, with the numbers the provider refused."""
 
-    json_examples = (
+    openapi_examples = (
         {
             "id": "grp_01jd8xb1c2d3e4f5g6h7j8k9m0",
             "organization_id": "org_01jd8w0a1b2c3d4e5f6g7h8j9k",
@@ -317,7 +317,7 @@ class GroupCreated(Group):
 class ParticipantsResult(BaseModel):
     """One result per number, and the group after the change."""
 
-    json_examples = (
+    openapi_examples = (
         {
             "action": "add",
             "results": [{"phone": "15550001111", "status": "added", "reason": None}],
@@ -353,7 +353,7 @@ class ParticipantsResult(BaseModel):
 class GroupHub(BaseModel):
     """A folder of the organization's groups (Switchboard's own; not at the provider)."""
 
-    json_examples = (
+    openapi_examples = (
         {
             "id": "gh_01jd8xd1e2f3g4h5j6k7m8n9p0",
             "organization_id": "org_01jd8w0a1b2c3d4e5f6g7h8j9k",
@@ -378,7 +378,7 @@ class GroupHub(BaseModel):
 class GroupHubCreate(Strict):
     """A new group hub."""
 
-    json_examples = ({"name": "Launch teams", "group_ids": ["grp_01jd8xb1c2d3e4f5g6h7j8k9m0"]},)
+    openapi_examples = ({"name": "Launch teams", "group_ids": ["grp_01jd8xb1c2d3e4f5g6h7j8k9m0"]},)
     name: Name = Field(min_length=1, max_length=100, description="unique per organization (case-insensitive)")
     description: str | None = Field(default=None, max_length=500, description="free text about the group hub")
     group_ids: list[GroupRefText] = Field(default_factory=list, max_length=100, description="group ids or JIDs")
@@ -387,7 +387,7 @@ class GroupHubCreate(Strict):
 class GroupIds(Strict):
     """Groups to add or remove."""
 
-    json_examples = ({"group_ids": ["grp_01jd8xb1c2d3e4f5g6h7j8k9m0", "120363041234567890@g.us"]},)
+    openapi_examples = ({"group_ids": ["grp_01jd8xb1c2d3e4f5g6h7j8k9m0", "120363041234567890@g.us"]},)
     group_ids: list[GroupRefText] = Field(min_length=1, max_length=100, description="group ids (`grp_…`) or JIDs")
 
 
@@ -395,7 +395,7 @@ class GroupIds(Strict):
 class Community(BaseModel):
     """A community at the provider: an announcement group and linked groups."""
 
-    json_examples = (
+    openapi_examples = (
         {
             "id": "cm_01jd8xe1f2g3h4j5k6m7n8p9q0",
             "organization_id": "org_01jd8w0a1b2c3d4e5f6g7h8j9k",
@@ -424,7 +424,7 @@ class Community(BaseModel):
 class CommunityCreate(Strict):
     """A new community on a channel."""
 
-    json_examples = (
+    openapi_examples = (
         {
             "channel_id": "ch_01jd8w5a6b7c8d9e0f1g2h3j4k",
             "name": "Customers",
@@ -440,7 +440,7 @@ class CommunityCreate(Strict):
 class CommunityGroupsRequest(Strict):
     """A community and the groups to link or unlink."""
 
-    json_examples = (
+    openapi_examples = (
         {"community_id": "cm_01jd8xe1f2g3h4j5k6m7n8p9q0", "group_ids": ["grp_01jd8xb1c2d3e4f5g6h7j8k9m0"]},
     )
     community_id: str = ID
@@ -451,7 +451,7 @@ class CommunityGroupsRequest(Strict):
 class Newsletter(BaseModel):
     """A newsletter (a one-way channel) a channel owns or follows."""
 
-    json_examples = (
+    openapi_examples = (
         {
             "id": "120363098765432100@newsletter",
             "jid": "120363098765432100@newsletter",
@@ -484,7 +484,7 @@ class Newsletter(BaseModel):
 class NewsletterCreate(Strict):
     """A new newsletter owned by the channel."""
 
-    json_examples = (
+    openapi_examples = (
         {"channel_id": "ch_01jd8w5a6b7c8d9e0f1g2h3j4k", "name": "Product news", "description": "Monthly updates"},
     )
     channel_id: str = ID
@@ -495,7 +495,7 @@ class NewsletterCreate(Strict):
 class NewsletterRef(Strict):
     """A newsletter of a channel."""
 
-    json_examples = (
+    openapi_examples = (
         {"channel_id": "ch_01jd8w5a6b7c8d9e0f1g2h3j4k", "newsletter_jid": "120363098765432100@newsletter"},
     )
     channel_id: str = ID
@@ -507,7 +507,7 @@ class NewsletterRef(Strict):
 class NewsletterInviteLinkRequest(NewsletterRef):
     """A newsletter, and whether to reset its invite link."""
 
-    json_examples = (
+    openapi_examples = (
         {
             "channel_id": "ch_01jd8w5a6b7c8d9e0f1g2h3j4k",
             "newsletter_jid": "120363098765432100@newsletter",
@@ -520,7 +520,7 @@ class NewsletterInviteLinkRequest(NewsletterRef):
 class NewsletterInviteLink(BaseModel):
     """A newsletter's invite link."""
 
-    json_examples = (
+    openapi_examples = (
         {
             "newsletter_jid": "120363098765432100@newsletter",
             "invite_code": "0029VaAbCdEf123456",
@@ -537,7 +537,7 @@ class NewsletterInviteLink(BaseModel):
 class NewsletterSubscribe(Strict):
     """`newsletter_jid`, or the newsletter's `invite_link` / `invite_code`; `unsubscribe: true` stops following."""
 
-    json_examples = (
+    openapi_examples = (
         {"channel_id": "ch_01jd8w5a6b7c8d9e0f1g2h3j4k", "newsletter_jid": "120363098765432100@newsletter"},
         {
             "channel_id": "ch_01jd8w5a6b7c8d9e0f1g2h3j4k",
@@ -562,7 +562,7 @@ class NewsletterSubscribe(Strict):
 class NewsletterMessage(BaseModel):
     """The spec's Newsletter message."""
 
-    json_examples = (
+    openapi_examples = (
         {
             "message_id": "3EB0C767D26A1D2F",
             "newsletter_id": "120363098765432100@newsletter",
@@ -581,7 +581,7 @@ class NewsletterMessage(BaseModel):
 class NewsletterMessages(BaseModel):
     """A page of a newsletter's posts."""
 
-    json_examples = (
+    openapi_examples = (
         {
             "messages": [
                 {
