@@ -61,8 +61,10 @@ def create_label(body: Annotated[models.LabelCreate, Body()]) -> Data[models.Lab
     ),
 )
 def list_labels(
-    limit: Annotated[int, Query(ge=1, le=100)] = 20,
-    cursor: Annotated[str | None, Query(max_length=2048)] = None,
+    limit: Annotated[int, Query(ge=1, le=100, description="page size")] = 20,
+    cursor: Annotated[
+        str | None, Query(max_length=2048, description="`meta.cursor` of the previous page; absent for the first page")
+    ] = None,
 ) -> ListData[models.Label]:
     items, nxt = labels.list_labels(get_store(), current_auth(app), limit, cursor)
     return ListData(data=items, meta=Meta(has_more=nxt is not None, limit=limit, cursor=nxt))
@@ -331,12 +333,14 @@ def create_template(body: Annotated[models.TemplateCreate, Body()]) -> Data[mode
     ),
 )
 def list_templates(
-    limit: Annotated[int, Query(ge=1, le=100)] = 20,
-    cursor: Annotated[str | None, Query(max_length=2048)] = None,
-    status: Annotated[str | None, Query(pattern="^(draft|pending|approved|rejected|paused|disabled)$")] = None,
-    channel_id: Annotated[str | None, Query(max_length=64)] = None,
-    category: Annotated[str | None, Query(pattern="^(MARKETING|UTILITY|AUTHENTICATION)$")] = None,
-    name: Annotated[str | None, Query(max_length=512)] = None,
+    limit: Annotated[int, Query(ge=1, le=100, description="page size")] = 20,
+    cursor: Annotated[
+        str | None, Query(max_length=2048, description="`meta.cursor` of the previous page; absent for the first page")
+    ] = None,
+    status: Annotated[models.TemplateStatus | None, Query(description="only templates in this status")] = None,
+    channel_id: Annotated[str | None, Query(max_length=64, description="only this channel's")] = None,
+    category: Annotated[models.Category | None, Query(description="only this category")] = None,
+    name: Annotated[str | None, Query(max_length=512, description="only templates of this name")] = None,
 ) -> ListData[models.Template]:
     items, nxt = templates.list_templates(
         get_store(),
@@ -381,8 +385,8 @@ def sync_templates(
     ),
 )
 def template_library(
-    category: Annotated[str | None, Query(pattern="^(MARKETING|UTILITY|AUTHENTICATION)$")] = None,
-    language: Annotated[str | None, Query(max_length=16)] = None,
+    category: Annotated[models.Category | None, Query(description="only this category")] = None,
+    language: Annotated[str | None, Query(max_length=16, description="only this language, e.g. `en_US`")] = None,
 ) -> ListData[models.LibraryItem]:
     """Ready-made templates shipped with Switchboard; `POST /v1/templates/library/{libraryItemID}` imports one."""
     items = templates.library(category, language)

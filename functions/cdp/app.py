@@ -29,9 +29,11 @@ else:  # the models when a route's dependant is first built, the rules when a ro
     templates = lazy_module("switchboard.cdp.templates")
 
 app = create_resolver()
-Limit = Annotated[int, Query(ge=1, le=100)]
-Cursor = Annotated[str | None, Query(max_length=2048)]
-Time = Annotated[str | None, Query(pattern=r"^\d{4}-\d{2}-\d{2}T")]
+Limit = Annotated[int, Query(ge=1, le=100, description="page size")]
+Cursor = Annotated[
+    str | None, Query(max_length=2048, description="`meta.cursor` of the previous page; absent for the first page")
+]
+Time = Annotated[str | None, Query(pattern=r"^\d{4}-\d{2}-\d{2}T", description="ISO 8601 time")]
 FIELDS, STAGES, EVENTS, OBJECTS, SEGMENTS, TEMPLATES, IMPORTS = (
     ["cdp: custom fields"],
     ["cdp: lifecycle stages"],
@@ -278,7 +280,10 @@ def ingest_events(body: Annotated[models.EventBatch, Body()]) -> Data[models.Ing
     ),
 )
 def contact_activity(
-    contactID: str, limit: Limit = 20, cursor: Cursor = None, name: Annotated[str | None, Query(max_length=100)] = None
+    contactID: str,
+    limit: Limit = 20,
+    cursor: Cursor = None,
+    name: Annotated[str | None, Query(max_length=100, description="only events of this name")] = None,
 ) -> ListData[models.Activity]:
     """Newest first."""
     items, next_cursor = events.contact_activity(
@@ -301,8 +306,8 @@ def contact_activity(
 def activity_log(
     limit: Limit = 20,
     cursor: Cursor = None,
-    name: Annotated[str | None, Query(max_length=100)] = None,
-    contact_id: Annotated[str | None, Query(max_length=64)] = None,
+    name: Annotated[str | None, Query(max_length=100, description="only events of this name")] = None,
+    contact_id: Annotated[str | None, Query(max_length=64, description="only this contact's")] = None,
     since: Time = None,
     until: Time = None,
 ) -> ListData[models.Activity]:
@@ -504,7 +509,7 @@ def list_contact_objects(
     limit: Limit = 20,
     cursor: Cursor = None,
     object_type_id: Annotated[str | None, Query(max_length=64, description="type id or key")] = None,
-    contact_id: Annotated[str | None, Query(max_length=64)] = None,
+    contact_id: Annotated[str | None, Query(max_length=64, description="only this contact's")] = None,
 ) -> ListData[models.ContactObject]:
     items, next_cursor = objects.list_objects(
         get_store(), current_auth(app), limit=limit, cursor=cursor, object_type_id=object_type_id, contact_id=contact_id

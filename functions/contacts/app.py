@@ -104,11 +104,16 @@ def create_contact(body: Annotated[models.ContactCreate, Body()]) -> Response[Da
     ),
 )
 def list_contacts(
-    limit: Annotated[int, Query(ge=1, le=100)] = 20,
-    cursor: Annotated[str | None, Query(max_length=2048)] = None,
+    limit: Annotated[int, Query(ge=1, le=100, description="page size")] = 20,
+    cursor: Annotated[
+        str | None, Query(max_length=2048, description="`meta.cursor` of the previous page; absent for the first page")
+    ] = None,
     tag: Annotated[str | None, Query(max_length=64, description="tag id or name")] = None,
-    lifecycle_stage: Annotated[str | None, Query(max_length=64)] = None,
-    updated_since: Annotated[str | None, Query(pattern=r"^\d{4}-\d{2}-\d{2}T")] = None,
+    lifecycle_stage: Annotated[str | None, Query(max_length=64, description="a lifecycle stage key")] = None,
+    updated_since: Annotated[
+        str | None,
+        Query(pattern=r"^\d{4}-\d{2}-\d{2}T", description="only contacts changed at or after this ISO 8601 time"),
+    ] = None,
     q: Annotated[str | None, Query(min_length=1, max_length=100, description="name, e-mail or phone prefix")] = None,
 ) -> ListData[models.Contact]:
     items, next_cursor = service.list_contacts(
@@ -305,8 +310,10 @@ def list_identities(contactID: str) -> ListData[models.Identity]:
 )
 def list_notes(
     contactID: str,
-    limit: Annotated[int, Query(ge=1, le=100)] = 20,
-    cursor: Annotated[str | None, Query(max_length=2048)] = None,
+    limit: Annotated[int, Query(ge=1, le=100, description="page size")] = 20,
+    cursor: Annotated[
+        str | None, Query(max_length=2048, description="`meta.cursor` of the previous page; absent for the first page")
+    ] = None,
 ) -> ListData[models.Note]:
     notes, next_cursor = children.list_notes(get_store(), current_auth(app), contactID, limit, cursor)
     return ListData(data=notes, meta=Meta(has_more=next_cursor is not None, limit=limit, cursor=next_cursor))

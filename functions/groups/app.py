@@ -32,9 +32,11 @@ app = create_resolver()
 GRP = ["groups"]
 HUB = ["group hubs and communities"]
 NL = ["newsletters"]
-Limit = Annotated[int, Query(ge=1, le=100)]
-Cursor = Annotated[str | None, Query(max_length=2048)]
-ChannelFilter = Annotated[str | None, Query(min_length=1, max_length=64)]
+Limit = Annotated[int, Query(ge=1, le=100, description="page size")]
+Cursor = Annotated[
+    str | None, Query(max_length=2048, description="`meta.cursor` of the previous page; absent for the first page")
+]
+ChannelFilter = Annotated[str | None, Query(min_length=1, max_length=64, description="a channel id (`ch_…`)")]
 
 
 def _page[T](items: list[T], limit: int, cursor: str | None) -> ListData[T]:
@@ -79,7 +81,7 @@ def list_groups(
     limit: Limit = 20,
     cursor: Cursor = None,
     channel_id: ChannelFilter = None,
-    status: Annotated[Literal["active", "left"] | None, Query()] = None,
+    status: Annotated[Literal["active", "left"] | None, Query(description="`left`: groups the channels left")] = None,
 ) -> ListData[models.Group]:
     """Every group the organization's channels created or joined (also those they left: `status=left`)."""
     items, nxt = service.list_groups(
@@ -543,8 +545,8 @@ def list_newsletters(
     limit: Limit = 20,
     cursor: Cursor = None,
     channel_id: ChannelFilter = None,
-    role: Annotated[Literal["owner", "subscriber"] | None, Query()] = None,
-    subscribed: Annotated[bool | None, Query()] = None,
+    role: Annotated[Literal["owner", "subscriber"] | None, Query(description="the channel's role")] = None,
+    subscribed: Annotated[bool | None, Query(description="only followed (true) or unfollowed (false)")] = None,
 ) -> ListData[models.Newsletter]:
     items, nxt = newsletters.list_newsletters(
         get_store(),
