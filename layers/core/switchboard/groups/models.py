@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated, ClassVar, Literal
+from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import Field, model_validator
 
@@ -107,7 +107,7 @@ class Group(BaseModel):
 class GroupRef(Strict):
     """Names a group by `group_id` (`grp_…`) or `group_jid`; `channel_id` narrows (or checks) the channel."""
 
-    openapi_examples = (
+    openapi_examples: ClassVar[tuple[dict[str, Any], ...]] = (
         {"group_id": "grp_01jd8xb1c2d3e4f5g6h7j8k9m0"},
         {"group_jid": "120363041234567890@g.us", "channel_id": "ch_01jd8w5a6b7c8d9e0f1g2h3j4k"},
     )
@@ -161,7 +161,10 @@ class DescriptionChange(Strict):
 class PhotoChange(Strict):
     """`image_url` (https), `asset_id` (an uploaded `/v1/media/uploads` asset) or `remove: true`."""
 
-    openapi_examples = ({"image_url": "https://example.com/launch.png"}, {"remove": True})
+    openapi_examples: ClassVar[tuple[dict[str, Any], ...]] = (
+        {"image_url": "https://example.com/launch.png"},
+        {"remove": True},
+    )
     image_url: str | None = Field(
         default=None, min_length=9, max_length=2048, pattern=r"^https://\S+$", description="an https URL of the picture"
     )
