@@ -162,6 +162,8 @@ class ContactUpdate(ContactFields):
 class Identifier(Strict):
     """One identity to look a contact up by."""
 
+    openapi_examples = ({"type": "external_id", "value": "cus_8812", "source": "shopify"},)
+
     type: ResolveType = Field(description="`contact_id` looks up by id; the other types by identity")
     value: str = Field(min_length=1, max_length=320, description="any common form (normalised before the look-up)")
     source: str | None = Field(default=None, min_length=1, max_length=64, description="required for `external_id`")
@@ -349,6 +351,8 @@ class Suppression(BaseModel):
 
 class BlockIdentifier(Strict):
     """The identity of the contact to block or unblock."""
+
+    openapi_examples = ({"type": "whatsapp", "value": "15551234567@s.whatsapp.net"},)
 
     type: ResolveType = Field(description="the identity's type")
     value: str = Field(min_length=1, max_length=320, description="the identity's value, any common form")
