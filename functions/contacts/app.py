@@ -76,8 +76,9 @@ def _if_match() -> int | None:
         "Creates a contact (201) or, when exactly one existing contact already owns one of the "
         "given identities (top-level `phone` / `email` count as identities), updates that contact"
         " and answers 200. Identities owned by two different contacts give 409 "
-        "`identity_conflict` with the contact ids in `details`; unknown custom-field keys or "
-        "values of the wrong type give 400 `validation_failed`. Role: member or above."
+        "`identity_conflict` with the contact ids in `details`; an `attributes` value that "
+        "does not fit its custom field gives 400 `validation_failed` (keys no field defines are "
+        "kept as given). Role: member or above."
     ),
 )
 def create_contact(body: Annotated[models.ContactCreate, Body()]) -> Response[Data[models.Contact]]:

@@ -11,13 +11,43 @@ from pydantic import AfterValidator, ConfigDict, Field, ValidationInfo, field_va
 from pydantic import BaseModel as _PydanticModel
 from pydantic_core import PydanticCustomError
 
+# Fields that mean the same in every model, described once: a field's own `description` wins.
+COMMON_FIELDS = {
+    "id": "Unique id of this resource",
+    "organization_id": "The organization it belongs to (`org_…`)",
+    "created_at": "When it was created (ISO 8601, UTC)",
+    "updated_at": "When it last changed (ISO 8601, UTC)",
+    "expires_at": "When it expires (ISO 8601, UTC)",
+    "version": "Increases by one with every change",
+    "channel_id": "The channel's id (`ch_…`)",
+    "contact_id": "The contact's id (`ct_…`)",
+    "conversation_id": "The conversation's id (`cv_…`)",
+    "user_id": "The user's id (`usr_…`)",
+    "team_id": "The team's id",
+    "message_id": "The message's id",
+    "endpoint_id": "The webhook endpoint's id",
+    "delivery_id": "The webhook delivery's id: the `webhook-id` of its attempts",
+    "event_id": "The event's id",
+    "event_type": "The event's name (`message.sent`, …)",
+    "progress_id": "The onboarding flow's id (`wbp_…`)",
+    "user_email": "The user's e-mail address",
+    "user_name": "The user's name",
+    "email": "E-mail address",
+    "name": "Display name",
+    "enabled": "Whether it is active",
+}
+
 
 def _document_examples(schema: dict[str, Any], model: type[Any]) -> None:
     """`json_schema_extra` of every model: the model's own `openapi_examples` (a ClassVar, not inherited: a subclass
-    with more required fields documents its own) become the schema's `examples`."""
+    with more required fields documents its own) become the schema's `examples`; fields of COMMON_FIELDS without a
+    description of their own get that one."""
     examples = model.__dict__.get("openapi_examples")
     if examples:
         schema["examples"] = list(examples)
+    for name, prop in schema.get("properties", {}).items():
+        if name in COMMON_FIELDS and "description" not in prop:
+            prop["description"] = COMMON_FIELDS[name]
 
 
 class BaseModel(_PydanticModel):

@@ -142,7 +142,7 @@ class ChatMuteRequest(ChatRequest):
     """A chat to mute, until a time or until unmuted."""
 
     openapi_examples = (
-        {"channel_id": "ch_01jd8w5a6b7c8d9e0f1g2h3j4k", "chat_id": "15551234567", "until": "2026-11-22T08:00:00Z"},
+        {"channel_id": "ch_01jd8w5a6b7c8d9e0f1g2h3j4k", "chat_id": "15551234567", "until": "2036-01-01T08:00:00Z"},
     )
     until: str | None = Field(
         default=None, pattern=r"^\d{4}-\d{2}-\d{2}T", description="ISO 8601 time in the future; absent: until unmuted"
