@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Annotated
 
-from aws_lambda_powertools.event_handler.openapi.params import Body, Query
+from aws_lambda_powertools.event_handler.openapi.params import Body, Path, Query
 
 from switchboard.api.app import create_resolver, make_handler
 from switchboard.api.auth import requires
@@ -28,6 +28,10 @@ else:  # the models when a route's dependant is first built, the rules when a ro
     templates = lazy_module("switchboard.catalog.templates")
 
 app = create_resolver()
+# Path parameters, described once for every route of the group.
+LabelID = Annotated[str, Path(description="the label's id (`lb_…`)")]
+TemplateID = Annotated[str, Path(description="the template's id (`tpl_…`)")]
+LibraryItemID = Annotated[str, Path(description="the library template's id (`lib_…`)")]
 LBL = ["labels"]
 CHATS = ["chats and calls"]
 TPL = ["templates"]
@@ -135,7 +139,7 @@ def detach_message_label(body: Annotated[models.MessageLabelRequest, Body()]) ->
     summary="Get a label",
     description=("Reads one label. 404 `not_found` when the label is not in your organization. Role: viewer or above."),
 )
-def get_label(labelID: str) -> Data[models.Label]:
+def get_label(labelID: LabelID) -> Data[models.Label]:
     return Data(data=labels.get(get_store(), current_auth(app), labelID))
 
 
@@ -149,7 +153,7 @@ def get_label(labelID: str) -> Data[models.Label]:
         "404 `not_found` when the label is not in your organization. Role: member or above."
     ),
 )
-def update_label(labelID: str, body: Annotated[models.LabelUpdate, Body()]) -> Data[models.Label]:
+def update_label(labelID: LabelID, body: Annotated[models.LabelUpdate, Body()]) -> Data[models.Label]:
     return Data(data=labels.update(get_store(), current_auth(app), labelID, body))
 
 
@@ -165,7 +169,7 @@ def update_label(labelID: str, body: Annotated[models.LabelUpdate, Body()]) -> D
         "the label is not in your organization. Role: member or above."
     ),
 )
-def delete_label(labelID: str) -> None:
+def delete_label(labelID: LabelID) -> None:
     """Deleted from the catalogue at once; the `label.detach` job detaches it from every conversation (one
     `conversation.updated` each) and message."""
     labels.delete(get_store(), current_auth(app), labelID)
@@ -400,7 +404,7 @@ def template_library(
     summary="Get a library template",
     description="Reads one library template. 404 `not_found` for an unknown item. Role: viewer or above.",
 )
-def template_library_item(libraryItemID: str) -> Data[models.LibraryItem]:
+def template_library_item(libraryItemID: LibraryItemID) -> Data[models.LibraryItem]:
     return Data(data=templates.library_item(libraryItemID))
 
 
@@ -416,7 +420,9 @@ def template_library_item(libraryItemID: str) -> Data[models.LibraryItem]:
         "channel. Role: admin or above."
     ),
 )
-def import_library_template(libraryItemID: str, body: Annotated[models.LibraryImport, Body()]) -> Data[models.Template]:
+def import_library_template(
+    libraryItemID: LibraryItemID, body: Annotated[models.LibraryImport, Body()]
+) -> Data[models.Template]:
     """Imports the library template as a `draft` of `channel_id`."""
     return Data(data=templates.import_library_item(get_store(), current_auth(app), libraryItemID, body))
 
@@ -431,7 +437,7 @@ def import_library_template(libraryItemID: str, body: Annotated[models.LibraryIm
         "template is not in your organization. Role: viewer or above."
     ),
 )
-def get_template(templateID: str) -> Data[models.Template]:
+def get_template(templateID: TemplateID) -> Data[models.Template]:
     return Data(data=templates.get(get_store(), current_auth(app), templateID))
 
 
@@ -446,7 +452,7 @@ def get_template(templateID: str) -> Data[models.Template]:
         " admin or above."
     ),
 )
-def update_template(templateID: str, body: Annotated[models.TemplateUpdate, Body()]) -> Data[models.Template]:
+def update_template(templateID: TemplateID, body: Annotated[models.TemplateUpdate, Body()]) -> Data[models.Template]:
     """Only `draft` and `rejected` templates (a rejected one becomes a `draft`); others are 409 `conflict`."""
     return Data(data=templates.update(get_store(), current_auth(app), templateID, body))
 
@@ -462,7 +468,7 @@ def update_template(templateID: str, body: Annotated[models.TemplateUpdate, Body
         " the template is not in your organization. Role: admin or above."
     ),
 )
-def delete_template(templateID: str) -> None:
+def delete_template(templateID: TemplateID) -> None:
     templates.delete(get_store(), current_auth(app), templateID)
 
 
@@ -479,7 +485,7 @@ def delete_template(templateID: str) -> None:
     ),
 )
 def duplicate_template(
-    templateID: str, body: Annotated[models.TemplateDuplicate | None, Body()] = None
+    templateID: TemplateID, body: Annotated[models.TemplateDuplicate | None, Body()] = None
 ) -> Data[models.Template]:
     """A new `draft` copy (default name `<name>_copy`)."""
     return Data(
@@ -499,7 +505,7 @@ def duplicate_template(
         "organization. Role: admin or above."
     ),
 )
-def submit_template(templateID: str) -> Data[models.Template]:
+def submit_template(templateID: TemplateID) -> Data[models.Template]:
     """`draft` / `rejected` → `pending` at the channel's provider; other states are 409 `conflict`."""
     return Data(data=templates.submit(get_store(), current_auth(app), templateID))
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Annotated
 
 from aws_lambda_powertools.event_handler import Response
-from aws_lambda_powertools.event_handler.openapi.params import Body, Query
+from aws_lambda_powertools.event_handler.openapi.params import Body, Path, Query
 
 from switchboard.api.app import create_resolver, make_handler
 from switchboard.api.auth import requires
@@ -29,6 +29,17 @@ else:  # the models when a route's dependant is first built, the rules when a ro
     templates = lazy_module("switchboard.cdp.templates")
 
 app = create_resolver()
+# Path parameters, described once for every route of the group.
+ContactID = Annotated[str, Path(description="the contact's id (`ct_…`)")]
+FieldID = Annotated[str, Path(description="the field's id")]
+StageID = Annotated[str, Path(description="the lifecycle stage's id (`stg_…`)")]
+ObjectTypeID = Annotated[str, Path(description="the object type's id (`oty_…`)")]
+ObjectID = Annotated[str, Path(description="the contact object's id (`obj_…`)")]
+CommentID = Annotated[str, Path(description="the comment's id (`cmt_…`)")]
+RelatedID = Annotated[str, Path(description="the linked record: a contact object (`obj_…`) or a contact (`ct_…`)")]
+ImportID = Annotated[str, Path(description="the import's id (`imp_…`)")]
+SegmentID = Annotated[str, Path(description="the segment's id (`seg_…`)")]
+TemplateID = Annotated[str, Path(description="the CDP template's id (`cdptpl_…`)")]
 Limit = Annotated[int, Query(ge=1, le=100, description="page size")]
 Cursor = Annotated[
     str | None, Query(max_length=2048, description="`meta.cursor` of the previous page; absent for the first page")
@@ -95,7 +106,7 @@ def create_custom_field(body: Annotated[models.FieldCreate, Body()]) -> Data[mod
         "organization. Role: viewer or above."
     ),
 )
-def get_custom_field(fieldID: str) -> Data[models.CustomField]:
+def get_custom_field(fieldID: FieldID) -> Data[models.CustomField]:
     return Data(data=fields.get(get_store(), current_auth(app), fieldID))
 
 
@@ -110,7 +121,7 @@ def get_custom_field(fieldID: str) -> Data[models.CustomField]:
         "404 `not_found` when the field is not in your organization. Role: member or above."
     ),
 )
-def update_custom_field(fieldID: str, body: Annotated[models.FieldUpdate, Body()]) -> Data[models.CustomField]:
+def update_custom_field(fieldID: FieldID, body: Annotated[models.FieldUpdate, Body()]) -> Data[models.CustomField]:
     """Label, options, required, description; the key and the type never change, so the data stays."""
     return Data(data=fields.update(get_store(), current_auth(app), fieldID, body))
 
@@ -126,7 +137,7 @@ def update_custom_field(fieldID: str, body: Annotated[models.FieldUpdate, Body()
         "404 `not_found` when the field is not in your organization. Role: member or above."
     ),
 )
-def delete_custom_field(fieldID: str) -> None:
+def delete_custom_field(fieldID: FieldID) -> None:
     """The values stay in the contacts' attributes, as undefined keys."""
     fields.delete(get_store(), current_auth(app), fieldID)
 
@@ -185,7 +196,7 @@ def lifecycle_stage_metrics(since: Time = None, until: Time = None) -> Data[mode
     summary="Get a lifecycle stage",
     description=("Reads one stage. 404 `not_found` when the stage is not in your organization. Role: viewer or above."),
 )
-def get_lifecycle_stage(stageID: str) -> Data[models.Stage]:
+def get_lifecycle_stage(stageID: StageID) -> Data[models.Stage]:
     return Data(data=stages.get(get_store(), current_auth(app), stageID))
 
 
@@ -199,7 +210,7 @@ def get_lifecycle_stage(stageID: str) -> Data[models.Stage]:
         "the stage is not in your organization. Role: member or above."
     ),
 )
-def update_lifecycle_stage(stageID: str, body: Annotated[models.StageUpdate, Body()]) -> Data[models.Stage]:
+def update_lifecycle_stage(stageID: StageID, body: Annotated[models.StageUpdate, Body()]) -> Data[models.Stage]:
     return Data(data=stages.update(get_store(), current_auth(app), stageID, body))
 
 
@@ -214,7 +225,7 @@ def update_lifecycle_stage(stageID: str, body: Annotated[models.StageUpdate, Bod
         "the stage is not in your organization. Role: member or above."
     ),
 )
-def delete_lifecycle_stage(stageID: str) -> None:
+def delete_lifecycle_stage(stageID: StageID) -> None:
     """Only an empty stage (409 while contacts are in it)."""
     stages.delete(get_store(), current_auth(app), stageID)
 
@@ -229,7 +240,7 @@ def delete_lifecycle_stage(stageID: str) -> None:
         "not in your organization. Role: viewer or above."
     ),
 )
-def get_contact_lifecycle_stage(contactID: str) -> Data[models.ContactStage]:
+def get_contact_lifecycle_stage(contactID: ContactID) -> Data[models.ContactStage]:
     return Data(data=stages.contact_stage(get_store(), current_auth(app), contactID))
 
 
@@ -244,7 +255,9 @@ def get_contact_lifecycle_stage(contactID: str) -> Data[models.ContactStage]:
         "contact changes meanwhile (retry). Role: member or above."
     ),
 )
-def set_contact_lifecycle_stage(contactID: str, body: Annotated[models.StageSet, Body()]) -> Data[models.ContactStage]:
+def set_contact_lifecycle_stage(
+    contactID: ContactID, body: Annotated[models.StageSet, Body()]
+) -> Data[models.ContactStage]:
     """Moves the contact to a stage (key or id; null clears it), recording the change in its history."""
     return Data(data=stages.set_contact_stage(get_store(), current_auth(app), contactID, body))
 
@@ -280,7 +293,7 @@ def ingest_events(body: Annotated[models.EventBatch, Body()]) -> Data[models.Ing
     ),
 )
 def contact_activity(
-    contactID: str,
+    contactID: ContactID,
     limit: Limit = 20,
     cursor: Cursor = None,
     name: Annotated[str | None, Query(max_length=100, description="only events of this name")] = None,
@@ -367,7 +380,7 @@ def create_object_type(body: Annotated[models.ObjectTypeCreate, Body()]) -> Data
         "your organization. Role: viewer or above."
     ),
 )
-def get_object_type(objectTypeID: str) -> Data[models.ObjectType]:
+def get_object_type(objectTypeID: ObjectTypeID) -> Data[models.ObjectType]:
     return Data(data=objects.get_type(get_store(), current_auth(app), objectTypeID))
 
 
@@ -382,7 +395,9 @@ def get_object_type(objectTypeID: str) -> Data[models.ObjectType]:
         "in your organization. Role: member or above."
     ),
 )
-def update_object_type(objectTypeID: str, body: Annotated[models.ObjectTypeUpdate, Body()]) -> Data[models.ObjectType]:
+def update_object_type(
+    objectTypeID: ObjectTypeID, body: Annotated[models.ObjectTypeUpdate, Body()]
+) -> Data[models.ObjectType]:
     return Data(data=objects.update_type(get_store(), current_auth(app), objectTypeID, body))
 
 
@@ -397,7 +412,7 @@ def update_object_type(objectTypeID: str, body: Annotated[models.ObjectTypeUpdat
         "object type is not in your organization. Role: member or above."
     ),
 )
-def delete_object_type(objectTypeID: str) -> None:
+def delete_object_type(objectTypeID: ObjectTypeID) -> None:
     """Only a type without records (409 otherwise)."""
     objects.delete_type(get_store(), current_auth(app), objectTypeID)
 
@@ -412,7 +427,7 @@ def delete_object_type(objectTypeID: str) -> None:
         "`not_found` when the object type is not in your organization. Role: viewer or above."
     ),
 )
-def list_object_type_fields(objectTypeID: str) -> ListData[models.ObjectField]:
+def list_object_type_fields(objectTypeID: ObjectTypeID) -> ListData[models.ObjectField]:
     return _list(objects.list_type_fields(get_store(), current_auth(app), objectTypeID))
 
 
@@ -428,7 +443,9 @@ def list_object_type_fields(objectTypeID: str) -> ListData[models.ObjectField]:
         "member or above."
     ),
 )
-def add_object_type_field(objectTypeID: str, body: Annotated[models.FieldCreate, Body()]) -> Data[models.ObjectField]:
+def add_object_type_field(
+    objectTypeID: ObjectTypeID, body: Annotated[models.FieldCreate, Body()]
+) -> Data[models.ObjectField]:
     return Data(data=objects.add_field(get_store(), current_auth(app), objectTypeID, body))
 
 
@@ -444,7 +461,7 @@ def add_object_type_field(objectTypeID: str, body: Annotated[models.FieldCreate,
     ),
 )
 def reorder_object_type_fields(
-    objectTypeID: str, body: Annotated[models.FieldReorder, Body()]
+    objectTypeID: ObjectTypeID, body: Annotated[models.FieldReorder, Body()]
 ) -> ListData[models.ObjectField]:
     """`field_ids`: every field id of the type, in the new order."""
     return _list(objects.reorder_fields(get_store(), current_auth(app), objectTypeID, body))
@@ -457,7 +474,7 @@ def reorder_object_type_fields(
     summary="Get an object type field",
     description="Reads one field. 404 `not_found` for an unknown type or field. Role: viewer or above.",
 )
-def get_object_type_field(objectTypeID: str, fieldID: str) -> Data[models.ObjectField]:
+def get_object_type_field(objectTypeID: ObjectTypeID, fieldID: FieldID) -> Data[models.ObjectField]:
     return Data(data=objects.get_type_field(get_store(), current_auth(app), objectTypeID, fieldID))
 
 
@@ -473,7 +490,7 @@ def get_object_type_field(objectTypeID: str, fieldID: str) -> Data[models.Object
     ),
 )
 def update_object_type_field(
-    objectTypeID: str, fieldID: str, body: Annotated[models.FieldUpdate, Body()]
+    objectTypeID: ObjectTypeID, fieldID: FieldID, body: Annotated[models.FieldUpdate, Body()]
 ) -> Data[models.ObjectField]:
     return Data(data=objects.update_field(get_store(), current_auth(app), objectTypeID, fieldID, body))
 
@@ -489,7 +506,7 @@ def update_object_type_field(
         "`conflict`). 404 `not_found` for an unknown type or field. Role: member or above."
     ),
 )
-def delete_object_type_field(objectTypeID: str, fieldID: str) -> None:
+def delete_object_type_field(objectTypeID: ObjectTypeID, fieldID: FieldID) -> None:
     objects.delete_field(get_store(), current_auth(app), objectTypeID, fieldID)
 
 
@@ -543,7 +560,7 @@ def create_contact_object(body: Annotated[models.ObjectCreate, Body()]) -> Data[
         "Reads one record. 404 `not_found` when the record is not in your organization. Role: viewer or above."
     ),
 )
-def get_contact_object(objectID: str) -> Data[models.ContactObject]:
+def get_contact_object(objectID: ObjectID) -> Data[models.ContactObject]:
     return Data(data=objects.get_object(get_store(), current_auth(app), objectID))
 
 
@@ -558,7 +575,9 @@ def get_contact_object(objectID: str) -> Data[models.ContactObject]:
         "when the record is not in your organization. Role: member or above."
     ),
 )
-def update_contact_object(objectID: str, body: Annotated[models.ObjectUpdate, Body()]) -> Data[models.ContactObject]:
+def update_contact_object(
+    objectID: ObjectID, body: Annotated[models.ObjectUpdate, Body()]
+) -> Data[models.ContactObject]:
     """Properties merge key by key (null removes); emits `crm.record.updated` when something changed."""
     return Data(data=objects.update_object(get_store(), current_auth(app), objectID, body))
 
@@ -573,7 +592,7 @@ def update_contact_object(objectID: str, body: Annotated[models.ObjectUpdate, Bo
         "Deletes the record. 404 `not_found` when the record is not in your organization. Role: member or above."
     ),
 )
-def delete_contact_object(objectID: str) -> None:
+def delete_contact_object(objectID: ObjectID) -> None:
     objects.delete_object(get_store(), current_auth(app), objectID)
 
 
@@ -588,7 +607,9 @@ def delete_contact_object(objectID: str) -> None:
         "organization. Role: viewer or above."
     ),
 )
-def list_contact_object_comments(objectID: str, limit: Limit = 20, cursor: Cursor = None) -> ListData[models.Comment]:
+def list_contact_object_comments(
+    objectID: ObjectID, limit: Limit = 20, cursor: Cursor = None
+) -> ListData[models.Comment]:
     """Oldest first."""
     items, next_cursor = crm.list_comments(get_store(), current_auth(app), objectID, limit=limit, cursor=cursor)
     return _page(items, limit, next_cursor)
@@ -605,7 +626,9 @@ def list_contact_object_comments(objectID: str, limit: Limit = 20, cursor: Curso
         "record is not in your organization. Role: member or above."
     ),
 )
-def add_contact_object_comment(objectID: str, body: Annotated[models.CommentCreate, Body()]) -> Data[models.Comment]:
+def add_contact_object_comment(
+    objectID: ObjectID, body: Annotated[models.CommentCreate, Body()]
+) -> Data[models.Comment]:
     """Emits `crm.comment.created`."""
     return Data(data=crm.add_comment(get_store(), current_auth(app), objectID, body))
 
@@ -621,7 +644,7 @@ def add_contact_object_comment(objectID: str, body: Annotated[models.CommentCrea
         " comment. Role: member or above."
     ),
 )
-def delete_contact_object_comment(objectID: str, commentID: str) -> None:
+def delete_contact_object_comment(objectID: ObjectID, commentID: CommentID) -> None:
     """Emits `crm.comment.deleted`."""
     crm.delete_comment(get_store(), current_auth(app), objectID, commentID)
 
@@ -639,7 +662,7 @@ def delete_contact_object_comment(objectID: str, commentID: str) -> None:
     ),
 )
 def list_contact_object_relationships(
-    objectID: str, limit: Limit = 20, cursor: Cursor = None
+    objectID: ObjectID, limit: Limit = 20, cursor: Cursor = None
 ) -> ListData[models.Relationship]:
     """The records this one is linked to (links between two objects show on both)."""
     items, next_cursor = crm.list_links(get_store(), current_auth(app), objectID, limit=limit, cursor=cursor)
@@ -661,7 +684,7 @@ def list_contact_object_relationships(
     ),
 )
 def link_contact_object(
-    objectID: str, relatedID: str, body: Annotated[models.RelationshipSet, Body()]
+    objectID: ObjectID, relatedID: RelatedID, body: Annotated[models.RelationshipSet, Body()]
 ) -> Response[Data[models.Relationship]]:
     """Links the record to a contact object (`obj_…`) or a contact (`ct_…`); emits `crm.relationship.linked` once."""
     link, created = crm.set_link(get_store(), current_auth(app), objectID, relatedID, body)
@@ -683,7 +706,7 @@ def link_contact_object(
         "not linked. Role: member or above."
     ),
 )
-def unlink_contact_object(objectID: str, relatedID: str) -> None:
+def unlink_contact_object(objectID: ObjectID, relatedID: RelatedID) -> None:
     """Emits `crm.relationship.unlinked` (404 when the records are not linked)."""
     crm.unlink(get_store(), current_auth(app), objectID, relatedID)
 
@@ -736,7 +759,7 @@ def list_contacts_imports(limit: Limit = 20, cursor: Cursor = None) -> ListData[
         "Reads one import's report. 404 `not_found` when the import is not in your organization. Role: viewer or above."
     ),
 )
-def get_contacts_import(importID: str) -> Data[models.ImportReport]:
+def get_contacts_import(importID: ImportID) -> Data[models.ImportReport]:
     """The import's report."""
     return Data(data=imports.get(get_store(), current_auth(app), importID))
 
@@ -785,7 +808,7 @@ def create_segment(body: Annotated[models.SegmentCreate, Body()]) -> Data[models
         "is not in your organization. Role: viewer or above."
     ),
 )
-def get_segment(segmentID: str) -> Data[models.Segment]:
+def get_segment(segmentID: SegmentID) -> Data[models.Segment]:
     return Data(data=segments.get(get_store(), current_auth(app), segmentID))
 
 
@@ -801,7 +824,7 @@ def get_segment(segmentID: str) -> Data[models.Segment]:
         "member or above."
     ),
 )
-def update_segment(segmentID: str, body: Annotated[models.SegmentUpdate, Body()]) -> Data[models.Segment]:
+def update_segment(segmentID: SegmentID, body: Annotated[models.SegmentUpdate, Body()]) -> Data[models.Segment]:
     """A change of `rules` (or an empty body) starts a new build: `building` until its job is done; entry events for
     every change of membership."""
     return Data(data=segments.update(get_store(), current_auth(app), segmentID, body))
@@ -818,7 +841,7 @@ def update_segment(segmentID: str, body: Annotated[models.SegmentUpdate, Body()]
         "organization. Role: member or above."
     ),
 )
-def delete_segment(segmentID: str) -> None:
+def delete_segment(segmentID: SegmentID) -> None:
     segments.delete(get_store(), current_auth(app), segmentID)
 
 
@@ -833,7 +856,9 @@ def delete_segment(segmentID: str) -> None:
         "Role: viewer or above."
     ),
 )
-def list_segment_members(segmentID: str, limit: Limit = 20, cursor: Cursor = None) -> ListData[models.SegmentMember]:
+def list_segment_members(
+    segmentID: SegmentID, limit: Limit = 20, cursor: Cursor = None
+) -> ListData[models.SegmentMember]:
     items, next_cursor = segments.members(get_store(), current_auth(app), segmentID, limit=limit, cursor=cursor)
     return _page(items, limit, next_cursor)
 
@@ -877,7 +902,7 @@ def create_cdp_template(body: Annotated[models.CdpTemplateCreate, Body()]) -> Da
         "is not in your organization. Role: viewer or above."
     ),
 )
-def get_cdp_template(templateID: str) -> Data[models.CdpTemplate]:
+def get_cdp_template(templateID: TemplateID) -> Data[models.CdpTemplate]:
     return Data(data=templates.get(get_store(), current_auth(app), templateID))
 
 
@@ -892,7 +917,9 @@ def get_cdp_template(templateID: str) -> Data[models.CdpTemplate]:
         "when the template is not in your organization. Role: admin or above."
     ),
 )
-def cdp_template_action(templateID: str, body: Annotated[models.TemplateAction, Body()]) -> Data[models.ApplyResult]:
+def cdp_template_action(
+    templateID: TemplateID, body: Annotated[models.TemplateAction, Body()]
+) -> Data[models.ApplyResult]:
     """`{"action": "apply"}`: creates the template's fields, stages and segments that do not exist yet."""
     return Data(data=templates.apply(get_store(), current_auth(app), templateID))
 
@@ -908,7 +935,9 @@ def cdp_template_action(templateID: str, body: Annotated[models.TemplateAction, 
         "or above."
     ),
 )
-def update_cdp_template(templateID: str, body: Annotated[models.CdpTemplateUpdate, Body()]) -> Data[models.CdpTemplate]:
+def update_cdp_template(
+    templateID: TemplateID, body: Annotated[models.CdpTemplateUpdate, Body()]
+) -> Data[models.CdpTemplate]:
     return Data(data=templates.update(get_store(), current_auth(app), templateID, body))
 
 
@@ -924,7 +953,7 @@ def update_cdp_template(templateID: str, body: Annotated[models.CdpTemplateUpdat
         "or above."
     ),
 )
-def delete_cdp_template(templateID: str) -> None:
+def delete_cdp_template(templateID: TemplateID) -> None:
     templates.delete(get_store(), current_auth(app), templateID)
 
 

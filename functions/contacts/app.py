@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Annotated
 
 from aws_lambda_powertools.event_handler import Response
-from aws_lambda_powertools.event_handler.openapi.params import Body, Query
+from aws_lambda_powertools.event_handler.openapi.params import Body, Path, Query
 
 from switchboard.api.app import create_resolver, make_handler
 from switchboard.api.auth import requires
@@ -23,6 +23,14 @@ else:  # the models when a route's dependant is first built, the rules when a ro
     service = lazy_module("switchboard.contacts.service")
 
 app = create_resolver()
+# Path parameters, described once for every route of the group.
+ContactID = Annotated[str, Path(description="the contact's id (`ct_…`)")]
+NoteID = Annotated[str, Path(description="the note's id")]
+TagID = Annotated[str, Path(description="the tag's id (`tag_…`)")]
+ChannelKindPath = Annotated[str, Path(description="a channel kind: `whatsapp`, `sms`, `email`, `instagram`, …")]
+PhonePath = Annotated[
+    str, Path(description="a phone number in any common form (`+15551234567`, `0015551234567`, `15551234567`)")
+]
 TAGS = ["contacts"]
 
 
@@ -182,7 +190,7 @@ def lookup_contact(body: Annotated[models.ResolveRequest, Body()]) -> Data[model
         "or above."
     ),
 )
-def contact_by_phone(phone: str) -> Data[models.Contact]:
+def contact_by_phone(phone: PhonePath) -> Data[models.Contact]:
     """Any common phone form: `+15551234567`, `0015551234567`, `15551234567`."""
     return Data(data=service.by_phone(get_store(), current_auth(app), phone))
 
@@ -226,7 +234,7 @@ def unblock_contact(body: Annotated[models.BlockRequest, Body()]) -> Data[models
         "the contact is not in your organization. Role: viewer or above."
     ),
 )
-def get_contact(contactID: str) -> Data[models.Contact]:
+def get_contact(contactID: ContactID) -> Data[models.Contact]:
     return Data(data=service.get(get_store(), current_auth(app), contactID))
 
 
@@ -243,7 +251,7 @@ def get_contact(contactID: str) -> Data[models.Contact]:
         " your organization. Role: member or above."
     ),
 )
-def update_contact(contactID: str, body: Annotated[models.ContactUpdate, Body()]) -> Data[models.Contact]:
+def update_contact(contactID: ContactID, body: Annotated[models.ContactUpdate, Body()]) -> Data[models.Contact]:
     """Optimistic concurrency: send `If-Match: <version>` to update only the version you read."""
     return Data(data=service.update(get_store(), current_auth(app), contactID, body, _if_match()))
 
@@ -261,7 +269,7 @@ def update_contact(contactID: str, body: Annotated[models.ContactUpdate, Body()]
         "organization. Role: member or above."
     ),
 )
-def delete_contact(contactID: str) -> None:
+def delete_contact(contactID: ContactID) -> None:
     """Deletes the contact with its identities (free for reuse), notes, tags, consents and suppressions."""
     service.delete(get_store(), current_auth(app), contactID)
 
@@ -279,7 +287,7 @@ def delete_contact(contactID: str) -> None:
         "above."
     ),
 )
-def merge_contacts(contactID: str, body: Annotated[models.MergeRequest, Body()]) -> Data[models.Contact]:
+def merge_contacts(contactID: ContactID, body: Annotated[models.MergeRequest, Body()]) -> Data[models.Contact]:
     """Moves everything of `from_contact_id` into this contact and deletes it."""
     return Data(data=children.merge(get_store(), current_auth(app), contactID, body))
 
@@ -294,7 +302,7 @@ def merge_contacts(contactID: str, body: Annotated[models.MergeRequest, Body()])
         " in your organization. Role: viewer or above."
     ),
 )
-def list_identities(contactID: str) -> ListData[models.Identity]:
+def list_identities(contactID: ContactID) -> ListData[models.Identity]:
     return _list(service.identities(get_store(), current_auth(app), contactID))
 
 
@@ -310,7 +318,7 @@ def list_identities(contactID: str) -> ListData[models.Identity]:
     ),
 )
 def list_notes(
-    contactID: str,
+    contactID: ContactID,
     limit: Annotated[int, Query(ge=1, le=100, description="page size")] = 20,
     cursor: Annotated[
         str | None, Query(max_length=2048, description="`meta.cursor` of the previous page; absent for the first page")
@@ -331,7 +339,7 @@ def list_notes(
         " in your organization. Role: member or above."
     ),
 )
-def create_note(contactID: str, body: Annotated[models.NoteIn, Body()]) -> Data[models.Note]:
+def create_note(contactID: ContactID, body: Annotated[models.NoteIn, Body()]) -> Data[models.Note]:
     return Data(data=children.create_note(get_store(), current_auth(app), contactID, body))
 
 
@@ -344,7 +352,7 @@ def create_note(contactID: str, body: Annotated[models.NoteIn, Body()]) -> Data[
         "Reads one note of the contact. 404 `not_found` for an unknown contact or note. Role: viewer or above."
     ),
 )
-def get_note(contactID: str, noteID: str) -> Data[models.Note]:
+def get_note(contactID: ContactID, noteID: NoteID) -> Data[models.Note]:
     return Data(data=children.get_note(get_store(), current_auth(app), contactID, noteID))
 
 
@@ -355,7 +363,7 @@ def get_note(contactID: str, noteID: str) -> Data[models.Note]:
     summary="Edit a note",
     description=("Replaces the note's text. 404 `not_found` for an unknown contact or note. Role: member or above."),
 )
-def update_note(contactID: str, noteID: str, body: Annotated[models.NoteIn, Body()]) -> Data[models.Note]:
+def update_note(contactID: ContactID, noteID: NoteID, body: Annotated[models.NoteIn, Body()]) -> Data[models.Note]:
     return Data(data=children.update_note(get_store(), current_auth(app), contactID, noteID, body))
 
 
@@ -367,7 +375,7 @@ def update_note(contactID: str, noteID: str, body: Annotated[models.NoteIn, Body
     summary="Delete a note",
     description="Deletes one note. 404 `not_found` for an unknown contact or note. Role: member or above.",
 )
-def delete_note(contactID: str, noteID: str) -> None:
+def delete_note(contactID: ContactID, noteID: NoteID) -> None:
     children.delete_note(get_store(), current_auth(app), contactID, noteID)
 
 
@@ -381,7 +389,7 @@ def delete_note(contactID: str, noteID: str) -> None:
         "not in your organization. Role: viewer or above."
     ),
 )
-def list_contact_tags(contactID: str) -> ListData[models.AssignedTag]:
+def list_contact_tags(contactID: ContactID) -> ListData[models.AssignedTag]:
     return _list(children.list_contact_tags(get_store(), current_auth(app), contactID))
 
 
@@ -397,7 +405,7 @@ def list_contact_tags(contactID: str) -> ListData[models.AssignedTag]:
         "unknown contact or tag id. Role: member or above."
     ),
 )
-def assign_tag(contactID: str, body: Annotated[models.TagAssign, Body()]) -> Data[models.AssignedTag]:
+def assign_tag(contactID: ContactID, body: Annotated[models.TagAssign, Body()]) -> Data[models.AssignedTag]:
     """`{"name"}` (a new name joins the catalogue) or `{"tag_id"}`."""
     return Data(data=children.assign_tag(get_store(), current_auth(app), contactID, body))
 
@@ -412,7 +420,7 @@ def assign_tag(contactID: str, body: Annotated[models.TagAssign, Body()]) -> Dat
         "Removes a tag from the contact. 404 `not_found` when the contact does not have it. Role: member or above."
     ),
 )
-def unassign_tag(contactID: str, tagID: str) -> None:
+def unassign_tag(contactID: ContactID, tagID: TagID) -> None:
     children.unassign_tag(get_store(), current_auth(app), contactID, tagID)
 
 
@@ -429,7 +437,9 @@ def unassign_tag(contactID: str, tagID: str) -> None:
         "not in your organization. Role: member or above."
     ),
 )
-def put_consent(contactID: str, channel: str, body: Annotated[models.ConsentIn, Body()]) -> Data[models.Consent]:
+def put_consent(
+    contactID: ContactID, channel: ChannelKindPath, body: Annotated[models.ConsentIn, Body()]
+) -> Data[models.Consent]:
     """Upserts the consent state for a channel kind (`whatsapp`, `sms`, `email`, …); history is kept."""
     if not (2 <= len(channel) <= 32 and channel.replace("_", "").isalnum() and channel[0].isalpha()):
         raise ValidationFailed.field("path.channel", "must be a channel kind such as whatsapp, sms or email")
@@ -446,7 +456,7 @@ def put_consent(contactID: str, channel: str, body: Annotated[models.ConsentIn, 
         "contact is not in your organization. Role: viewer or above."
     ),
 )
-def list_consents(contactID: str) -> ListData[models.Consent]:
+def list_consents(contactID: ContactID) -> ListData[models.Consent]:
     return _list(children.list_consents(get_store(), current_auth(app), contactID))
 
 
@@ -461,7 +471,7 @@ def list_consents(contactID: str) -> ListData[models.Consent]:
         "or above."
     ),
 )
-def list_suppressions(contactID: str) -> ListData[models.Suppression]:
+def list_suppressions(contactID: ContactID) -> ListData[models.Suppression]:
     return _list(children.list_suppressions(get_store(), current_auth(app), contactID))
 
 
@@ -479,7 +489,7 @@ def list_suppressions(contactID: str) -> ListData[models.Suppression]:
     ),
 )
 def put_suppression(
-    contactID: str, body: Annotated[models.SuppressionIn, Body()]
+    contactID: ContactID, body: Annotated[models.SuppressionIn, Body()]
 ) -> Response[Data[models.Suppression]]:
     item, created = children.put_suppression(get_store(), current_auth(app), contactID, body)
     return Response(
@@ -524,7 +534,7 @@ def create_tag(body: Annotated[models.TagCreate, Body()]) -> Data[models.Tag]:
     summary="Get a contact tag",
     description=("Reads one tag. 404 `not_found` when it is not in your organization. Role: viewer or above."),
 )
-def get_tag(tagID: str) -> Data[models.Tag]:
+def get_tag(tagID: TagID) -> Data[models.Tag]:
     return Data(data=children.get_tag(get_store(), current_auth(app), tagID))
 
 
@@ -539,7 +549,7 @@ def get_tag(tagID: str) -> Data[models.Tag]:
         " for an unknown tag. Role: member or above."
     ),
 )
-def update_tag(tagID: str, body: Annotated[models.TagUpdate, Body()]) -> Data[models.Tag]:
+def update_tag(tagID: TagID, body: Annotated[models.TagUpdate, Body()]) -> Data[models.Tag]:
     """Renaming keeps every assignment; the `tag.cascade` job (`job_id`) gives the tagged contacts the new name."""
     return Data(data=children.update_tag(get_store(), current_auth(app), tagID, body))
 
@@ -555,7 +565,7 @@ def update_tag(tagID: str, body: Annotated[models.TagUpdate, Body()]) -> Data[mo
         "contact. 404 `not_found` for an unknown tag. Role: member or above."
     ),
 )
-def delete_tag(tagID: str) -> None:
+def delete_tag(tagID: TagID) -> None:
     """Removes the tag from the catalogue at once; the `tag.cascade` job removes it from every contact."""
     children.delete_tag(get_store(), current_auth(app), tagID)
 

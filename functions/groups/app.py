@@ -29,6 +29,9 @@ else:  # the models when a route's dependant is first built, the rules when a ro
     service = lazy_module("switchboard.groups.service")
 
 app = create_resolver()
+# Path parameters, described once for every route of the group.
+GroupID = Annotated[str, Path(description="the group's id (`grp_…`) or its JID (`120363…@g.us`)")]
+HubID = Annotated[str, Path(description="the group hub's id (`gh_…`)")]
 GRP = ["groups"]
 HUB = ["group hubs and communities"]
 NL = ["newsletters"]
@@ -246,7 +249,7 @@ def group_participants_by_body(
         " unknown group. Role: viewer or above."
     ),
 )
-def get_group(groupID: str, channel_id: ChannelFilter = None) -> Data[models.Group]:
+def get_group(groupID: GroupID, channel_id: ChannelFilter = None) -> Data[models.Group]:
     """`groupID`: `grp_…` or a JID (`120363…@g.us`; with `channel_id` when the group is on several channels)."""
     return Data(data=service.get(get_store(), current_auth(app), groupID, channel_id))
 
@@ -262,7 +265,7 @@ def get_group(groupID: str, channel_id: ChannelFilter = None) -> Data[models.Gro
         "is not one of its admins. Role: member or above."
     ),
 )
-def rename_group(groupID: str, body: Annotated[models.NameChange, Body()]) -> Data[models.Group]:
+def rename_group(groupID: GroupID, body: Annotated[models.NameChange, Body()]) -> Data[models.Group]:
     return Data(data=service.rename(get_store(), current_auth(app), groupID, body.name))
 
 
@@ -277,7 +280,7 @@ def rename_group(groupID: str, body: Annotated[models.NameChange, Body()]) -> Da
         "the group or is not one of its admins. Role: member or above."
     ),
 )
-def describe_group(groupID: str, body: Annotated[models.DescriptionChange, Body()]) -> Data[models.Group]:
+def describe_group(groupID: GroupID, body: Annotated[models.DescriptionChange, Body()]) -> Data[models.Group]:
     return Data(data=service.describe(get_store(), current_auth(app), groupID, body.description))
 
 
@@ -293,7 +296,7 @@ def describe_group(groupID: str, body: Annotated[models.DescriptionChange, Body(
         "group or is not one of its admins. Role: member or above."
     ),
 )
-def group_photo(groupID: str, body: Annotated[models.PhotoChange, Body()]) -> Data[models.Group]:
+def group_photo(groupID: GroupID, body: Annotated[models.PhotoChange, Body()]) -> Data[models.Group]:
     """`image_url` (https), `asset_id` (an upload of `/v1/media/uploads`) or `remove: true`."""
     return Data(data=service.set_photo(get_store(), current_auth(app), groupID, body))
 
@@ -309,7 +312,7 @@ def group_photo(groupID: str, body: Annotated[models.PhotoChange, Body()]) -> Da
         "the group or is not one of its admins. Role: viewer or above."
     ),
 )
-def get_group_invite_link(groupID: str) -> Data[models.InviteLink]:
+def get_group_invite_link(groupID: GroupID) -> Data[models.InviteLink]:
     return Data(data=service.invite_link(get_store(), current_auth(app), groupID, revoke=False))
 
 
@@ -326,7 +329,7 @@ def get_group_invite_link(groupID: str) -> Data[models.InviteLink]:
     ),
 )
 def group_invite_link(
-    groupID: str, body: Annotated[models.InviteLinkRequest | None, Body()] = None
+    groupID: GroupID, body: Annotated[models.InviteLinkRequest | None, Body()] = None
 ) -> Data[models.InviteLink]:
     """`{"revoke": true}` resets the link (the old code stops working); without it, answers the current one."""
     revoke = bool(body and body.revoke)
@@ -345,7 +348,7 @@ def group_invite_link(
         "Role: member or above."
     ),
 )
-def rejoin_group(groupID: str, body: Annotated[models.JoinRequest | None, Body()] = None) -> Data[models.Group]:
+def rejoin_group(groupID: GroupID, body: Annotated[models.JoinRequest | None, Body()] = None) -> Data[models.Group]:
     """Back into a group the channel left, with the given invite code/link or the last known code."""
     code = None
     if body and (body.invite_code or body.invite_link):
@@ -363,7 +366,7 @@ def rejoin_group(groupID: str, body: Annotated[models.JoinRequest | None, Body()
         "unknown group (`groupID` is `grp_…` or a JID). Role: member or above."
     ),
 )
-def leave_group(groupID: str) -> Data[models.Group]:
+def leave_group(groupID: GroupID) -> Data[models.Group]:
     """The channel leaves; the group stays listed with `status: left`."""
     return Data(data=service.leave(get_store(), current_auth(app), groupID))
 
@@ -381,7 +384,7 @@ def leave_group(groupID: str) -> Data[models.Group]:
     ),
 )
 def group_participant_actions(
-    groupID: str, body: Annotated[models.ParticipantsChange, Body()]
+    groupID: GroupID, body: Annotated[models.ParticipantsChange, Body()]
 ) -> Data[models.ParticipantsResult]:
     """`action`: add, remove, promote or demote `participants` (phones); one result per number."""
     return Data(data=service.change_participants(get_store(), current_auth(app), groupID, body))
@@ -430,7 +433,7 @@ def list_group_hubs(limit: Limit = 20, cursor: Cursor = None) -> ListData[models
         "`conflict` past the hub's group limit. Role: member or above."
     ),
 )
-def add_hub_groups(hubID: str, body: Annotated[models.GroupIds, Body()]) -> Data[models.GroupHub]:
+def add_hub_groups(hubID: HubID, body: Annotated[models.GroupIds, Body()]) -> Data[models.GroupHub]:
     return Data(data=hubs.hub_groups(get_store(), current_auth(app), hubID, body.group_ids, add=True))
 
 
@@ -441,7 +444,7 @@ def add_hub_groups(hubID: str, body: Annotated[models.GroupIds, Body()]) -> Data
     summary="Remove groups from a hub",
     description="Removes groups from the hub. 404 `not_found` for an unknown hub. Role: member or above.",
 )
-def remove_hub_groups(hubID: str, body: Annotated[models.GroupIds, Body()]) -> Data[models.GroupHub]:
+def remove_hub_groups(hubID: HubID, body: Annotated[models.GroupIds, Body()]) -> Data[models.GroupHub]:
     return Data(data=hubs.hub_groups(get_store(), current_auth(app), hubID, body.group_ids, add=False))
 
 
@@ -605,7 +608,10 @@ def subscribe_newsletter(body: Annotated[models.NewsletterSubscribe, Body()]) ->
         "404 `not_found` for an unknown newsletter. Role: viewer or above."
     ),
 )
-def get_newsletter(newsletterJID: str, channel_id: ChannelFilter = None) -> Data[models.Newsletter]:
+def get_newsletter(
+    newsletterJID: Annotated[str, Path(description="the newsletter's JID (`120363…@newsletter`)")],
+    channel_id: ChannelFilter = None,
+) -> Data[models.Newsletter]:
     return Data(data=newsletters.get(get_store(), current_auth(app), newsletterJID, channel_id))
 
 
@@ -621,7 +627,7 @@ def get_newsletter(newsletterJID: str, channel_id: ChannelFilter = None) -> Data
     ),
 )
 def newsletter_messages(
-    newsletterJID: Annotated[str, Path(min_length=1)],
+    newsletterJID: Annotated[str, Path(min_length=1, description="the newsletter's JID (`120363…@newsletter`)")],
     channel_id: Annotated[str, Query(min_length=1, max_length=64)],
     limit: Annotated[int, Query(ge=1, le=200, json_schema_extra={"format": "int32"})] = 20,
     cursor: Cursor = None,
