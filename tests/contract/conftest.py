@@ -55,6 +55,7 @@ ADVISORY_CHECKS = frozenset() if FUZZ_STRICT else frozenset({"positive_data_acce
 _CURSOR = "an opaque token the API issued for this list and these filters"
 _PHONE = "a number libphonenumber can normalise (any common form): its rules per country are not a regex"
 _PHONE_OR_JID = f"a phone number or a JID: {_PHONE}"
+_NUMBER = "a number DynamoDB can store: zero or a magnitude from 1e-130 (switchboard.models.unstorable_number)"
 _STORABLE = "free-form document: no empty key anywhere, depth and DynamoDB number range (switchboard.models.Storable)"
 _OTP = "state: the code last e-mailed for that address (`invalid_otp`)"
 _TIME = "a real calendar time (datetime.fromisoformat); the pattern only checks its shape"
@@ -139,6 +140,8 @@ SCHEMA_INEXPRESSIBLE: dict[str, dict[str, str]] = {
         "body.text": f"required when `type` is text {_IF_THEN}",
         "body.media": f"required for media types, with a url, id or asset_id {_IF_THEN}",
         "body.contacts": f"required when `type` is contacts; each card's phone a phone number {_IF_THEN}",
+        "body.location.latitude": _NUMBER,
+        "body.location.longitude": _NUMBER,
     },
     "POST /v1/messages/presence": {"body.to": _PHONE_OR_JID},
     "POST /v1/newsletters/subscribe": {

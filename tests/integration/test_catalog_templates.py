@@ -220,3 +220,15 @@ def test_template_messages_need_an_approved_template_and_its_parameters(api: Api
     empty = [{"type": "body", "parameters": [{"type": "text", "text": ""}, {"type": "text", "text": "x"}]}]
     api.assert_error(send(name="order_shipped", components=empty), 400, "validation_failed")
     api.assert_error(send(name="order_shipped", language="pt_BR", components=params), 400, "validation_failed")
+
+
+def test_list_filters_take_only_the_documented_statuses_and_categories(api: Api, channel: dict) -> None:
+    """`status` and `category` are enums in the document; the server refuses anything else with 400."""
+    _create(api, channel)
+    ok = api.get("/v1/templates", params={"status": "draft", "category": "UTILITY"})
+    assert ok.status_code == 200, ok.text
+    assert [t["name"] for t in ok.json()["data"]] == ["order_shipped"]
+    for params in ({"status": "live"}, {"category": "utility"}, {"status": "DRAFT"}):
+        bad = api.get("/v1/templates", params=params)
+        assert bad.status_code == 400, (params, bad.text)
+        assert bad.json()["error"]["code"] == "validation_failed"

@@ -443,3 +443,12 @@ def test_reindex_builds_search_rows_for_contacts_written_before_them_a_chunk_at_
     assert store.query_all(f"ORG#{api.org_id}", sk_prefix="CNAME#") == []
     search.reindex_chunk(store, api.org_id, None)  # a chunk run twice changes nothing
     assert len(_found(api, "legacy")) == 30
+
+
+def test_static_contact_paths_answer_405_for_other_methods(api):
+    """`/v1/contacts/block` is not a contact id: GET there is 405 (Allow: POST), not 404 "No such contact"."""
+    for method in ("GET", "PATCH", "DELETE", "OPTIONS"):
+        resp = api.request(method, "/v1/contacts/block")
+        assert resp.status_code == 405, (method, resp.text)
+        assert resp.json()["error"]["code"] == "method_not_allowed"
+        assert resp.headers["Allow"] == "POST"

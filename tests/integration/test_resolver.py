@@ -46,6 +46,11 @@ def delete_thing(thing_id: str) -> dict:
     raise RuntimeError("secret internal detail")
 
 
+@app.post("/v1/things/archive", middlewares=requires("member"))
+def archive_things() -> dict:
+    return {"data": {"archived": True}}
+
+
 @app.get("/v1/me", middlewares=authenticated())
 def me() -> dict:
     return {"data": {"ok": True}}
@@ -140,6 +145,17 @@ def test_unknown_route_and_wrong_method():
     resp = call("PUT", "/v1/things")
     assert_error(resp, 405, "method_not_allowed")
     assert resp["multiValueHeaders"]["Allow"] == ["GET, POST"]
+
+
+def test_a_static_path_never_resolves_as_an_id():
+    """`/v1/things/archive` is a route of its own: another method there is 405 with the static route's methods, not
+    `DELETE /v1/things/{thing_id}` with `thing_id = "archive"` (nor an Allow listing that route's methods)."""
+    for method in ("DELETE", "GET", "OPTIONS"):
+        resp = call(method, "/v1/things/archive")
+        assert_error(resp, 405, "method_not_allowed")
+        assert resp["multiValueHeaders"]["Allow"] == ["POST"]
+    assert call("POST", "/v1/things/archive")["statusCode"] == 200
+    assert_error(call("DELETE", "/v1/things/missing"), 404, "not_found")  # ids still reach the dynamic route
 
 
 def test_domain_errors_map_to_status_code_and_details():

@@ -205,6 +205,7 @@ def build_openapi(functions_dir: Path) -> dict[str, Any]:
     from switchboard import __version__
     from switchboard.api.app import DEFAULT_SECURITY
     from switchboard.api.envelope import ErrorEnvelope
+    from switchboard.openapi_examples import add_operation_examples
 
     merge = OpenAPIMerge(
         title="Switchboard API",
@@ -226,6 +227,7 @@ def build_openapi(functions_dir: Path) -> dict[str, Any]:
     for _, schema in groups:
         merge.add_schema(schema)
     doc: dict[str, Any] = json.loads(merge.get_openapi_json_schema())
+    add_operation_examples(doc)
     doc["paths"] = dict(sorted(doc.get("paths", {}).items()))
     envelope = ErrorEnvelope.model_json_schema(ref_template="#/components/schemas/{model}")
     schemas = doc.setdefault("components", {}).setdefault("schemas", {})

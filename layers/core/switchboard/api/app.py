@@ -141,8 +141,12 @@ def _core_middleware(app: Any, next_middleware: Callable[[Any], Any]) -> Any:
 
 
 def _allowed_methods(app: APIGatewayRestResolver, path: str) -> list[str]:
-    methods = {r.method for r in app._static_routes + app._dynamic_routes if r.rule.match(path)}
-    return sorted(methods)
+    """The methods of the routes a path names: a static route's own when one matches (`/v1/contacts/block` is not
+    a value of `/v1/contacts/{contactID}`), else those of every route matching it."""
+    routes = [r for r in app._static_routes if r.rule.match(path)] or [
+        r for r in app._dynamic_routes if r.rule.match(path)
+    ]
+    return sorted({r.method for r in routes})
 
 
 NOT_JSON = "The request body must be JSON (Content-Type: application/json)."
@@ -188,12 +192,22 @@ class Resolver(APIGatewayRestResolver):
 
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(**kwargs)
+        self._static_methods: dict[str, list[str]] | None = None  # path → methods of its static routes, on first use
         if self._enable_validation:
             self._request_validation_middleware = RequestValidation()
             self._response_validation_middleware = ResponseValidation(
                 validation_serializer=self._serializer,
                 has_response_validation_error=self._has_response_validation_error,
             )
+
+    def _static_path_methods(self, path: str) -> list[str] | None:
+        """The methods of the static routes at exactly this path, or None."""
+        if self._static_methods is None:
+            grouped: dict[str, set[str]] = {}
+            for r in self._static_routes:
+                grouped.setdefault(r.path.rstrip("/"), set()).add(r.method)
+            self._static_methods = {p: sorted(m) for p, m in grouped.items()}
+        return self._static_methods.get(path.rstrip("/"))
 
     def _to_proxy_event(self, event: dict) -> Any:
         return ProxyEvent(event, self._json_body_deserializer)
@@ -205,6 +219,11 @@ class Resolver(APIGatewayRestResolver):
         return RoutePattern(expression, groups=len(ROUTE_PARAMETER.findall(rule)))
 
     def _call_route(self, route: Any, route_arguments: dict[str, str]) -> Any:
+        if route_arguments and (allowed := self._static_path_methods(self.current_event.path)):
+            # A static route's path reached a dynamic route (another method): the static segment is no id.
+            err = MethodNotAllowed(headers={"Allow": ", ".join(allowed)})
+            response = error_response(self, err.status, err.code, err.message, headers=err.headers)
+            return self._response_builder_class(response=response, serializer=self._serializer, route=route)
         access = take_access(route)
         if access is not None:
             try:

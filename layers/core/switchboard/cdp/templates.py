@@ -77,18 +77,18 @@ def template_key(org: str, template_id: str) -> dict[str, str]:
     return keys.key(keys.org_pk(org), f"CDPTPL#{template_id}")
 
 
-def view(item: Item) -> models.Template:
-    return models.Template.model_validate(item)
+def view(item: Item) -> models.CdpTemplate:
+    return models.CdpTemplate.model_validate(item)
 
 
-def _content(body: models.TemplateCreate | models.TemplateUpdate) -> Item:
+def _content(body: models.CdpTemplateCreate | models.CdpTemplateUpdate) -> Item:
     out = body.model_dump(mode="json", exclude_unset=True, exclude_none=False)
     for n, seg in enumerate(out.get("segments") or []):
         segments.check_rules(seg["rules"], f"body.segments[{n}].rules")
     return out
 
 
-def list_templates(store: Store, auth: AuthContext) -> list[models.Template]:
+def list_templates(store: Store, auth: AuthContext) -> list[models.CdpTemplate]:
     rows = store.query_all(keys.org_pk(auth.org_id), sk_prefix="CDPTPL#")
     return [view(i) for i in BUILTIN.values()] + [view(i) for i in sorted(rows, key=lambda i: i["created_at"])]
 
@@ -99,11 +99,11 @@ def get_item(store: Store, org: str, template_id: str) -> Item:
     return store.require(template_key(org, template_id), "No such CDP template.")
 
 
-def get(store: Store, auth: AuthContext, template_id: str) -> models.Template:
+def get(store: Store, auth: AuthContext, template_id: str) -> models.CdpTemplate:
     return view(get_item(store, auth.org_id, template_id))
 
 
-def create(store: Store, auth: AuthContext, body: models.TemplateCreate) -> models.Template:
+def create(store: Store, auth: AuthContext, body: models.CdpTemplateCreate) -> models.CdpTemplate:
     org, now = auth.org_id, clock.now_iso()
     template_id = new_id("cdptpl")
     item = {
@@ -131,7 +131,7 @@ def _writable(store: Store, org: str, template_id: str) -> Item:
     return item
 
 
-def update(store: Store, auth: AuthContext, template_id: str, body: models.TemplateUpdate) -> models.Template:
+def update(store: Store, auth: AuthContext, template_id: str, body: models.CdpTemplateUpdate) -> models.CdpTemplate:
     org = auth.org_id
     item = _writable(store, org, template_id)
     patch = _content(body)
