@@ -55,6 +55,7 @@ KINDS: dict[str, str] = {
     "label.detach": "switchboard.catalog.label_jobs:run_chunk",
     "contacts.count_seed": "switchboard.contacts.counter:seed_chunk",
     "webhooks.recover": "switchboard.webhooks.service:recover_chunk",
+    "webhooks.move_legacy": "switchboard.webhooks.service:move_legacy_chunk",
 }
 
 

@@ -1,31 +1,33 @@
 """Fan-out (webhook_fanout): one domain event from the bus → one delivery per enabled, subscribed endpoint.
 
-The delivery id is derived from (event id, endpoint id) and the delivery is written with `attribute_not_exists`, so
-SQS or EventBridge redelivering the event never creates a second delivery. A delivery that exists but was never
-attempted is queued again (its first message may have been lost between the put and the send); the sender drops
-duplicate messages (see `delivery.py`).
+The event's payload is written once (`repository.event_item`), and each delivery refers to it by event id. The delivery
+id is derived from (event id, endpoint id): one consistent BatchGetItem finds the deliveries a previous run of the
+same event created, and only the missing ones are written (BatchWriteItem, 25 per request, unprocessed items retried
+with back-off), so SQS or EventBridge redelivering the event never creates a second delivery. A delivery that exists
+but was never attempted is queued again (its first message may have been lost between the write and the send); the
+sender drops duplicate messages (see `delivery.py`).
+
+The queued deliveries are paced per organization (`pace.py`): each message carries the delay its organization's
+budget gives it; an event whose deliveries would wait past SQS's longest delay goes back to WebhookEventsQueue.
 """
 
 from __future__ import annotations
 
 import json
+from datetime import timedelta
 from typing import Any
 
 from aws_lambda_powertools import Logger
 
 from switchboard import clock
-from switchboard.errors import Conflict
 from switchboard.store import Store, get_store
-from switchboard.webhooks import dispatch
+from switchboard.webhooks import dispatch, pace
 from switchboard.webhooks import repository as repo
 from switchboard.webhooks.catalogue import TEST_EVENT, is_published, subscribed
 
 Item = dict[str, Any]
 logger = Logger(child=True)
-
-
-class _Exists(Conflict):
-    pass
+_EXISTING = ("id", "status", "attempt_count", "owner", "generation")
 
 
 def targets(endpoints: list[Item], event_type: str, data: dict[str, Any]) -> list[Item]:
@@ -36,7 +38,7 @@ def targets(endpoints: list[Item], event_type: str, data: dict[str, Any]) -> lis
     return [e for e in enabled if subscribed(e.get("filter_types"), event_type)]
 
 
-def delivery_item(org: str, endpoint_id: str, detail: dict[str, Any], now: str) -> Item:
+def delivery_item(org: str, endpoint_id: str, detail: dict[str, Any], now: str, due: str) -> Item:
     msg_id = repo.delivery_id(detail["event_id"], endpoint_id)
     item: Item = {
         **repo.delivery_key(org, msg_id),
@@ -48,12 +50,10 @@ def delivery_item(org: str, endpoint_id: str, detail: dict[str, Any], now: str) 
         "event_id": detail["event_id"],
         "event_type": detail["event_type"],
         "occurred_at": detail.get("occurred_at"),
-        # The flat event body, serialized once: every attempt sends (and signs) exactly these bytes.
-        "body": json.dumps(detail.get("data") or {}, separators=(",", ":"), ensure_ascii=False),
         "status": "pending",
         "attempt_count": 0,
         "run_attempts": 0,
-        "next_attempt_at": now,
+        "next_attempt_at": due,
         "created_at": now,
         "updated_at": now,
         "ttl": clock.epoch(clock.parse_iso(now) + repo.DELIVERY_RETENTION),
@@ -61,26 +61,44 @@ def delivery_item(org: str, endpoint_id: str, detail: dict[str, Any], now: str) 
     return item | repo.status_index(item, "pending")
 
 
-def fan_out(store: Store, detail: dict[str, Any], endpoints: list[Item]) -> list[str]:
-    """Create the event's deliveries and queue them; returns the ids queued."""
+def _never_tried(existing: Item) -> bool:
+    return existing.get("status") == "pending" and not existing.get("attempt_count") and not existing.get("owner")
+
+
+def fan_out(store: Store, detail: dict[str, Any], endpoints: list[Item]) -> list[str] | None:
+    """Create the event's deliveries and queue them; returns the ids queued, or None when the organization's
+    schedule is full (nothing was written: the caller sends the event back)."""
     org, event_type = detail["organization_id"], detail["event_type"]
     if not is_published(event_type):
         return []
-    now = clock.now_iso()
-    queued: list[str] = []
-    generations: dict[str, int] = {}
-    for endpoint in targets(endpoints, event_type, detail.get("data") or {}):
-        item = delivery_item(org, endpoint["id"], detail, now)
-        try:
-            store.put(item, condition="attribute_not_exists(PK)", error=_Exists())
-        except _Exists:
-            existing = repo.get_delivery(store, org, item["id"], consistent=True) or {}
-            never_tried = existing.get("status") == "pending" and not existing.get("attempt_count")
-            if not (never_tried and not existing.get("owner")):
-                continue  # a redelivered event: its delivery is already under way
-            generations[item["id"]] = int(existing.get("generation") or 0)  # (requeued by the API, never tried)
-        queued.append(item["id"])
-    dispatch.enqueue(org, queued, generations)
+    chosen = targets(endpoints, event_type, detail.get("data") or {})
+    if not chosen:
+        return []
+    ids = [repo.delivery_id(detail["event_id"], e["id"]) for e in chosen]
+    dstore = repo.deliveries_store()
+    found = dstore.batch_get([repo.delivery_key(org, i) for i in ids], consistent=True, projection=_EXISTING)
+    existing = {str(i["id"]): i for i in found}
+    # A redelivered event: a delivery already under way is left alone; one never tried is queued again.
+    fresh = [(e, i) for e, i in zip(chosen, ids, strict=True) if i not in existing]
+    again = [i for i in ids if i in existing and _never_tried(existing[i])]
+    queued = [i for _, i in fresh] + again
+    if not queued:
+        return []
+    now = clock.now()
+    delays = pace.reserve(org, len(queued), now)
+    if delays is None:
+        return None
+    if fresh:
+        now_iso = clock.iso(now)
+        ttl = clock.epoch(now + repo.PAYLOAD_RETENTION)
+        items = [repo.event_item(org, detail, now_iso, ttl)]
+        items += [
+            delivery_item(org, e["id"], detail, now_iso, clock.iso(now + timedelta(seconds=delay)))
+            for (e, _), delay in zip(fresh, delays, strict=False)
+        ]
+        dstore.batch_put(items)
+    generations = {i: int(existing[i].get("generation") or 0) for i in again}  # (requeued by the API, never tried)
+    dispatch.enqueue(org, queued, generations, delays)
     return queued
 
 
@@ -96,8 +114,10 @@ def handle_batch(records: list[dict[str, Any]]) -> dict[str, Any]:
             if org not in endpoints_of:
                 endpoints_of[org] = repo.list_endpoints(store, org)
             queued = fan_out(store, detail, endpoints_of[org])
+            if queued is None:
+                dispatch.defer_event(record["body"], pace.HORIZON)
             logger.info(
-                "event fanned out",
+                "event fanned out" if queued is not None else "event deferred: the organization's schedule is full",
                 extra={
                     "event_id": detail.get("event_id"),
                     "event_type": detail.get("event_type"),
