@@ -1,6 +1,7 @@
 """One delivery attempt (webhook_sender): check, claim, sign, POST, record, reschedule.
 
-The SQS message of a delivery is a wake-up call; the delivery item is the state:
+The SQS message of a delivery is a wake-up call; the delivery item (DeliveriesTable) is the state, and the body sent
+is its event's payload item, read once per batch and event:
 
 - `status` pending | retrying (an attempt is due at `next_attempt_at`) | succeeded | exhausted | canceled.
 - `owner` is the SQS message id driving the delivery. The first message to claim it becomes its owner; another
