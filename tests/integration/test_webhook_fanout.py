@@ -16,6 +16,7 @@ from switchboard.webhooks import pace, repository
 from tests.helpers import FakeContext
 from tests.integration.support import Api
 from tests.integration.test_webhooks import (  # noqa: F401
+    BASE,
     Pipeline,
     create_endpoint,
     deliveries,
@@ -158,3 +159,25 @@ def test_an_organization_over_its_rate_is_paced_and_past_the_horizon_its_event_w
     assert json.loads(again["MessageBody"])["detail"]["event_id"] == late
     after = repository.deliveries_store().get(pace.pace_key(api.org_id), consistent=True)
     assert schedule is not None and after is not None and after["tat"] == schedule["tat"]  # its slot given back
+
+
+def test_another_organization_reaches_none_of_the_deliveries_or_their_payloads(
+    api: Api,
+    pipeline: Pipeline,  # noqa: F811
+    receiver: Receiver,  # noqa: F811
+):
+    for n in range(3):
+        create_endpoint(api, receiver.url(f"/e{n}"))
+    pipeline.emit("message.new", {"message_id": "m-secret"})
+    pipeline.fan_out()
+    mine = api.get(f"{BASE}/deliveries", params={"limit": 2})
+    assert mine.status_code == 200 and len(mine.json()["data"]) == 2
+    cursor = mine.json()["meta"]["cursor"]
+    msg_id = mine.json()["data"][0]["id"]
+    _, other = api.new_org("other@example.com", "Other Org")
+    assert api.get(f"{BASE}/deliveries", headers=other).json()["data"] == []
+    for params in ({}, {"status": "pending"}, {"endpoint_id": mine.json()["data"][0]["endpoint_id"]}):
+        assert api.get(f"{BASE}/deliveries", params=params, headers=other).json()["data"] == []
+    Api.assert_error(api.get(f"{BASE}/deliveries", params={"cursor": cursor}, headers=other), 400, "validation_failed")
+    Api.assert_error(api.get(f"{BASE}/deliveries/{msg_id}/attempts", headers=other), 404, "not_found")
+    Api.assert_error(api.post(f"{BASE}/deliveries/{msg_id}/retry", headers=other), 404, "not_found")
