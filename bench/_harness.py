@@ -21,6 +21,7 @@ from typing import Any
 ENV = {
     "STAGE": "test",
     "TABLE_NAME": "bench",
+    "DELIVERIES_TABLE_NAME": "bench-deliveries",  # (the fake serves both tables: their keys never collide)
     "EVENT_BUS_NAME": "bench",
     "MEDIA_BUCKET": "bench-media",
     "WEBHOOK_EVENTS_QUEUE_URL": "http://127.0.0.1:9/q1",

@@ -281,10 +281,10 @@ def _seed_deliveries(w: World, size: int) -> None:
             "occurred_at": "2026-11-01T00:00:00.000Z",
             "data": {"id": "ct_x"},
         }
-        (delivery_id,) = fan_out(store, detail, endpoints)
-        raw = dict(w.fake.drop(f"ORG#{w.org}", f"DLV#{delivery_id}"))
+        (delivery_id,) = fan_out(store, detail, endpoints) or ()
+        raw = dict(w.fake.drop(f"ORG#{w.org}#DLV#{delivery_id}", "DLV"))
         raw["status"] = {"S": status}
-        raw["GSI3PK"] = {"S": raw["GSI3PK"]["S"].removesuffix("#pending") + f"#{status}"}
+        raw["GSI3PK"] = {"S": raw["GSI3PK"]["S"].replace("#pending#", f"#{status}#")}
         made = clock.iso(clock.now() - timedelta(hours=hours_ago))  # the exhausted ones are older, whatever the ms
         templates[status] = Cloner([raw], [delivery_id], {raw["created_at"]["S"]: _constant(made)})
     with w.fake.bulk():
@@ -785,7 +785,6 @@ def key_distribution(burst: int, size: int) -> list[Spread]:
     from switchboard.billing.usage import count_record
     from switchboard.messaging import messages
     from switchboard.store import get_store
-    from switchboard.webhooks.fanout import fan_out
 
     out: list[Spread] = []
     with _environment():
@@ -814,18 +813,6 @@ def key_distribution(burst: int, size: int) -> list[Spread]:
 
                     count_record(store, deserialize(raw))
         out.append(_spread("message deliveries (deliver + usage meter)", meter, w.org))
-        endpoints = store.query_all(org_pk, sk_prefix="WHEP#")
-        with w.fake.metered() as meter:
-            for n in range(burst):
-                detail = {
-                    "event_id": f"evt_burst_{n}",
-                    "event_type": "message.sent",
-                    "organization_id": w.org,
-                    "occurred_at": "2026-11-01T00:00:00.000Z",
-                    "data": {"id": f"m{n}"},
-                }
-                fan_out(store, detail, endpoints)
-        out.append(_spread("webhook deliveries (fan-out)", meter, w.org))
     return out
 
 
@@ -856,6 +843,94 @@ def report_spread(spreads: list[Spread], burst: int, out: Callable[[str], None] 
     return max((s.share for s in spreads), default=0.0)
 
 
+# Key distribution of webhook deliveries ---------------------------------------------------------------------------
+DELIVERY_ENDPOINTS = 4  # a burst of `burst` deliveries: burst / 4 events to 4 endpoints
+
+
+def delivery_distribution(burst: int, size: int) -> tuple[Spread, int]:
+    """Writes per partition-key value (DeliveriesTable's PK and its index PKs, the pacing item) of `burst` webhook
+    deliveries: the real fan-out handler (`webhook_fanout`, batches of 10 events) over `burst / 4` events to 4
+    endpoints, then one sender attempt of each delivery (`webhook_sender`, a 200 answer), which moves it from the
+    pending to the succeeded status list and writes its attempt."""
+    import os
+
+    from functions.webhook_fanout.app import handler as fanout_handler
+    from functions.webhook_sender.app import handler as sender_handler
+    from switchboard.config import reset_settings
+    from switchboard.webhooks import delivery as sender
+    from switchboard.webhooks import repository
+
+    with _environment():
+        # Where writes land, not how fast they come: the organization's pace raised so every delivery is due at once.
+        os.environ["WEBHOOK_TENANT_RATE"] = str(10 * burst + 10)
+        reset_settings()
+        shards = repository.shards()
+        w = build_world(size)
+        for n in range(DELIVERY_ENDPOINTS - 1):
+            api_url = {"url": f"https://93.184.216.34/in/{n}"}
+            w.api("webhooks", "POST", f"{WEBHOOKS}/endpoints", api_url)
+        queued: list[dict[str, Any]] = []
+
+        class Capture(FakeQueue):
+            def send_message_batch(self, **kw: Any) -> dict[str, Any]:
+                queued.extend(kw["Entries"])
+                return super().send_message_batch(**kw)
+
+        from switchboard import aws
+
+        aws._clients["sqs"] = Capture()
+        real_post = sender.post
+        sender.post = lambda *a, **k: sender.HttpResult(200, 1)  # type: ignore[assignment]
+        sender_checked = sender.netguard.checked_address
+        sender.netguard.checked_address = lambda target, allow_local=False: "93.184.216.34"  # type: ignore[assignment]
+        try:
+            with w.fake.metered() as meter:
+                events = [
+                    {
+                        "body": json.dumps(
+                            {
+                                "detail": {
+                                    "event_id": f"evt_burst_{n}",
+                                    "event_type": "message.sent",
+                                    "organization_id": w.org,
+                                    "occurred_at": "2026-11-01T00:00:00.000Z",
+                                    "data": {"id": f"m{n}"},
+                                }
+                            }
+                        ),
+                        "messageId": f"e{n}",
+                    }
+                    for n in range(burst // DELIVERY_ENDPOINTS)
+                ]
+                for start in range(0, len(events), 10):
+                    assert fanout_handler({"Records": events[start : start + 10]}, Ctx())["batchItemFailures"] == []
+                records = [
+                    {"body": e["MessageBody"], "messageId": f"d{n}", "receiptHandle": f"r{n}"}
+                    for n, e in enumerate(queued)
+                ]
+                for start in range(0, len(records), 10):
+                    assert sender_handler({"Records": records[start : start + 10]}, Ctx())["batchItemFailures"] == []
+        finally:
+            sender.post = real_post  # type: ignore[assignment]
+            sender.netguard.checked_address = sender_checked  # type: ignore[assignment]
+            os.environ.pop("WEBHOOK_TENANT_RATE", None)
+            reset_settings()
+    return _spread(f"webhook deliveries (fan-out + one attempt, {len(queued):,})", meter, w.org), shards
+
+
+def report_delivery_spread(spread: Spread, shards: int, out: Callable[[str], None] = print) -> float:
+    """The delivery key-distribution lines; the hottest key's share over its limit (> 1 fails)."""
+    limit = SHARE_FACTOR / shards
+    verdict = "PASS" if spread.share <= limit else "FAIL"
+    out(
+        f"delivery key distribution: limit = 1 / {shards} shards (WEBHOOK_DELIVERY_SHARDS) x {SHARE_FACTOR} = "
+        f"{limit:.3f} of the writes on one partition-key value (table PK or index PK)"
+    )
+    out("phase | writes | distinct keys | hottest key | share | result")
+    out(f"{spread.phase} | {spread.writes} | {spread.keys} | {spread.hottest} | {spread.share:.3f} | {verdict}")
+    return spread.share / limit
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="bench.scale")
     parser.add_argument("--runs", type=int, default=1, help="ignored: counts do not vary between runs")
@@ -874,12 +949,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         start = time.perf_counter()
         results[size] = measure(size, args.only, results, jobs)
         print(f"# {size:,} contacts measured in {time.perf_counter() - start:.1f} s", flush=True)
-    hottest = 0.0
+    hottest, delivery_over = 0.0, False
     if burst:
         start = time.perf_counter()
         spreads = key_distribution(burst, sizes[0])
         print(f"# key distribution measured in {time.perf_counter() - start:.1f} s", flush=True)
         hottest = report_spread(spreads, burst)
+        start = time.perf_counter()
+        delivery_spread, delivery_shards = delivery_distribution(burst, sizes[0])
+        print(f"# delivery key distribution measured in {time.perf_counter() - start:.1f} s", flush=True)
+        delivery_over = report_delivery_spread(delivery_spread, delivery_shards) > 1
     lines: list[str] = []
 
     def show(line: str) -> None:
@@ -891,7 +970,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     worst = report(results, show)
     print(f"scale: worst request ratio {worst:.2f}")
     failed = any(" | FAIL" in line or " | ERROR" in line for line in lines)
-    over = failed or worst > RATIO_LIMIT or hottest > SHARE_FACTOR / shard_count()
+    over = failed or worst > RATIO_LIMIT or hottest > SHARE_FACTOR / shard_count() or delivery_over
     return 1 if args.check and over else 0
 
 

@@ -1,10 +1,11 @@
 """Signed webhook deliveries per second of `webhook_sender` against a local receiver, as a ratio to a floor.
 
 The sender: the real handler (`functions/webhook_sender/app.py`) invoked with SQS records of one delivery each, so a
-delivery costs what it costs in Lambda: the delivery and endpoint reads, the claim, the URL and address checks, the
-signature over the stored body, the POST with httpx, the attempt and delivery written in one transaction, and the
-endpoint's success stamp. DynamoDB is an in-memory fake (`bench._harness.FakeDynamoDB`, extended to answer the
-claim), so the store costs no network; the POST is real, to a threaded `http.server` on 127.0.0.1.
+delivery costs what it costs in Lambda: the delivery and endpoint reads, the event's payload (once per batch), the
+claim, the URL and address checks, the signature over the stored body, the POST with httpx, the attempt and delivery
+written in one transaction, and the endpoint's success stamp. DynamoDB is an in-memory fake
+(`bench._harness.FakeDynamoDB`, extended to answer the claim), so the store costs no network; the POST is real, to a
+threaded `http.server` on 127.0.0.1.
 
 The floor: a plain loop of the same signed POSTs (Standard Webhooks headers over the same body) with httpx to the
 same receiver — the least a sender can cost. Both run interleaved in the same process; the ratio is
@@ -107,15 +108,14 @@ def _items(url: str) -> list[dict[str, Any]]:
         },
     ] + [
         {
-            "PK": pk,
-            "SK": f"DLV#{msg}",
+            "PK": f"{pk}#DLV#{msg}",
+            "SK": "DLV",
             "entity": "WebhookDelivery",
             "id": msg,
             "organization_id": ORG,
             "endpoint_id": ENDPOINT,
             "event_id": f"evt_bench_{n}",
             "event_type": "message.new",
-            "body": json.dumps(BODY, separators=(",", ":")),
             "status": "pending",
             "attempt_count": 0,
             "run_attempts": 0,
@@ -124,6 +124,22 @@ def _items(url: str) -> list[dict[str, Any]]:
             "updated_at": now,
         }
         for n, msg in enumerate(MSGS)
+    ]
+
+
+def _payloads() -> list[dict[str, Any]]:
+    """The events' payloads, stored once per event (DeliveriesTable)."""
+    return [
+        {
+            "PK": f"ORG#{ORG}#WHEVT#evt_bench_{n}",
+            "SK": "EVT",
+            "entity": "WebhookEvent",
+            "organization_id": ORG,
+            "event_id": f"evt_bench_{n}",
+            "event_type": "message.new",
+            "body": json.dumps(BODY, separators=(",", ":")),
+        }
+        for n in range(len(MSGS))
     ]
 
 
@@ -152,7 +168,7 @@ def run(runs: int, per_round: int = 20) -> dict[str, Any]:
     from switchboard.webhooks import signing
 
     with receiver() as url:
-        fake = SenderTable(_items(url))
+        fake = SenderTable(_items(url) + _payloads())
         with bench_env(fake):
             from functions.webhook_sender.app import handler
             from switchboard.webhooks.delivery import handle_batch

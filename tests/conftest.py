@@ -7,6 +7,7 @@ import os
 TEST_ENV = {
     "STAGE": "test",
     "TABLE_NAME": "switchboard-test",
+    "DELIVERIES_TABLE_NAME": "switchboard-test-deliveries",
     "EVENT_BUS_NAME": "switchboard-test",
     "MEDIA_BUCKET": "switchboard-test-media",
     "WEBHOOK_EVENTS_QUEUE_URL": "https://sqs.us-east-1.amazonaws.com/123456789012/webhook-events",

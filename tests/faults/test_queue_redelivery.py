@@ -189,8 +189,11 @@ def test_fanout_given_the_same_events_twice_creates_each_delivery_once(api: Api,
     assert _failures(fanout_handler({"Records": events}, FakeContext())) == []
     assert _failures(fanout_handler({"Records": events}, FakeContext())) == []  # redelivered
     assert _failures(fanout_handler({"Records": events[:2]}, FakeContext())) == []  # and again, in part
+    dstore = webhook_repo.deliveries_store()
     deliveries = [
-        i for i in get_store().query_all(f"ORG#{api.org_id}", sk_prefix="DLV#") if i.get("entity") == "WebhookDelivery"
+        i
+        for n in range(webhook_repo.shards())
+        for i in dstore.query_all(webhook_repo.deliveries_pk(api.org_id, n), index="GSI1")
     ]
     ledger.arrived = [d["id"] for d in deliveries]
     ledger.check()

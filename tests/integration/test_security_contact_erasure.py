@@ -13,6 +13,7 @@ from typing import Any
 import boto3
 
 from functions.cdp_segments.app import handler as segments_handler
+from switchboard.config import get_settings
 from switchboard.contacts import counter, erasure
 from switchboard.store import get_store
 from tests.helpers import run_counters
@@ -36,17 +37,19 @@ MAY_KEEP_ID = {
     "AuditLog",
     "Event",
     "WebhookDelivery",
+    "WebhookEvent",  # a payload cut to its ids, `redacted: true`
     "ContactTally",
     "SegmentMemberTally",  # ids only, `member: false` and a TTL of 2 days once counted out
 }
 
 
 def scan_all() -> list[dict[str, Any]]:
-    table = get_store().table_name
+    """Every item of the single table and of DeliveriesTable (webhook deliveries and their events' payloads)."""
     client = boto3.client("dynamodb")
     items: list[dict[str, Any]] = []
-    for page in client.get_paginator("scan").paginate(TableName=table):
-        items += page["Items"]
+    for table in (get_store().table_name, get_settings().deliveries_table_name):
+        for page in client.get_paginator("scan").paginate(TableName=table):
+            items += page["Items"]
     return items
 
 
@@ -120,6 +123,8 @@ def test_deleting_a_contact_erases_every_item_that_mentions_the_person(api: Api)
 
     mentions_before = [i for i in scan_all() if _mentions(i, ct)]
     assert len(mentions_before) > 20, len(mentions_before)
+    payloads = [i for i in scan_all() if i.get("entity", {}).get("S") == "WebhookEvent" and PHONE in json.dumps(i)]
+    assert payloads  # the person's number in webhook payloads, before the erasure
 
     assert api.delete(f"/v1/contacts/{ct}").status_code == 204
     # At once: the contact reads as gone, by id and by identity, and its identities are free for someone new.

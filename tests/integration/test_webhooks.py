@@ -535,6 +535,8 @@ def test_recover_pages_through_sparse_failures_in_chunks_and_a_redelivered_chunk
     api, pipeline, receiver, fast_retries, monkeypatch
 ):
     monkeypatch.setattr(service, "RECOVER_PAGE", 3)
+    monkeypatch.setenv("WEBHOOK_DELIVERY_SHARDS", "2")  # 9 deliveries: pages of 3 within the endpoint's shards
+    reset_settings()
     endpoint = create_endpoint(api, receiver.url("/sparse"))
     since = clock.now_iso()
     receiver.default = Answer(204, body=b"")
@@ -770,10 +772,11 @@ def _seed_succeeded(api: Api, endpoint_id: str, count: int) -> None:
     """`count` succeeded deliveries of the endpoint, newer than any before, written as fan-out and an attempt would."""
     from switchboard.webhooks.fanout import delivery_item
 
-    store, base = get_store(), clock.now()
+    store, base = repository.deliveries_store(), clock.now()
     for n in range(count):
         made = clock.iso(base + timedelta(seconds=n + 1))
-        item = delivery_item(api.org_id, endpoint_id, {"event_id": f"evt_ok_{n}", "event_type": "message.new"}, made)
+        event = {"event_id": f"evt_ok_{n}", "event_type": "message.new"}
+        item = delivery_item(api.org_id, endpoint_id, event, made, made)
         store.put(item | {"status": "succeeded"} | repository.status_index(item, "succeeded"))
 
 
@@ -799,12 +802,13 @@ def test_a_status_filter_reads_only_that_status_with_a_cursor_and_follows_status
 
     read = helpers.count_query_items(monkeypatch)
     page, cursor = _page(api, status="exhausted", limit=3)
-    assert len(page) == 3 and cursor is not None and read == [3]  # one query, reading only matching deliveries
+    # one query per shard, reading only that status's deliveries (the 4 of them)
+    assert len(page) == 3 and cursor is not None and sum(read) == 4 and len(read) == repository.shards()
     rest, end = _page(api, status="exhausted", limit=3, cursor=cursor)
     assert end is None and set(page) | set(rest) == failed and len(rest) == 1
     of_first = {repository.delivery_id(e, first["id"]) for e in events}
     read.clear()
-    assert set(_page(api, status="exhausted", endpoint_id=first["id"])[0]) == of_first and read == [2]
+    assert set(_page(api, status="exhausted", endpoint_id=first["id"])[0]) == of_first and sum(read) == 2
     assert _page(api, status="retrying")[0] == [] and _page(api, status="pending")[0] == []
     assert len(_page(api, status="succeeded", limit=100)[0]) == 100
 
@@ -825,31 +829,76 @@ def test_a_status_filter_reads_only_that_status_with_a_cursor_and_follows_status
     assert len(_page(api, status="succeeded", endpoint_id=second["id"], limit=100)[0]) == 62
 
 
-def test_deliveries_written_before_the_status_index_are_backfilled_in_resumable_chunks(
+def test_deliveries_written_in_the_single_table_are_moved_in_resumable_chunks(
     api, pipeline, receiver, fast_retries, monkeypatch
 ):
+    """Deliveries of the layout before DeliveriesTable (single table, body inline, no status keys) are moved with
+    their attempts and payloads; a moved pending one is requeued and delivered; rerunning a chunk changes nothing."""
     endpoint = create_endpoint(api, receiver.url("/old"))
     receiver.default = Answer(500)
     events = [pipeline.emit("message.new", {"message_id": f"old-{n}"}) for n in range(2)]
     pipeline.pump()
     _seed_succeeded(api, endpoint["id"], 5)
-    store = get_store()
-    old = store.query_all(repository.deliveries_pk(api.org_id), index="GSI1")
-    for item in old:  # as written before the index existed
-        store.update({"PK": item["PK"], "SK": item["SK"]}, "REMOVE GSI3PK, GSI3SK")
-    assert _page(api, status="exhausted")[0] == []
+    receiver.default = Answer(200)
+    pending_event = pipeline.emit("message.new", {"message_id": "old-pending"})
+    pipeline.fan_out()
+    for record in pipeline.receive("WebhookDeliveriesQueue"):  # its message is lost with the old layout
+        pipeline.sqs.delete_message(
+            QueueUrl=api.resources.queue_url("WebhookDeliveriesQueue"), ReceiptHandle=record["receiptHandle"]
+        )
+    store, dstore, org = get_store(), repository.deliveries_store(), api.org_id
+    moved = [
+        i for n in range(repository.shards()) for i in dstore.query_all(repository.deliveries_pk(org, n), index="GSI1")
+    ]
+    assert len(moved) == 8
+    legacies: list[dict[str, Any]] = []
+    for item in moved:  # as the single table held them
+        msg_id = item["id"]
+        bodies = repository.event_bodies(org, [item["event_id"]])
+        legacy = {k: v for k, v in item.items() if not k.startswith("GSI")} | {
+            **repository.legacy_delivery_key(org, msg_id),
+            "GSI1PK": repository.legacy_deliveries_pk(org),
+            "GSI1SK": item["GSI1SK"],
+            "body": bodies.get(item["event_id"], "{}"),
+        }
+        store.put(legacy)
+        legacies.append(legacy)
+        for attempt in dstore.query_all(item["PK"], sk_prefix=repository.ATTEMPT_PREFIX):
+            old_sk = repository.legacy_attempt_prefix(msg_id) + attempt["SK"].removeprefix(repository.ATTEMPT_PREFIX)
+            store.put(attempt | {"PK": f"ORG#{org}", "SK": old_sk})
+        dstore.batch_delete([{"PK": a["PK"], "SK": a["SK"]} for a in dstore.query_all(item["PK"])])
+        dstore.batch_delete([repository.event_key(org, item["event_id"])])
+    assert _page(api)[0] == []
 
-    monkeypatch.setattr(service, "STATUS_INDEX_PAGE", 3)
-    cursor, chunks = None, 0
+    monkeypatch.setattr(service, "MOVE_PAGE", 3)
+    cursor, chunks, total = None, 0, 0
     while True:
-        cursor = service.backfill_status_index_chunk(store, api.org_id, cursor)
+        cursor, count = service.move_legacy_deliveries_chunk(store, org, cursor)
         chunks += 1
+        total += count
         if cursor is None:
             break
-        if chunks == 1:  # a chunk that runs again from the same cursor changes nothing
-            assert service.backfill_status_index_chunk(store, api.org_id, None) is not None
-    assert chunks == 3
+        if chunks == 1:  # a crash before the legacy items were deleted: the chunk runs again, moving nothing twice
+            gone = [i for i in legacies if store.get({"PK": i["PK"], "SK": i["SK"]}) is None]
+            assert len(gone) == 3
+            for legacy in gone:
+                store.put(legacy)
+            assert service.move_legacy_deliveries_chunk(store, org, None)[1] == 0
+            assert all(store.get({"PK": i["PK"], "SK": i["SK"]}) is None for i in gone)
+    assert chunks == 3 and total == 8
+    assert store.query_all(f"ORG#{org}", sk_prefix="DLV#") == []
     failed = {repository.delivery_id(e, endpoint["id"]) for e in events}
     assert set(_page(api, status="exhausted")[0]) == failed
     assert set(_page(api, status="exhausted", endpoint_id=endpoint["id"])[0]) == failed
     assert len(_page(api, status="succeeded")[0]) == 5
+    one = sorted(failed)[0]
+    listed = api.get(f"{BASE}/deliveries", params={"status": "exhausted"}).json()["data"]
+    got = next(d for d in listed if d["id"] == one)
+    assert got["payload"]["message_id"].startswith("old-") and got["attempt_count"] == 8
+    assert len(api.get(f"{BASE}/deliveries/{one}/attempts", params={"limit": 100}).json()["data"]) == 8
+
+    pending = repository.delivery_id(pending_event, endpoint["id"])
+    assert _page(api, status="pending")[0] == [pending]
+    pipeline.pump()
+    assert _page(api, status="pending")[0] == [] and pending in _page(api, status="succeeded")[0]
+    assert [r.path for r in receiver.requests if r.headers.get("webhook-id") == pending] == ["/old"]

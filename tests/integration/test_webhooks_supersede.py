@@ -10,7 +10,6 @@ from typing import Any
 
 from functions.webhook_sender.app import handler as sender_handler
 from switchboard import clock
-from switchboard.store import get_store
 from switchboard.webhooks import delivery, repository
 from tests.helpers import FakeContext
 from tests.integration.support import Api
@@ -111,13 +110,13 @@ def test_a_claim_read_before_a_recovery_is_refused_after_it(api, pipeline, recei
     """The generation is checked again in the claim's condition: a stale message that read the delivery just
     before an API retry cannot claim it just after."""
     _, msg_id, stale = failed_once(api, pipeline, receiver, "/raced")
-    store, org = get_store(), api.org_id
-    read = repository.get_delivery(store, org, msg_id, consistent=True)
+    org = api.org_id
+    read = repository.get_delivery(org, msg_id, consistent=True)
     assert read is not None and delivery.generation_of(read) == 0
     assert api.post(f"{BASE}/deliveries/{msg_id}/retry").status_code == 202
     now = clock.now()
-    assert delivery._claim(store, org, read, stale["messageId"], now, 0) is None
-    claimed = delivery._claim(store, org, read, "the-retry-message", now, 1)
+    assert delivery._claim(org, read, stale["messageId"], now, 0) is None
+    claimed = delivery._claim(org, read, "the-retry-message", now, 1)
     assert claimed is not None and claimed["owner"] == "the-retry-message"
 
 

@@ -6,5 +6,5 @@ from bench import webhook_send
 
 def test_webhook_send_benchmark_runs():
     result = webhook_send.run(runs=1, per_round=1)
-    assert result["calls"] == {"GetItem": 2, "UpdateItem": 1, "TransactWriteItems": 1}
+    assert result["calls"] == {"GetItem": 2, "BatchGetItem": 1, "UpdateItem": 1, "TransactWriteItems": 1}
     assert result["sender_per_s"] > 0 and result["floor_per_s"] > 0 and result["ratio"] > 0

@@ -24,6 +24,14 @@ class Settings(BaseModel):
 
     stage: Stage
     table_name: str = Field(min_length=3)
+    # Webhook deliveries, their attempts and the events' payloads (webhooks.repository): a table of their own, with
+    # TTL, its list keys spread over `webhook_delivery_shards` partition-key values per list (stack parameter; only
+    # ever raised: a list reads shards 0 … n-1).
+    deliveries_table_name: str = Field(min_length=3)
+    webhook_delivery_shards: int = Field(default=16, ge=1, le=64)
+    # Deliveries per second one organization's fan-out hands to the sender (Svix-style per-tenant budget: the rest
+    # wait with DelaySeconds, so one tenant's burst cannot fill the queue all tenants share); stack parameter.
+    webhook_tenant_rate: int = Field(default=100, ge=1)
     event_bus_name: str = Field(min_length=1)
     media_bucket: str = Field(min_length=3)
     webhook_events_queue_url: str = Field(min_length=1)

@@ -19,8 +19,8 @@ and ~25 writes), in this order:
   group_messages the person's messages in group conversations (GSI1 `ORG#<org>#CONTACTGROUPMSG#<ct>`), 12 per
                  chunk, redacted the same way (and taken off that list); their conversations' previews cleared
   outbox         outbox events from before the deletion that mention the person: deleted (25 per page)
-  deliveries     webhook deliveries of events from before the deletion whose body mentions the person: the body is
-                 cut to its ids and `redacted: true` (25 per page)
+  deliveries     webhook event payloads (DeliveriesTable, one per event, GSI1 shard by shard) from before the
+                 deletion whose body mentions the person: the body is cut to its ids and `redacted: true` (25 per page)
 
 The checkpoint (`{"stage", "cursor"?, "conversations"?}`) says where the next chunk starts; every chunk may run again
 after a crash (deletes and redactions are idempotent). `drive` runs chunks from the tombstone's checkpoint, saves it
@@ -305,21 +305,29 @@ def _deliveries(store: Store, org: str, contact_id: str, checkpoint: Checkpoint)
     tombstone = _tombstone(store, org, contact_id)
     needles = tombstone.get("needles") or [contact_id]
     deleted_at = tombstone.get("deleted_at") or clock.now_iso()
-    page = store.query(f"{keys.org_pk(org)}#WHDLV", index="GSI1", limit=CHUNK, start_key=checkpoint.get("cursor"))
-    for delivery in page.items:
-        if (delivery.get("occurred_at") or "") >= deleted_at or delivery.get("redacted"):
+    found, after = webhooks.shard_walk(
+        webhooks.deliveries_store(),
+        lambda n: webhooks.events_pk(org, n),
+        index="GSI1",
+        position=checkpoint.get("position"),
+        budget=CHUNK,
+    )
+    for event in found:
+        if (event.get("occurred_at") or "") >= deleted_at or event.get("redacted"):
             continue
-        body = webhooks.payload_of(delivery)
+        body = webhooks.payload_of(event.get("body"))
         if not _mentions(body, needles):
             continue
         kept = {k: v for k, v in body.items() if k.endswith("_id") and not _mentions(v, needles[1:])}
-        store.update(
-            {"PK": delivery["PK"], "SK": delivery["SK"]},
+        webhooks.deliveries_store().update(
+            {"PK": event["PK"], "SK": event["SK"]},
             "SET body = :body, redacted = :yes",
             condition="attribute_exists(PK)",
             values={":body": json.dumps({**kept, "redacted": True}, separators=(",", ":")), ":yes": True},
         )
-    return {"stage": "deliveries", "cursor": page.last_key} if page.last_key else _next("deliveries")
+    if after is not None:
+        return {"stage": "deliveries", "position": after}
+    return _next("deliveries")
 
 
 def _mentions(value: Any, needles: list[str]) -> bool:

@@ -9,7 +9,10 @@ Chunks, in this order, each at most one page, each safe to run twice:
 1. `objects`: S3 objects of the media bucket under the organization's prefixes (`MEDIA_PREFIXES`), one
    ListObjectsV2 page (≤ 1000 keys) and one DeleteObjects per chunk; checkpoint `{"phase", "prefix"}` (listing
    starts again from the prefix each time: what was deleted is no longer listed).
-2. `items`: one Query page (`PAGE` items, consistent) of `PK = ORG#<org>`, from the checkpoint's `cursor` (the page's
+2. `deliveries`: the organization's items in DeliveriesTable (`webhooks.service.purge_deliveries_chunk`: one page
+   of one list shard per chunk, deliveries with their attempts, then event payloads, then the pacing item);
+   checkpoint `{"phase", "list", "shard", "cursor"}`.
+3. `items`: one Query page (`PAGE` items, consistent) of `PK = ORG#<org>`, from the checkpoint's `cursor` (the page's
    LastEvaluatedKey), and BatchWriteItem deletes of those items and of the platform-wide items that point at them
    (`POINTERS`: API key credentials, users' membership mirrors, invitation and channel pointers). The organization
    item itself is kept until the last chunk, which deletes it and completes the job.
@@ -120,13 +123,19 @@ def run_chunk(store: Store, job: Item) -> Chunk:
     checkpoint = dict(job.get("checkpoint") or {})
     if checkpoint.get("phase", "objects") == "objects":
         return _objects_chunk(org_id, int(checkpoint.get("prefix", 0)))
+    if checkpoint["phase"] == "deliveries":
+        from switchboard.webhooks.service import purge_deliveries_chunk
+
+        after, deleted = purge_deliveries_chunk(org_id, checkpoint)
+        progress = {"items_deleted": deleted}
+        return Chunk({"phase": "deliveries", **after} if after else {"phase": "items"}, progress)
     return _items_chunk(store, org_id, checkpoint.get("cursor"))
 
 
 def _objects_chunk(org_id: str, index: int) -> Chunk:
     prefixes = media_prefixes(org_id)
     if index >= len(prefixes):
-        return Chunk({"phase": "items"})
+        return Chunk({"phase": "deliveries"})
     s3 = aws.client("s3")
     bucket = get_settings().media_bucket
     listed = s3.list_objects_v2(Bucket=bucket, Prefix=prefixes[index], MaxKeys=OBJECTS_PAGE)

@@ -537,6 +537,26 @@ class Store:
         raw = resp.get("Attributes")
         return deserialize(raw) if raw else None
 
+    def batch_put(self, items: Sequence[Item]) -> int:
+        """Write every item (BatchWriteItem, 25 per request, unprocessed items retried with jittered back-off). No
+        conditions: the caller knows the items are new, or that writing them again is harmless."""
+        for start in range(0, len(items), 25):
+            request: dict[str, Any] = {
+                self.table_name: [{"PutRequest": {"Item": serialize(i)}} for i in items[start : start + 25]]
+            }
+            for attempt in range(8):
+                try:
+                    resp = self.client.batch_write_item(RequestItems=request)
+                except ClientError as err:
+                    _raise_for(err)
+                request = resp.get("UnprocessedItems") or {}
+                if not request:
+                    break
+                time.sleep(random.uniform(0.5, 1.0) * 0.05 * 2**attempt)  # noqa: S311 - jitter, not a secret
+            else:
+                raise ServiceUnavailable("The data store is busy; retry shortly.")
+        return len(items)
+
     def batch_delete(self, keys: Sequence[dict[str, str]]) -> int:
         """Delete every key (BatchWriteItem, 25 per request, unprocessed keys retried with back-off); deleting a
         missing item is no error, so a repeated call is harmless. Background jobs only (no conditions)."""

@@ -1,6 +1,7 @@
 """One delivery attempt (webhook_sender): check, claim, sign, POST, record, reschedule.
 
-The SQS message of a delivery is a wake-up call; the delivery item is the state:
+The SQS message of a delivery is a wake-up call; the delivery item (DeliveriesTable) is the state, and the body sent
+is its event's payload item, read once per batch and event:
 
 - `status` pending | retrying (an attempt is due at `next_attempt_at`) | succeeded | exhausted | canceled.
 - `owner` is the SQS message id driving the delivery. The first message to claim it becomes its owner; another
@@ -144,8 +145,8 @@ def _parsed(url: str, allow_local: bool) -> netguard.Target:
     return netguard.parse(url, allow_local=allow_local)
 
 
-def attempt_http(endpoint: Item, delivery: Item) -> HttpResult:
-    """Check the URL and its current addresses, sign the stored body, POST it."""
+def attempt_http(endpoint: Item, delivery: Item, body: bytes) -> HttpResult:
+    """Check the URL and its current addresses, sign the event's stored body, POST it."""
     allow_local = get_settings().is_local
     started = time.perf_counter()
     try:
@@ -153,7 +154,6 @@ def attempt_http(endpoint: Item, delivery: Item) -> HttpResult:
         address = netguard.checked_address(target, allow_local=allow_local)
     except netguard.UnsafeUrl as err:
         return HttpResult(None, int((time.perf_counter() - started) * 1000), error=f"refused: the URL {err.message}")
-    body = str(delivery.get("body") or "{}").encode()
     timestamp = int(time.time())  # real time, never scaled
     secrets = service.signing_secrets(endpoint, clock.now_iso())
     headers = signing.delivery_headers(secrets, delivery["id"], timestamp, body, delivery["event_type"])
@@ -177,7 +177,7 @@ _CLAIM = (
 _CLAIM_CONDITIONS = (_CLAIM + _same_generation(0), _CLAIM + _same_generation(1))
 
 
-def _claim(store: Store, org: str, delivery: Item, message_id: str, now: datetime, generation: int) -> Item | None:
+def _claim(org: str, delivery: Item, message_id: str, now: datetime, generation: int) -> Item | None:
     """Take the delivery for this attempt; returns it as claimed. Only the claimed attributes come back (the rest an
     attempt reads, id, body, event type, never change after creation and were just read consistently). Refused to a
     message of an earlier generation (an API retry or recovery between the read and the claim)."""
@@ -193,7 +193,7 @@ def _claim(store: Store, org: str, delivery: Item, message_id: str, now: datetim
     if generation:
         values[":gen"] = generation
     try:
-        updated = store.update(
+        updated = repo.deliveries_store().update(
             repo.delivery_key(org, delivery["id"]),
             "SET #owner = :me, lease_until = :lease, last_attempt_at = :now, updated_at = :now"
             " ADD attempt_count :one, run_attempts :one REMOVE manual",
@@ -209,7 +209,7 @@ def _claim(store: Store, org: str, delivery: Item, message_id: str, now: datetim
     return claimed
 
 
-def _cancel(store: Store, org: str, delivery: Item, reason: str, message_id: str, generation: int) -> None:
+def _cancel(org: str, delivery: Item, reason: str, message_id: str, generation: int) -> None:
     now = clock.now()
     values = {
         ":canceled": "canceled",
@@ -224,7 +224,7 @@ def _cancel(store: Store, org: str, delivery: Item, reason: str, message_id: str
         values[":gen"] = generation
     index, index_names, index_values = repo.status_index_update(delivery, "canceled")
     with contextlib.suppress(Conflict):  # it changed meanwhile (claimed, retried): nothing to cancel
-        store.update(
+        repo.deliveries_store().update(
             repo.delivery_key(org, delivery["id"]),
             f"SET #status = :canceled, last_error = :reason, updated_at = :now, {index} REMOVE next_attempt_at",
             condition="#status IN (:pending, :retrying) AND (attribute_not_exists(#owner) OR #owner = :me)"
@@ -390,7 +390,7 @@ def _record(
     }
     expression, names = _state_update(tuple(present), tuple(removes))
     try:
-        store.transact(
+        repo.deliveries_store().transact(
             [
                 Put(item=attempt),
                 Update(
@@ -410,9 +410,30 @@ def _record(
     return Outcome(True, status=status)
 
 
-def process(store: Store, org: str, msg_id: str, message_id: str, generation: int = 0) -> Outcome:
-    """Handle one wake-up of delivery `msg_id` by SQS message `message_id` of the delivery's `generation`."""
-    delivery = repo.get_delivery(store, org, msg_id, consistent=True)
+def event_body(org: str, delivery: Item, bodies: dict[tuple[str, str], bytes] | None = None) -> bytes:
+    """The bytes every attempt of the delivery sends: its event's stored payload, read once per batch (`bodies`)."""
+    event_id = str(delivery["event_id"])
+    cached = None if bodies is None else bodies.get((org, event_id))
+    if cached is not None:
+        return cached
+    stored = repo.event_bodies(org, [event_id]).get(event_id)
+    body = (stored if stored is not None else str(delivery.get("body") or "{}")).encode()
+    if bodies is not None:
+        bodies[(org, event_id)] = body
+    return body
+
+
+def process(
+    store: Store,
+    org: str,
+    msg_id: str,
+    message_id: str,
+    generation: int = 0,
+    bodies: dict[tuple[str, str], bytes] | None = None,
+) -> Outcome:
+    """Handle one wake-up of delivery `msg_id` by SQS message `message_id` of the delivery's `generation`
+    (`bodies`: the event payloads this batch read already)."""
+    delivery = repo.get_delivery(org, msg_id, consistent=True)
     if delivery is None or delivery.get("status") not in ACTIVE:
         return Outcome(True, status="nothing to do")
     if generation_of(delivery) != generation:
@@ -426,13 +447,13 @@ def process(store: Store, org: str, msg_id: str, message_id: str, generation: in
     endpoint = repo.get_endpoint(store, org, delivery["endpoint_id"], consistent=True)
     if endpoint is None or not endpoint.get("enabled"):
         reason = "the endpoint was deleted" if endpoint is None else "the endpoint is disabled"
-        _cancel(store, org, delivery, reason, message_id, generation)
+        _cancel(org, delivery, reason, message_id, generation)
         return Outcome(True, status="canceled")
-    claimed = _claim(store, org, delivery, message_id, now, generation)
+    claimed = _claim(org, delivery, message_id, now, generation)
     if claimed is None:
         return Outcome(True, status="claimed elsewhere")
     trigger = "manual" if delivery.get("manual") else "scheduled"
-    result = attempt_http(endpoint, claimed)
+    result = attempt_http(endpoint, claimed, event_body(org, claimed, bodies))
     outcome = _record(store, org, claimed, endpoint, result, message_id, trigger)
     metrics.count("WebhookDeliveries" if result.ok else "WebhookDeliveryFailures", organization=org)
     if outcome.status in ("retrying", "exhausted"):
@@ -453,7 +474,7 @@ def process(store: Store, org: str, msg_id: str, message_id: str, generation: in
 
 
 # The SQS consumer -------------------------------------------------------------------------------------------------
-def _one(record: dict[str, Any]) -> Outcome:
+def _one(record: dict[str, Any], bodies: dict[tuple[str, str], bytes] | None = None) -> Outcome:
     try:
         body = json.loads(record["body"])
         return process(
@@ -462,6 +483,7 @@ def _one(record: dict[str, Any]) -> Outcome:
             body["delivery_id"],
             record["messageId"],
             int(body.get("generation", 0)),
+            bodies,
         )
     except Exception:  # the message stays on the queue and comes back after its visibility timeout
         logger.exception("webhook delivery failed unexpectedly", extra={"message_id": record.get("messageId")})
@@ -482,8 +504,10 @@ def handle_batch(records: list[dict[str, Any]]) -> dict[str, Any]:
     reported as batch item failures, the rescheduled ones with their new visibility."""
     if not records:
         return {"batchItemFailures": []}
+    bodies: dict[tuple[str, str], bytes] = {}  # the event payloads read by this batch (deliveries of one event)
+    one = functools.partial(_one, bodies=bodies)
     # A lone record needs no thread.
-    outcomes = [_one(records[0])] if len(records) == 1 else list(_workers().map(_one, records))
+    outcomes = [one(records[0])] if len(records) == 1 else list(_workers().map(one, records))
     failures: list[dict[str, str]] = []
     for record, outcome in zip(records, outcomes, strict=True):
         if outcome.done:

@@ -1,31 +1,35 @@
 """Fan-out (webhook_fanout): one domain event from the bus → one delivery per enabled, subscribed endpoint.
 
-The delivery id is derived from (event id, endpoint id) and the delivery is written with `attribute_not_exists`, so
-SQS or EventBridge redelivering the event never creates a second delivery. A delivery that exists but was never
-attempted is queued again (its first message may have been lost between the put and the send); the sender drops
-duplicate messages (see `delivery.py`).
+The event's payload is written once (`repository.event_item`), and each delivery refers to it by event id. The delivery
+id is derived from (event id, endpoint id): one consistent BatchGetItem finds the deliveries a previous run of the
+same event created, and only the missing ones are written (BatchWriteItem, 25 per request, unprocessed items retried
+with back-off), so SQS or EventBridge redelivering the event never creates a second delivery. A delivery that exists
+but was never attempted is queued again (its first message may have been lost between the write and the send); the
+sender drops duplicate messages (see `delivery.py`).
+
+The queued deliveries are paced per organization (`pace.py`, one reservation per organization per batch): each message
+carries the delay its organization's budget gives it; events whose deliveries would wait past SQS's longest delay go
+back to WebhookEventsQueue.
 """
 
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
 from typing import Any
 
 from aws_lambda_powertools import Logger
 
 from switchboard import clock
-from switchboard.errors import Conflict
 from switchboard.store import Store, get_store
-from switchboard.webhooks import dispatch
+from switchboard.webhooks import dispatch, pace
 from switchboard.webhooks import repository as repo
 from switchboard.webhooks.catalogue import TEST_EVENT, is_published, subscribed
 
 Item = dict[str, Any]
 logger = Logger(child=True)
-
-
-class _Exists(Conflict):
-    pass
+_EXISTING = ("id", "status", "attempt_count", "owner", "generation")
 
 
 def targets(endpoints: list[Item], event_type: str, data: dict[str, Any]) -> list[Item]:
@@ -36,7 +40,7 @@ def targets(endpoints: list[Item], event_type: str, data: dict[str, Any]) -> lis
     return [e for e in enabled if subscribed(e.get("filter_types"), event_type)]
 
 
-def delivery_item(org: str, endpoint_id: str, detail: dict[str, Any], now: str) -> Item:
+def delivery_item(org: str, endpoint_id: str, detail: dict[str, Any], now: str, due: str) -> Item:
     msg_id = repo.delivery_id(detail["event_id"], endpoint_id)
     item: Item = {
         **repo.delivery_key(org, msg_id),
@@ -48,12 +52,10 @@ def delivery_item(org: str, endpoint_id: str, detail: dict[str, Any], now: str) 
         "event_id": detail["event_id"],
         "event_type": detail["event_type"],
         "occurred_at": detail.get("occurred_at"),
-        # The flat event body, serialized once: every attempt sends (and signs) exactly these bytes.
-        "body": json.dumps(detail.get("data") or {}, separators=(",", ":"), ensure_ascii=False),
         "status": "pending",
         "attempt_count": 0,
         "run_attempts": 0,
-        "next_attempt_at": now,
+        "next_attempt_at": due,
         "created_at": now,
         "updated_at": now,
         "ttl": clock.epoch(clock.parse_iso(now) + repo.DELIVERY_RETENTION),
@@ -61,50 +63,123 @@ def delivery_item(org: str, endpoint_id: str, detail: dict[str, Any], now: str) 
     return item | repo.status_index(item, "pending")
 
 
-def fan_out(store: Store, detail: dict[str, Any], endpoints: list[Item]) -> list[str]:
-    """Create the event's deliveries and queue them; returns the ids queued."""
+def _never_tried(existing: Item) -> bool:
+    return existing.get("status") == "pending" and not existing.get("attempt_count") and not existing.get("owner")
+
+
+@dataclass
+class Plan:
+    """What fan-out will do for one event: the deliveries to write (`fresh`: endpoint and delivery id) and the ones
+    that exist but were never tried (`again`, with their generations), all of them queued."""
+
+    detail: dict[str, Any]
+    fresh: list[tuple[Item, str]] = field(default_factory=list)
+    again: list[str] = field(default_factory=list)
+    generations: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def queued(self) -> list[str]:
+        return [i for _, i in self.fresh] + self.again
+
+
+def plan(detail: dict[str, Any], endpoints: list[Item]) -> Plan:
+    """The event's deliveries: one consistent BatchGetItem tells the ones a previous run created (a redelivered
+    event): one already under way is left alone, one never tried is queued again."""
     org, event_type = detail["organization_id"], detail["event_type"]
-    if not is_published(event_type):
+    chosen = targets(endpoints, event_type, detail.get("data") or {}) if is_published(event_type) else []
+    if not chosen:
+        return Plan(detail)
+    ids = [repo.delivery_id(detail["event_id"], e["id"]) for e in chosen]
+    found = repo.deliveries_store().batch_get(
+        [repo.delivery_key(org, i) for i in ids], consistent=True, projection=_EXISTING
+    )
+    existing = {str(i["id"]): i for i in found}
+    again = [i for i in ids if i in existing and _never_tried(existing[i])]
+    return Plan(
+        detail,
+        fresh=[(e, i) for e, i in zip(chosen, ids, strict=True) if i not in existing],
+        again=again,
+        generations={i: int(existing[i].get("generation") or 0) for i in again},  # (requeued by the API)
+    )
+
+
+def execute(todo: Plan, delays: list[float], now: datetime) -> list[str]:
+    """Write the plan's new deliveries and its event's payload (BatchWriteItem), then queue every delivery with its
+    delay (`delays[n]` for `todo.queued[n]`); returns the ids queued."""
+    detail = todo.detail
+    org = detail["organization_id"]
+    if todo.fresh:
+        now_iso = clock.iso(now)
+        items = [repo.event_item(org, detail, now_iso, clock.epoch(now + repo.PAYLOAD_RETENTION))]
+        items += [
+            delivery_item(org, e["id"], detail, now_iso, clock.iso(now + timedelta(seconds=delay)))
+            for (e, _), delay in zip(todo.fresh, delays, strict=False)
+        ]
+        repo.deliveries_store().batch_put(items)
+    dispatch.enqueue(org, todo.queued, todo.generations, delays)
+    return todo.queued
+
+
+def fan_out(store: Store, detail: dict[str, Any], endpoints: list[Item]) -> list[str] | None:
+    """Create one event's deliveries and queue them; returns the ids queued, or None when the organization's
+    schedule is full (nothing was written: the caller sends the event back)."""
+    todo = plan(detail, endpoints)
+    if not todo.queued:
         return []
-    now = clock.now_iso()
-    queued: list[str] = []
-    generations: dict[str, int] = {}
-    for endpoint in targets(endpoints, event_type, detail.get("data") or {}):
-        item = delivery_item(org, endpoint["id"], detail, now)
-        try:
-            store.put(item, condition="attribute_not_exists(PK)", error=_Exists())
-        except _Exists:
-            existing = repo.get_delivery(store, org, item["id"], consistent=True) or {}
-            never_tried = existing.get("status") == "pending" and not existing.get("attempt_count")
-            if not (never_tried and not existing.get("owner")):
-                continue  # a redelivered event: its delivery is already under way
-            generations[item["id"]] = int(existing.get("generation") or 0)  # (requeued by the API, never tried)
-        queued.append(item["id"])
-    dispatch.enqueue(org, queued, generations)
-    return queued
+    now = clock.now()
+    delays = pace.reserve(detail["organization_id"], len(todo.queued), now)
+    return None if delays is None else execute(todo, delays, now)
 
 
 def handle_batch(records: list[dict[str, Any]]) -> dict[str, Any]:
-    """SQS records of WebhookEventsQueue (EventBridge events) → partial batch response."""
+    """SQS records of WebhookEventsQueue (EventBridge events) → partial batch response. The events of one
+    organization in the batch share one pacing reservation (one write of its schedule per batch, not per event);
+    when its schedule is full they all go back to the queue."""
     store = get_store()
     endpoints_of: dict[str, list[Item]] = {}
     failures: list[dict[str, str]] = []
+    planned: dict[str, list[tuple[dict[str, Any], Plan]]] = {}
     for record in records:
         try:
             detail = json.loads(record["body"])["detail"]
             org = detail["organization_id"]
             if org not in endpoints_of:
                 endpoints_of[org] = repo.list_endpoints(store, org)
-            queued = fan_out(store, detail, endpoints_of[org])
-            logger.info(
-                "event fanned out",
-                extra={
-                    "event_id": detail.get("event_id"),
-                    "event_type": detail.get("event_type"),
-                    "deliveries": queued,
-                },
-            )
+            planned.setdefault(org, []).append((record, plan(detail, endpoints_of[org])))
         except Exception:  # one bad record must not fail the batch; SQS retries it, then the DLQ
             logger.exception("fan-out failed; the event will be retried", extra={"message_id": record.get("messageId")})
             failures.append({"itemIdentifier": record["messageId"]})
+    for org, todo in planned.items():
+        now = clock.now()
+        try:
+            delays = pace.reserve(org, sum(len(p.queued) for _, p in todo), now)
+        except Exception:
+            logger.exception("fan-out could not be paced; the events will be retried", extra={"organization_id": org})
+            failures += [{"itemIdentifier": r["messageId"]} for r, _ in todo]
+            continue
+        offset = 0
+        for record, one in todo:
+            if not one.queued:
+                continue  # nothing to send (not subscribed, or a redelivered event already under way)
+            try:
+                if delays is None:
+                    dispatch.defer_event(record["body"], pace.HORIZON)
+                    logger.info("event deferred: the organization's schedule is full", extra=_log(one))
+                    continue
+                execute(one, delays[offset : offset + len(one.queued)], now)
+                offset += len(one.queued)
+                logger.info("event fanned out", extra=_log(one))
+            except Exception:
+                logger.exception(
+                    "fan-out failed; the event will be retried", extra={"message_id": record.get("messageId")}
+                )
+                failures.append({"itemIdentifier": record["messageId"]})
     return {"batchItemFailures": failures}
+
+
+def _log(todo: Plan) -> dict[str, Any]:
+    return {
+        "event_id": todo.detail.get("event_id"),
+        "event_type": todo.detail.get("event_type"),
+        "deliveries": todo.queued,
+    }

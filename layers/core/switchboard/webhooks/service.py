@@ -3,14 +3,13 @@ attempts, manual retry and recovery, portal access. Admin only (enforced by the 
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 from datetime import timedelta
 from typing import Any
 
 from switchboard import clock, netguard, ratelimit, sealed
 from switchboard.api.auth import AuthContext
-from switchboard.api.pagination import cursor_page, decode_cursor, encode_cursor, query_fingerprint
+from switchboard.api.pagination import decode_cursor, encode_cursor, query_fingerprint
 from switchboard.audit import audit_put
 from switchboard.config import get_settings
 from switchboard.errors import Conflict, NotFound, Unauthenticated, ValidationFailed
@@ -46,8 +45,16 @@ def endpoint_view(item: Item) -> models.Endpoint:
     return models.Endpoint.model_validate(item)
 
 
-def delivery_view(item: Item) -> models.Delivery:
-    return models.Delivery.model_validate({**item, "payload": repo.payload_of(item)})
+def delivery_view(item: Item, body: str | None = None) -> models.Delivery:
+    """The delivery with its event's payload (`body`, the stored event body; a moved legacy delivery may carry its
+    own)."""
+    return models.Delivery.model_validate({**item, "payload": repo.payload_of(body or item.get("body"))})
+
+
+def delivery_views(org: str, items: list[Item]) -> list[models.Delivery]:
+    """Deliveries with their payloads: one BatchGetItem for the page's distinct events."""
+    bodies = repo.event_bodies(org, list(dict.fromkeys(str(i["event_id"]) for i in items)))
+    return [delivery_view(i, bodies.get(str(i["event_id"]))) for i in items]
 
 
 def event_catalogue() -> list[models.EventType]:
@@ -332,45 +339,42 @@ def list_deliveries(
     event_type: str | None,
     since: str | None,
 ) -> tuple[list[models.Delivery], str | None]:
-    """Newest first. A status reads only that status's deliveries (GSI3; an endpoint then filters them while
-    reading); without one, the endpoint's come from GSI2, all of them from GSI1. `since` is a key condition, the
-    event type filters the range (a thin page keeps reading, at most 10 queries). One index for the status lists:
-    CloudFormation adds one GSI to a table per stack update."""
+    """Newest first, merged over the list's shards (`repository.merged_page`). A status reads only that status's
+    deliveries (GSI3; an endpoint then filters them while reading); without one, the endpoint's come from GSI2, all
+    of them from GSI1. `since` is a key condition, the event type filters the range (a thin page keeps reading, at
+    most 10 queries per shard). The cursor carries every shard's position."""
     org = auth.org_id
     low = _since(since, "query.since") or "0"
     params = {"endpoint_id": endpoint_id, "status": status, "event_type": event_type, "since": low}
     fingerprint = query_fingerprint("webhook-deliveries-by-status" if status else "webhook-deliveries", params)
-    index, pk = (
-        ("GSI3", repo.status_deliveries_pk(org, status))
-        if status
-        else ("GSI2", repo.endpoint_deliveries_pk(org, endpoint_id))
-        if endpoint_id
-        else ("GSI1", repo.deliveries_pk(org))
-    )
-    items, nxt = cursor_page(
-        store,
+    if status:
+        index, pks = "GSI3", repo.shard_pks(lambda n: repo.status_deliveries_pk(org, status, n))
+    elif endpoint_id:
+        index, pks = "GSI2", repo.shard_pks(lambda n: repo.endpoint_deliveries_pk(org, endpoint_id, n))
+    else:
+        index, pks = "GSI1", repo.shard_pks(lambda n: repo.deliveries_pk(org, n))
+    items, nxt = repo.merged_page(
+        repo.deliveries_store(),
         org,
-        fingerprint,
-        cursor,
-        pk=pk,
+        pks,
+        index,
         limit=limit,
-        index=index,
-        sk_between=(low, "~"),
-        forward=False,
+        positions=decode_cursor(cursor, org, fingerprint),
+        low=low,
         filters={"event_type": event_type or None, "endpoint_id": endpoint_id if status else None},
     )
-    return [delivery_view(i) for i in items], nxt
+    return delivery_views(org, items), encode_cursor(org, fingerprint, nxt)
 
 
 def _get_delivery(store: Store, org: str, msg_id: str, *, consistent: bool = False) -> Item:
-    item = repo.get_delivery(store, org, msg_id, consistent=consistent)
+    item = repo.get_delivery(org, msg_id, consistent=consistent)
     if item is None or item.get("entity") != "WebhookDelivery":
         raise delivery_not_found()
     return item
 
 
 def get_delivery(store: Store, auth: AuthContext, msg_id: str) -> models.Delivery:
-    return delivery_view(_get_delivery(store, auth.org_id, msg_id))
+    return delivery_views(auth.org_id, [_get_delivery(store, auth.org_id, msg_id)])[0]
 
 
 def list_attempts(
@@ -380,9 +384,9 @@ def list_attempts(
     org = auth.org_id
     _get_delivery(store, org, msg_id)
     fingerprint = query_fingerprint(f"webhook-attempts:{msg_id}", {})
-    page = store.query(
-        keys.org_pk(org),
-        sk_prefix=repo.attempt_prefix(msg_id),
+    page = repo.deliveries_store().query(
+        repo.delivery_pk(org, msg_id),
+        sk_prefix=repo.ATTEMPT_PREFIX,
         forward=False,
         limit=limit,
         start_key=decode_cursor(cursor, org, fingerprint),
@@ -425,7 +429,7 @@ def requeue(store: Store, org: str, delivery: Item, *, job_id: str | None = None
         values[":job"] = job_id
         expression += ", recovered_by = :job"
         condition += " AND (attribute_not_exists(recovered_by) OR recovered_by <> :job)"
-    return store.update(  # type: ignore[return-value]
+    return repo.deliveries_store().update(  # type: ignore[return-value]
         repo.delivery_key(org, msg_id),
         expression + " REMOVE #owner, lease_until ADD generation :one",
         condition=condition,
@@ -442,7 +446,7 @@ def retry_delivery(store: Store, auth: AuthContext, msg_id: str) -> models.Deliv
     _deliverable_endpoint(store, org, item["endpoint_id"])
     updated = requeue(store, org, item)
     dispatch.enqueue(org, [msg_id], {msg_id: int(updated["generation"])})
-    return delivery_view(updated)
+    return delivery_views(org, [updated])[0]
 
 
 def recover(store: Store, auth: AuthContext, endpoint_id: str, since: str) -> models.RecoverResult:
@@ -464,8 +468,9 @@ def recover(store: Store, auth: AuthContext, endpoint_id: str, since: str) -> mo
 
 
 def recover_chunk(store: Store, job: Item) -> Any:
-    """One chunk of a recovery: one GSI2 page (`RECOVER_PAGE` deliveries of the endpoint evaluated, from the
-    checkpoint's `cursor`) and, for each failed one, `requeue` marked with the job's id plus its delivery message.
+    """One chunk of a recovery: up to `RECOVER_PAGE` failed deliveries of the endpoint (GSI2, shard after shard from
+    the checkpoint's `position`, `repository.shard_walk`) and, for each, `requeue` marked with the job's id plus its
+    delivery message.
 
     Safe to run twice: the requeue's condition refuses a delivery this job requeued already (`recovered_by`), so a
     redelivered chunk never sends a delivery a second time; one it requeued whose message may have been lost (a
@@ -476,12 +481,13 @@ def recover_chunk(store: Store, job: Item) -> Any:
     org, cp = str(job["organization_id"]), dict(job.get("checkpoint") or {})
     job_id, endpoint_id = str(job["id"]), str(cp["endpoint_id"])
     values: dict[str, Any] = {f":s{n}": s for n, s in enumerate(FAILED_STATUSES)} | {":job": job_id, ":p": "pending"}
-    page = store.query(
-        repo.endpoint_deliveries_pk(org, endpoint_id),
+    found, after = repo.shard_walk(
+        repo.deliveries_store(),
+        lambda n: repo.endpoint_deliveries_pk(org, endpoint_id, n),
         index="GSI2",
+        position=cp.get("position"),
+        budget=RECOVER_PAGE,
         sk_between=(str(cp["since"]), "~"),
-        start_key=cp.get("cursor"),
-        limit=RECOVER_PAGE,
         filter_expression=f"#status IN ({', '.join(v for v in values if v.startswith(':s'))})"
         " OR (recovered_by = :job AND #status = :p)",
         names={"#status": "status"},
@@ -489,7 +495,7 @@ def recover_chunk(store: Store, job: Item) -> Any:
     )
     ids: list[str] = []
     generations: dict[str, int] = {}
-    for item in page.items:
+    for item in found:
         if item.get("recovered_by") == job_id:
             generations[item["id"]] = int(item.get("generation") or 0)  # requeued by this job: its message again
             ids.append(item["id"])
@@ -500,37 +506,101 @@ def recover_chunk(store: Store, job: Item) -> Any:
             continue  # an attempt is running right now (it is being delivered anyway), or this job requeued it
         ids.append(item["id"])
     dispatch.enqueue(org, ids, generations)
-    progress = {"requeued": len(ids)}
-    if page.last_key:
-        return Chunk({**cp, "cursor": page.last_key}, progress)
-    return Chunk({**cp, "cursor": None}, progress, done=True)
+    return Chunk({**cp, "position": after}, {"requeued": len(ids)}, done=after is None)
 
 
-STATUS_INDEX_PAGE = 100
+MOVE_KIND = "webhooks.move_legacy"
+MOVE_PAGE = 25  # legacy deliveries moved per chunk (each with its attempts and its event's payload)
 
 
-def backfill_status_index_chunk(store: Store, org: str, cursor: dict[str, Any] | None) -> dict[str, Any] | None:
-    """One chunk of giving deliveries written before the status index (GSI3) their keys: one GSI1 page of
-    `STATUS_INDEX_PAGE` deliveries from `cursor`, each one whose keys are missing or stale updated on condition that
-    its status is still the one read (a status write since then set the keys itself). Answers the next cursor, None
-    when done; safe to run again from any cursor."""
-    page = store.query(repo.deliveries_pk(org), index="GSI1", start_key=cursor, limit=STATUS_INDEX_PAGE)
-    for item in page.items:
-        status = str(item.get("status") or "")
-        wanted = repo.status_index(item, status) if status else {}
-        if not wanted or all(item.get(k) == v for k, v in wanted.items()):
-            continue
-        index, names, values = repo.status_index_update(item, status)
-        with contextlib.suppress(Conflict):
-            store.update(
-                repo.delivery_key(org, item["id"]),
-                f"SET {index}",
-                condition="#status = :status",
-                names={"#status": "status", **names},
-                values={":status": status, **values},
-                return_values="NONE",
-            )
-    return page.last_key
+def move_legacy_chunk(store: Store, job: Item) -> Any:
+    """Job `MOVE_KIND`: the organization's deliveries still in the single table, moved chunk by chunk
+    (`move_legacy_deliveries_chunk`); checkpoint `{"cursor"}`."""
+    from switchboard.jobs.service import Chunk
+
+    org, cp = str(job["organization_id"]), dict(job.get("checkpoint") or {})
+    cursor, moved = move_legacy_deliveries_chunk(store, org, cp.get("cursor"))
+    return Chunk({"cursor": cursor}, {"moved": moved}, done=cursor is None)
+
+
+def move_legacy_deliveries_chunk(
+    store: Store, org: str, cursor: dict[str, Any] | None
+) -> tuple[dict[str, Any] | None, int]:
+    """Move one page (`MOVE_PAGE`) of the deliveries written in the single table before DeliveriesTable (GSI1
+    `ORG#<org>#WHDLV`) into DeliveriesTable: the delivery with its new keys and its status's GSI3 keys (what the
+    former status-index backfill gave it), its attempts, its event's payload; then the legacy items are deleted.
+    A delivery still pending or retrying is requeued (a new generation and its message: the sender finds a
+    message of the old layout's delivery nowhere and drops it). Safe to run again from any cursor: a delivery
+    already moved is not written again (condition), only its legacy items deleted. Answers (next cursor or None,
+    deliveries moved)."""
+    dstore = repo.deliveries_store()
+    page = store.query(repo.legacy_deliveries_pk(org), index="GSI1", start_key=cursor, limit=MOVE_PAGE)
+    doomed: list[dict[str, str]] = []
+    requeued: dict[str, int] = {}
+    moved = 0
+    for old in page.items:
+        msg_id, status = str(old["id"]), str(old.get("status") or "pending")
+        attempts = store.query_all(keys.org_pk(org), sk_prefix=repo.legacy_attempt_prefix(msg_id))
+        doomed += [repo.legacy_delivery_key(org, msg_id), *({"PK": a["PK"], "SK": a["SK"]} for a in attempts)]
+        kept = {k: v for k, v in old.items() if k not in ("PK", "SK", "body") and not k.startswith("GSI")}
+        new: Item = {**kept, **repo.delivery_key(org, msg_id)}
+        new |= repo.delivery_index(org, str(old["endpoint_id"]), str(old["created_at"]), msg_id)
+        new |= repo.status_index(new, status)
+        active = status in ("pending", "retrying") and not old.get("lease_until")
+        if active:
+            new = {k: v for k, v in new.items() if k != "owner"}
+            new["generation"] = int(old.get("generation") or 0) + 1
+        payload = repo.event_item(
+            org,
+            {"event_id": old["event_id"], "event_type": old["event_type"], "occurred_at": old.get("occurred_at")},
+            str(old["created_at"]),
+            int(old.get("ttl") or 0) + 86400,
+        ) | {"body": str(old.get("body") or "{}")}
+        moved_attempts = [
+            {k: v for k, v in a.items() if k not in ("PK", "SK")}
+            | repo.attempt_key(org, msg_id, str(a["SK"]).rsplit("#", 1)[1])
+            for a in attempts
+        ]
+        dstore.batch_put([payload, *moved_attempts])  # first: rewriting them after a crash is harmless
+        try:
+            dstore.put(new, condition="attribute_not_exists(PK)", error=Conflict())
+        except Conflict:
+            continue  # moved by an earlier run: only its legacy items are left to delete
+        moved += 1
+        if active:
+            requeued[msg_id] = int(new["generation"])
+    dispatch.enqueue(org, list(requeued), requeued)
+    store.batch_delete(doomed)
+    return page.last_key, moved
+
+
+PURGE_PAGE = 25  # deliveries (each with its attempts) or event payloads per purge chunk
+PURGE_LISTS = ("deliveries", "events")
+
+
+def purge_deliveries_chunk(org: str, checkpoint: dict[str, Any]) -> tuple[dict[str, Any] | None, int]:
+    """One chunk of an organization's purge in DeliveriesTable: up to `PURGE_PAGE` of its deliveries (GSI1, shard
+    after shard, each deleted with its attempts: one Query of its partition), then of its event payloads; the last
+    chunk deletes the pacing item. Answers the next checkpoint (`{"list", "position"}`; None when done) and the
+    items deleted. Safe to run again from any checkpoint (deleting a missing item is no error)."""
+    from switchboard.webhooks import pace
+
+    dstore = repo.deliveries_store()
+    which = str(checkpoint.get("list") or PURGE_LISTS[0])
+    pk_of = (lambda n: repo.deliveries_pk(org, n)) if which == "deliveries" else (lambda n: repo.events_pk(org, n))
+    found, after = repo.shard_walk(dstore, pk_of, index="GSI1", position=checkpoint.get("position"), budget=PURGE_PAGE)
+    doomed: list[dict[str, str]] = []
+    for item in found:
+        doomed.append({"PK": item["PK"], "SK": item["SK"]})
+        if which == "deliveries":
+            doomed += [{"PK": a["PK"], "SK": a["SK"]} for a in dstore.query_all(item["PK"], consistent=True)]
+    deleted = dstore.batch_delete(doomed)
+    if after is not None:
+        return {"list": which, "position": after}, deleted
+    later = PURGE_LISTS.index(which) + 1
+    if later < len(PURGE_LISTS):
+        return {"list": PURGE_LISTS[later]}, deleted
+    return None, deleted + dstore.batch_delete([pace.pace_key(org)])
 
 
 # Portal access ----------------------------------------------------------------------------------------------------
