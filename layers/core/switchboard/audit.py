@@ -6,7 +6,7 @@ from datetime import timedelta
 from typing import Any
 
 from switchboard import clock
-from switchboard.api.auth import AuthContext
+from switchboard.access import AuthContext
 from switchboard.ids import new_ulid
 from switchboard.store import Put, keys
 

@@ -137,7 +137,7 @@ NUMBER_MIN_EXPONENT = -130
 def unstorable_number(value: int | float | str) -> str | None:
     """Why DynamoDB cannot store this number (a JSON number's text, or a parsed one), or None when it can: more than
     38 significant digits, a magnitude of 1e126 or more, or a non-zero magnitude below 1e-130. The one rule for every
-    number a request brings (`switchboard.api.jsonbody` applies it while parsing each body)."""
+    number a request brings (`switchboard.jsonbody` applies it while parsing each body)."""
     from decimal import Decimal, InvalidOperation
 
     try:

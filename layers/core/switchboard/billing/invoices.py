@@ -18,13 +18,13 @@ from decimal import Decimal
 from typing import Any
 
 from switchboard import clock
-from switchboard.api.auth import AuthContext
-from switchboard.api.pagination import cursor_page, query_fingerprint
+from switchboard.access import AuthContext
 from switchboard.audit import audit_put
 from switchboard.billing import catalogue, models, service
 from switchboard.errors import Conflict, ValidationFailed
 from switchboard.events.outbox import outbox_put
 from switchboard.ids import new_id
+from switchboard.paging import cursor_page, query_fingerprint
 from switchboard.store import Delete, Put, Store, TxOp, Update, keys
 
 Item = dict[str, Any]

@@ -11,7 +11,7 @@ from decimal import Decimal
 from typing import Any
 
 from switchboard import clock
-from switchboard.api.auth import AuthContext
+from switchboard.access import AuthContext
 from switchboard.audit import audit_put
 from switchboard.billing import catalogue, models, usage
 from switchboard.errors import Conflict, ValidationFailed

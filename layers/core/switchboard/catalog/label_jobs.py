@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from switchboard.api.auth import AuthContext
+from switchboard.access import AuthContext
 from switchboard.catalog import labels
 from switchboard.errors import NotFound
 from switchboard.jobs.service import Chunk

@@ -8,14 +8,14 @@ import contextlib
 from typing import TYPE_CHECKING, Any, Literal
 
 from switchboard import clock
-from switchboard.api.auth import AuthContext
-from switchboard.api.lazy import lazy_module
-from switchboard.api.pagination import decode_cursor, encode_cursor, query_fingerprint
+from switchboard.access import AuthContext
 from switchboard.audit import audit_put
 from switchboard.catalog import models
 from switchboard.errors import Conflict, DomainError, NotFound, UnsupportedByProvider, ValidationFailed
 from switchboard.events.outbox import outbox_put
 from switchboard.ids import new_id
+from switchboard.lazy import lazy_module
+from switchboard.paging import decode_cursor, encode_cursor, query_fingerprint
 from switchboard.providers import ProviderUnavailable, provider_for
 from switchboard.store import ConditionCheck, Delete, Put, Store, TxOp, Update, keys
 

@@ -16,14 +16,14 @@ from pathlib import Path
 from typing import Any
 
 from switchboard import clock
-from switchboard.api.auth import AuthContext
-from switchboard.api.pagination import decode_cursor, encode_cursor, query_fingerprint
+from switchboard.access import AuthContext
 from switchboard.audit import audit_put
 from switchboard.catalog import models
 from switchboard.errors import Conflict, NotFound, UnsupportedByProvider, ValidationFailed
 from switchboard.events.outbox import outbox_put
 from switchboard.ids import new_id
 from switchboard.messaging import channels
+from switchboard.paging import decode_cursor, encode_cursor, query_fingerprint
 from switchboard.providers import provider_for
 from switchboard.providers.base import Provider
 from switchboard.store import Delete, Put, Store, TxOp, keys

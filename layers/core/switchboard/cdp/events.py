@@ -17,13 +17,13 @@ from typing import Any
 from ulid import ULID
 
 from switchboard import clock
-from switchboard.api.auth import AuthContext
-from switchboard.api.pagination import cursor_page, query_fingerprint
+from switchboard.access import AuthContext
 from switchboard.cdp import models
 from switchboard.contacts import service as contacts
 from switchboard.contacts.identifiers import normalize
 from switchboard.errors import Conflict, DomainError, NotFound, ValidationFailed
 from switchboard.ids import new_id, ulid_bound
+from switchboard.paging import cursor_page, query_fingerprint
 from switchboard.store import Put, Store, Update, keys
 
 Item = dict[str, Any]

@@ -12,7 +12,7 @@ from datetime import date
 from typing import Any
 
 from switchboard import clock
-from switchboard.api.auth import AuthContext
+from switchboard.access import AuthContext
 from switchboard.audit import audit_put
 from switchboard.cdp import models
 from switchboard.errors import Conflict, NotFound, ValidationFailed

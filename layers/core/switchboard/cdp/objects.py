@@ -11,8 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from switchboard import clock
-from switchboard.api.auth import AuthContext
-from switchboard.api.pagination import decode_cursor, encode_cursor, query_fingerprint
+from switchboard.access import AuthContext
 from switchboard.audit import audit_put
 from switchboard.cdp import models
 from switchboard.cdp.fields import check_value
@@ -20,6 +19,7 @@ from switchboard.contacts import repository as contact_repo
 from switchboard.errors import Conflict, NotFound, ValidationFailed
 from switchboard.events.outbox import outbox_put
 from switchboard.ids import new_id
+from switchboard.paging import decode_cursor, encode_cursor, query_fingerprint
 from switchboard.store import ConditionCheck, Delete, Put, Store, keys
 
 Item = dict[str, Any]

@@ -22,8 +22,7 @@ from datetime import timedelta
 from typing import Any
 
 from switchboard import clock
-from switchboard.api.auth import AuthContext
-from switchboard.api.pagination import decode_cursor, encode_cursor, query_fingerprint
+from switchboard.access import AuthContext
 from switchboard.audit import audit_put
 from switchboard.cdp import models
 from switchboard.cdp.events import count_events
@@ -31,6 +30,7 @@ from switchboard.contacts import repository as contact_repo
 from switchboard.errors import Conflict, DomainError, NotFound, ValidationFailed
 from switchboard.events.outbox import outbox_put
 from switchboard.ids import new_id
+from switchboard.paging import decode_cursor, encode_cursor, query_fingerprint
 from switchboard.store import Delete, Put, Store, TxOp, Update, keys
 
 Item = dict[str, Any]

@@ -5,8 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from switchboard import clock
-from switchboard.api.auth import AuthContext
-from switchboard.api.pagination import decode_cursor, encode_cursor, query_fingerprint
+from switchboard.access import AuthContext
 from switchboard.audit import audit_put
 from switchboard.contacts import models, search
 from switchboard.contacts import repository as repo
@@ -15,6 +14,7 @@ from switchboard.contacts.service import get_item, not_found, resolve, view, wri
 from switchboard.errors import Conflict, NotFound, ValidationFailed
 from switchboard.ids import new_id, new_ulid
 from switchboard.jobs import service as jobs
+from switchboard.paging import decode_cursor, encode_cursor, query_fingerprint
 from switchboard.store import ConditionCheck, Delete, Put, Store, TxOp, Update
 
 Item = dict[str, Any]

@@ -11,8 +11,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from switchboard import clock
-from switchboard.api.auth import AuthContext
-from switchboard.api.pagination import decode_cursor, encode_cursor, query_fingerprint
+from switchboard.access import AuthContext
 from switchboard.audit import audit_put
 from switchboard.contacts import repository as repo
 from switchboard.contacts import search
@@ -20,12 +19,13 @@ from switchboard.contacts.identifiers import Identifier, normalize, normalize_ph
 from switchboard.errors import Conflict, NotFound
 from switchboard.events.outbox import outbox_put
 from switchboard.ids import new_id
+from switchboard.paging import decode_cursor, encode_cursor, query_fingerprint
 from switchboard.store import Delete, Put, Store, TxOp
 
 if TYPE_CHECKING:
     from switchboard.contacts import models
 else:  # the model classes (~10 ms) load on first use: messaging imports this module for its rules at init
-    from switchboard.api.lazy import lazy_module
+    from switchboard.lazy import lazy_module
 
     models = lazy_module("switchboard.contacts.models")
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from switchboard.api.auth import AuthContext
+from switchboard.access import AuthContext
 from switchboard.contacts import repository as repo
 from switchboard.errors import Conflict
 from switchboard.jobs.service import Chunk

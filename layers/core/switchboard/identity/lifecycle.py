@@ -20,7 +20,7 @@ from datetime import timedelta
 from typing import Any
 
 from switchboard import clock
-from switchboard.api.auth import AuthContext
+from switchboard.access import AuthContext
 from switchboard.audit import audit_put
 from switchboard.errors import Conflict, NotFound, ValidationFailed
 from switchboard.identity import models

@@ -7,7 +7,7 @@ from typing import Any, Literal
 from pydantic import Field
 
 from switchboard import clock, media
-from switchboard.api.auth import AuthContext
+from switchboard.access import AuthContext
 from switchboard.errors import Conflict, NotFound, ValidationFailed
 from switchboard.identity import repository
 from switchboard.identity.accounts import get_user, normalize_email, require_user

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from switchboard import clock, ratelimit
-from switchboard.api.auth import AuthContext
+from switchboard.access import AuthContext
 from switchboard.config import get_settings
 from switchboard.contacts.identifiers import normalize_phone
 from switchboard.errors import NotFound, UnsupportedByProvider, ValidationFailed

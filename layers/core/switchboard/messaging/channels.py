@@ -8,13 +8,13 @@ import re
 from typing import Any
 
 from switchboard import clock, sealed
-from switchboard.api.auth import AuthContext
-from switchboard.api.pagination import decode_cursor, encode_cursor, query_fingerprint
+from switchboard.access import AuthContext
 from switchboard.audit import audit_put
 from switchboard.contacts.identifiers import normalize_phone
 from switchboard.errors import Conflict, NotFound, UnsupportedByProvider, ValidationFailed
 from switchboard.ids import new_id, new_ulid
 from switchboard.messaging import cloud_webhook, models
+from switchboard.paging import decode_cursor, encode_cursor, query_fingerprint
 from switchboard.providers import ProviderRejected, ProviderUnavailable, provider_for
 from switchboard.providers.base import Provider, SessionStatus
 from switchboard.store import Delete, Put, Store, TxOp, keys

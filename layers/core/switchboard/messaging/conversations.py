@@ -7,12 +7,12 @@ from datetime import timedelta
 from typing import Any
 
 from switchboard import clock
-from switchboard.api.auth import AuthContext
-from switchboard.api.pagination import cursor_page, decode_cursor, encode_cursor, query_fingerprint
+from switchboard.access import AuthContext
 from switchboard.errors import Conflict, Forbidden, NotFound, ValidationFailed
 from switchboard.events.outbox import outbox_put
 from switchboard.ids import new_id
 from switchboard.messaging import models
+from switchboard.paging import cursor_page, decode_cursor, encode_cursor, query_fingerprint
 from switchboard.store import Put, Store, TxOp, keys
 
 Item = dict[str, Any]

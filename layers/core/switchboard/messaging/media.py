@@ -8,14 +8,14 @@ from typing import Any, Literal
 from pydantic import Field
 
 from switchboard import aws, clock, media
-from switchboard.api.auth import AuthContext
-from switchboard.api.pagination import decode_cursor, encode_cursor, query_fingerprint
+from switchboard.access import AuthContext
 from switchboard.config import get_settings
 from switchboard.contacts.identifiers import normalize_phone
 from switchboard.errors import Conflict, NotFound, UnsupportedByProvider, ValidationFailed
 from switchboard.ids import new_id
 from switchboard.messaging import channels, messages
 from switchboard.models import MEDIA_ID_MAX, MEDIA_ID_PATTERN, BaseModel, Strict
+from switchboard.paging import decode_cursor, encode_cursor, query_fingerprint
 from switchboard.store import Put, Store, keys
 
 Item = dict[str, Any]

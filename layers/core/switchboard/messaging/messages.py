@@ -10,7 +10,7 @@ from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
 from switchboard import aws, clock, ratelimit
-from switchboard.api.auth import AuthContext
+from switchboard.access import AuthContext
 from switchboard.billing.usage import usage_record_put
 from switchboard.config import get_settings
 from switchboard.contacts import service as contacts
@@ -26,7 +26,7 @@ from switchboard.store import Delete, Put, Store, TxOp, Update, keys
 if TYPE_CHECKING:
     from switchboard.contacts import models as contact_models
 else:  # loaded by the first send to a number (contact upsert), not at the messaging function's init
-    from switchboard.api.lazy import lazy_module
+    from switchboard.lazy import lazy_module
 
     contact_models = lazy_module("switchboard.contacts.models")
 

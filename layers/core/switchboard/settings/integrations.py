@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from switchboard import clock, sealed
-from switchboard.api.auth import AuthContext
+from switchboard.access import AuthContext
 from switchboard.audit import audit_put
 from switchboard.errors import Conflict, NotFound, ValidationFailed
 from switchboard.ids import new_id

@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from switchboard import clock
-from switchboard.api.auth import ROLE_RANK, AuthContext
+from switchboard.access import ROLE_RANK, AuthContext
 from switchboard.audit import audit_put
 from switchboard.errors import Conflict, NotFound
 from switchboard.settings import models

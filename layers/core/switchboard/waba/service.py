@@ -37,12 +37,12 @@ from typing import Any
 from urllib.parse import urlencode, urlsplit
 
 from switchboard import clock, sealed
-from switchboard.api.auth import AuthContext
-from switchboard.api.pagination import cursor_page, query_fingerprint
+from switchboard.access import AuthContext
 from switchboard.audit import audit_put
 from switchboard.errors import Conflict, DomainError, ValidationFailed
 from switchboard.events.outbox import outbox_put
 from switchboard.ids import new_id, new_ulid
+from switchboard.paging import cursor_page, query_fingerprint
 from switchboard.providers.base import ProviderRejected, ProviderUnavailable
 from switchboard.store import Put, Store, TxOp, keys
 from switchboard.waba import models, support

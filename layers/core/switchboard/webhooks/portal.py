@@ -26,12 +26,12 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from pydantic import ValidationError
 
-from switchboard.api.lazy import lazy_module
 from switchboard.errors import DomainError, Unauthenticated, ValidationFailed
+from switchboard.lazy import lazy_module
 from switchboard.webhooks.catalogue import EVENT_TYPES
 
 if TYPE_CHECKING:
-    from switchboard.api.auth import AuthContext
+    from switchboard.access import AuthContext
     from switchboard.store import Store
     from switchboard.webhooks import models, service
 else:

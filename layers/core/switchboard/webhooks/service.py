@@ -9,14 +9,14 @@ from datetime import timedelta
 from typing import Any
 
 from switchboard import clock, netguard, ratelimit, sealed
-from switchboard.api.auth import AuthContext
-from switchboard.api.pagination import cursor_page, decode_cursor, encode_cursor, query_fingerprint
+from switchboard.access import AuthContext
 from switchboard.audit import audit_put
 from switchboard.config import get_settings
 from switchboard.errors import Conflict, NotFound, Unauthenticated, ValidationFailed
 from switchboard.events.outbox import outbox_put
 from switchboard.identity import repository as identity_repository
 from switchboard.ids import new_id, token_urlsafe
+from switchboard.paging import cursor_page, decode_cursor, encode_cursor, query_fingerprint
 from switchboard.store import ConditionCheck, Delete, Put, Store, Update, keys
 from switchboard.webhooks import dispatch, models, signing
 from switchboard.webhooks import repository as repo
