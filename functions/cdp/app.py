@@ -267,7 +267,7 @@ def update_contact_object(objectID: str, body: Annotated[models.ObjectUpdate, Bo
 
 @app.delete("/v1/cdp/contact-objects/<objectID>", middlewares=requires("member"), tags=OBJECTS, status_code=204)
 def delete_contact_object(objectID: str) -> None:
-    objects.delete_object(get_store(), current_auth(app), objectID)
+    crm.delete_object(get_store(), current_auth(app), objectID)
 
 
 @app.get("/v1/cdp/contact-objects/<objectID>/comments", middlewares=requires("viewer"), tags=OBJECTS)

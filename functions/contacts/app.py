@@ -16,9 +16,10 @@ from switchboard.errors import ValidationFailed
 from switchboard.store import get_store
 
 if TYPE_CHECKING:
-    from switchboard.contacts import children, models, service
+    from switchboard.contacts import children, erasure, models, service
 else:  # the models when a route's dependant is first built, the rules when a route first runs (not at init)
     children = lazy_module("switchboard.contacts.children")
+    erasure = lazy_module("switchboard.contacts.erasure")
     models = lazy_module("switchboard.contacts.models")
     service = lazy_module("switchboard.contacts.service")
 
@@ -121,7 +122,7 @@ def update_contact(contactID: str, body: Annotated[models.ContactUpdate, Body()]
 @app.delete("/v1/contacts/<contactID>", middlewares=requires("member"), tags=TAGS, status_code=204)
 def delete_contact(contactID: str) -> None:
     """Deletes the contact with its identities (free for reuse), notes, tags, consents and suppressions."""
-    service.delete(get_store(), current_auth(app), contactID)
+    erasure.delete(get_store(), current_auth(app), contactID)
 
 
 @app.post("/v1/contacts/<contactID>/merge", middlewares=requires("member"), tags=TAGS)

@@ -20,7 +20,7 @@ from switchboard.errors import NotFound
 from switchboard.jobs.service import Chunk
 from switchboard.store import Store, keys
 
-KIND = "label.detach"
+KIND = labels.DETACH_JOB
 PAGE = 25  # link rows per chunk: one transaction each
 Item = dict[str, Any]
 

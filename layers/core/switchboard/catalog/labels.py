@@ -14,6 +14,7 @@ from switchboard.catalog import models
 from switchboard.errors import Conflict, DomainError, NotFound, UnsupportedByProvider, ValidationFailed
 from switchboard.events.outbox import outbox_put
 from switchboard.ids import new_id
+from switchboard.jobs import service as jobs
 from switchboard.lazy import lazy_module
 from switchboard.paging import decode_cursor, encode_cursor, query_fingerprint
 from switchboard.providers import ProviderUnavailable, provider_for
@@ -26,6 +27,7 @@ else:  # the messaging models when a label route first reaches a channel or a co
     conversations = lazy_module("switchboard.messaging.conversations")
     status = lazy_module("switchboard.messaging.status")
 
+DETACH_JOB = "label.detach"  # the job that detaches a deleted label everywhere (switchboard.catalog.label_jobs)
 Item = dict[str, Any]
 ProviderSync = Literal["synced", "unsupported", "failed"]
 
@@ -149,12 +151,9 @@ def update(store: Store, auth: AuthContext, label_id: str, body: models.LabelUpd
 def delete(store: Store, auth: AuthContext, label_id: str) -> None:
     """Deletes the label from the catalogue at once (no attach succeeds after); the `label.detach` job then detaches
     it from every conversation (one `conversation.updated` each) and message. The job id is in the audit record."""
-    from switchboard.catalog import label_jobs
-    from switchboard.jobs import service as jobs
-
     org = auth.org_id
     item = get_item(store, org, label_id, consistent=True)
-    job = jobs.start_op(label_jobs.KIND, org, checkpoint={"label_id": label_id, "phase": "conversations"})
+    job = jobs.start_op(DETACH_JOB, org, checkpoint={"label_id": label_id, "phase": "conversations"})
     store.transact(
         [
             Delete(key=label_key(org, label_id), condition="attribute_exists(PK)", error=NotFound("No such label.")),

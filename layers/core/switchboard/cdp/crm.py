@@ -15,7 +15,7 @@ from typing import Any
 from switchboard import clock
 from switchboard.access import AuthContext
 from switchboard.cdp import models
-from switchboard.cdp.objects import get_object_item, object_key
+from switchboard.cdp.objects import get_object_item, object_key, record_event
 from switchboard.contacts import repository as contact_repo
 from switchboard.errors import Conflict, NotFound, ValidationFailed
 from switchboard.events.outbox import outbox_put
@@ -258,3 +258,16 @@ def remove_dependents(store: Store, org: str, record: Item) -> None:
             store.transact(_unlink_ops(org, link))
         except NotFound:
             continue
+
+
+def delete_object(store: Store, auth: AuthContext, object_id: str) -> None:
+    """The record, then its comments and its links (`crm.relationship.unlinked` for each link)."""
+    org = auth.org_id
+    record = get_object_item(store, org, object_id)
+    store.transact(
+        [
+            Delete(key=object_key(org, object_id), condition="attribute_exists(PK)", error=NotFound("No such record.")),
+            record_event(org, "crm.record.deleted", record),
+        ]
+    )
+    remove_dependents(store, org, record)

@@ -299,7 +299,7 @@ def _display_name(type_item: Item, record: Item) -> str:
     return str(value) if value not in (None, "") else f"{type_item['name']} {record['id']}"
 
 
-def _record_event(org: str, event: str, record: Item) -> Put:
+def record_event(org: str, event: str, record: Item) -> Put:
     return outbox_put(
         org,
         event,
@@ -390,7 +390,7 @@ def create_object(store: Store, auth: AuthContext, body: models.ObjectCreate) ->
                 condition="attribute_exists(PK)",
                 error=NotFound("No such contact."),
             ),
-            _record_event(org, "crm.record.created", record),
+            record_event(org, "crm.record.created", record),
         ]
     )
     return view_object(record)
@@ -423,26 +423,11 @@ def update_object(store: Store, auth: AuthContext, object_id: str, body: models.
                 values={":v": record["version"]},
                 error=Conflict("The record changed concurrently; read it again."),
             ),
-            _record_event(org, "crm.record.updated", new),
+            record_event(org, "crm.record.updated", new),
             *_transition_events(org, type_item, record, new),
         ]
     )
     return view_object(new)
-
-
-def delete_object(store: Store, auth: AuthContext, object_id: str) -> None:
-    """The record, then its comments and its links (`crm.relationship.unlinked` for each link)."""
-    from switchboard.cdp.crm import remove_dependents
-
-    org = auth.org_id
-    record = get_object_item(store, org, object_id)
-    store.transact(
-        [
-            Delete(key=object_key(org, object_id), condition="attribute_exists(PK)", error=NotFound("No such record.")),
-            _record_event(org, "crm.record.deleted", record),
-        ]
-    )
-    remove_dependents(store, org, record)
 
 
 def list_objects(

@@ -36,7 +36,7 @@ from switchboard.errors import Conflict
 from switchboard.jobs.service import Chunk
 from switchboard.store import ConditionCheck, Store, TxOp, keys
 
-KIND = "segment.build"
+KIND = segments.BUILD_JOB
 PAGE = 100  # contacts (scan) or member rows (sweep) per chunk
 FLIPS_PER_TX = 30  # 3 operations each, plus the segment's count: ≤ 100 per transaction
 Item = dict[str, Any]

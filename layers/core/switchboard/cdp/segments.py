@@ -25,14 +25,16 @@ from switchboard import clock
 from switchboard.access import AuthContext
 from switchboard.audit import audit_put
 from switchboard.cdp import models
-from switchboard.cdp.events import count_events
+from switchboard.cdp.event_counts import count_events
 from switchboard.contacts import repository as contact_repo
 from switchboard.errors import Conflict, DomainError, NotFound, ValidationFailed
 from switchboard.events.outbox import outbox_put
 from switchboard.ids import new_id
+from switchboard.jobs import service as jobs
 from switchboard.paging import decode_cursor, encode_cursor, query_fingerprint
 from switchboard.store import Delete, Put, Store, TxOp, Update, keys
 
+BUILD_JOB = "segment.build"  # the job that fills a segment's membership (switchboard.cdp.segment_build)
 Item = dict[str, Any]
 MAX_DEPTH = 6
 MAX_CONDITIONS = 50
@@ -363,16 +365,11 @@ def _build_fields(generation: int, job_id: str) -> Item:
 
 
 def _start_build(org: str, segment_id: str, generation: int) -> Put:
-    from switchboard.cdp import segment_build
-    from switchboard.jobs import service as jobs
-
     checkpoint = {"segment_id": segment_id, "generation": generation, "phase": "scan", "scanned": 0}
-    return jobs.start_op(segment_build.KIND, org, checkpoint=checkpoint)
+    return jobs.start_op(BUILD_JOB, org, checkpoint=checkpoint)
 
 
 def _enqueue(job: Put) -> None:
-    from switchboard.jobs import service as jobs
-
     jobs.enqueue(job.item["id"], 0)
 
 

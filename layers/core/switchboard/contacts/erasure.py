@@ -1,6 +1,6 @@
 """Erasing a deleted contact: the tombstone the delete request writes, and the cascade that erases the rest.
 
-`DELETE /v1/contacts/{id}` (`service.delete`) removes the contact item, its name index and its first identity
+`DELETE /v1/contacts/{id}` (`delete`) removes the contact item, its name index and its first identity
 sentinels in one transaction (the contact reads as 404 at once, by id and by identity), counts the contact out, and
 writes the tombstone `ERASURE#CONTACT#<ct_id>` with the cascade's checkpoint and the internal event
 `contact.erasure`. The cascade then erases, one bounded chunk at a time (`erase_contact_chunk`: at most one page read
@@ -36,8 +36,14 @@ import json
 from typing import TYPE_CHECKING, Any
 
 from switchboard import aws, clock
+from switchboard.access import AuthContext
+from switchboard.audit import audit_put
 from switchboard.config import get_settings
-from switchboard.errors import DomainError
+from switchboard.contacts import repository as repo
+from switchboard.contacts import search
+from switchboard.contacts import service as contacts
+from switchboard.contacts.identifiers import Identifier
+from switchboard.errors import Conflict, DomainError
 from switchboard.events.outbox import outbox_put
 from switchboard.ids import ulid_bound
 from switchboard.store import Delete, Put, Store, TxOp, Update, keys
@@ -91,6 +97,37 @@ def tombstone_ops(org: str, contact: Item, pending_sentinels: list[str], princip
         "needles": needles,
     }
     return [Put(item=item, condition="attribute_not_exists(PK)"), _event(org, contact["id"])]
+
+
+def delete(store: Store, auth: AuthContext, contact_id: str) -> None:
+    """Erases the person (the cascade below). One transaction of at most ~70 operations, whatever the
+    contact holds: the contact item goes (every read by id or by identity answers 404 from now on), with its search
+    rows, its first identity sentinels (free for reuse at once; the rest are released by the cascade, and a create
+    may claim them before: `switchboard.contacts.service`), the audit entry (the id only) and the tombstone
+    with the event that starts the cascade."""
+    org = auth.org_id
+    item = contacts.get_item(store, org, contact_id, consistent=True)
+    sentinels = list(  # phone, whatsapp and wa_id of one number share a sentinel: each key once
+        dict.fromkeys(
+            Identifier(ident["type"], ident["value"], ident.get("source")).sentinel_sk
+            for ident in item.get("identities", [])
+        )
+    )
+    now, later = sentinels[:IDENTITIES_IN_REQUEST], sentinels[IDENTITIES_IN_REQUEST:]
+    ops: list[TxOp] = [
+        Delete(
+            key=repo.contact_key(org, contact_id),
+            condition="#v = :v",
+            names={"#v": "version"},
+            values={":v": item["version"]},
+            error=Conflict("The contact changed; retry."),
+        )
+    ]
+    ops += [Delete(key=repo.sentinel_key(org, sk)) for sk in now]
+    ops += search.index_ops(org, item, None)  # at most search.MAX_TOKENS
+    ops.append(audit_put(auth, "contact.deleted", "contact", contact_id))
+    ops += tombstone_ops(org, item, later, auth.principal_id)
+    store.transact(ops)
 
 
 def _event(org: str, contact_id: str) -> Put:
@@ -182,7 +219,7 @@ def _objects(store: Store, org: str, contact_id: str, checkpoint: Checkpoint) ->
     store.transact(
         [
             Delete(key=objects.object_key(org, record["id"])),
-            objects._record_event(org, "crm.record.deleted", anonymous),
+            objects.record_event(org, "crm.record.deleted", anonymous),
         ]
     )
     return {"stage": "objects"}

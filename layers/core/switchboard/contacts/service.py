@@ -12,7 +12,6 @@ from typing import TYPE_CHECKING, Any
 
 from switchboard import clock
 from switchboard.access import AuthContext
-from switchboard.audit import audit_put
 from switchboard.contacts import repository as repo
 from switchboard.contacts import search
 from switchboard.contacts.identifiers import Identifier, normalize, normalize_phone, sentinel_sk
@@ -485,39 +484,6 @@ def update(
         return view(write_contact(store, auth, item, new, extra, changes, "updated"))
     except _SentinelTaken:
         raise Conflict("That phone or e-mail already belongs to another contact.", code="identity_conflict") from None
-
-
-def delete(store: Store, auth: AuthContext, contact_id: str) -> None:
-    """Erases the person (`switchboard.contacts.erasure`). One transaction of at most ~70 operations, whatever the
-    contact holds: the contact item goes (every read by id or by identity answers 404 from now on), with its search
-    rows, its first identity sentinels (free for reuse at once; the rest are released by the cascade, and a create
-    may claim them before: `_release_stale`), the audit entry (the id only) and the tombstone
-    with the event that starts the cascade."""
-    from switchboard.contacts import erasure
-
-    org = auth.org_id
-    item = get_item(store, org, contact_id, consistent=True)
-    sentinels = list(  # phone, whatsapp and wa_id of one number share a sentinel: each key once
-        dict.fromkeys(
-            Identifier(ident["type"], ident["value"], ident.get("source")).sentinel_sk
-            for ident in item.get("identities", [])
-        )
-    )
-    now, later = sentinels[: erasure.IDENTITIES_IN_REQUEST], sentinels[erasure.IDENTITIES_IN_REQUEST :]
-    ops: list[TxOp] = [
-        Delete(
-            key=repo.contact_key(org, contact_id),
-            condition="#v = :v",
-            names={"#v": "version"},
-            values={":v": item["version"]},
-            error=Conflict("The contact changed; retry."),
-        )
-    ]
-    ops += [Delete(key=repo.sentinel_key(org, sk)) for sk in now]
-    ops += search.index_ops(org, item, None)  # at most search.MAX_TOKENS
-    ops.append(audit_put(auth, "contact.deleted", "contact", contact_id))
-    ops += erasure.tombstone_ops(org, item, later, auth.principal_id)
-    store.transact(ops)
 
 
 def _release_stale(store: Store, org: str, owner: str, idents: list) -> None:

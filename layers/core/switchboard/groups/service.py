@@ -14,6 +14,7 @@ from switchboard.access import AuthContext
 from switchboard.audit import audit_put
 from switchboard.errors import Conflict, NotFound, ValidationFailed
 from switchboard.groups import common, models
+from switchboard.groups.keys import group_key, invite_key, jid_key, request_key
 from switchboard.ids import new_id
 from switchboard.paging import cursor_page, query_fingerprint
 from switchboard.providers.base import GroupEvent, Provider
@@ -23,23 +24,6 @@ Item = dict[str, Any]
 MAX_PARTICIPANTS = 1023  # WhatsApp's 1024 members, the channel itself included
 ADMINS = ("admin", "superadmin")
 DONE = {"add": "added", "remove": "removed", "promote": "promoted", "demote": "demoted"}
-
-
-def group_key(org: str, group_id: str) -> dict[str, str]:
-    return common.org_key(org, f"GROUP#{group_id}")
-
-
-def jid_key(org: str, jid: str, channel_id: str) -> dict[str, str]:
-    return common.org_key(org, f"GROUPJID#{jid}#{channel_id}")
-
-
-def invite_key(org: str, code: str) -> dict[str, str]:
-    return common.org_key(org, f"GROUPINVITE#{code}")
-
-
-def request_key(org: str, channel_id: str, request_id: str) -> dict[str, str]:
-    """Pointer from a provider's asynchronous create request to the group record it completes."""
-    return common.org_key(org, f"GROUPREQ#{channel_id}#{request_id}")
 
 
 def _changed() -> Conflict:

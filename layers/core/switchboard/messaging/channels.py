@@ -13,7 +13,7 @@ from switchboard.audit import audit_put
 from switchboard.contacts.identifiers import normalize_phone
 from switchboard.errors import Conflict, NotFound, UnsupportedByProvider, ValidationFailed
 from switchboard.ids import new_id, new_ulid
-from switchboard.messaging import cloud_webhook, models
+from switchboard.messaging import claims, models
 from switchboard.paging import decode_cursor, encode_cursor, query_fingerprint
 from switchboard.providers import ProviderRejected, ProviderUnavailable, provider_for
 from switchboard.providers.base import Provider, SessionStatus
@@ -148,7 +148,7 @@ def create(store: Store, auth: AuthContext, body: models.ChannelCreate) -> model
         [
             Put(item=item, condition="attribute_not_exists(PK)"),
             Put(item={**pointer_key(channel_id), "entity": "ChannelPointer", "organization_id": org}),
-            *cloud_webhook.claim_ops(None, item),
+            *claims.claim_ops(None, item),
             log_entry(org, channel_id, "created", {"platform": body.platform}),
             audit_put(
                 auth, "channel.created", "channel", channel_id, after={"name": body.name, "platform": body.platform}
@@ -204,8 +204,8 @@ def update(store: Store, auth: AuthContext, channel_id: str, body: models.Channe
     audit = audit_put(
         auth, "channel.updated", "channel", channel_id, after={k: v for k, v in changes.items() if k != "config"}
     )
-    claims = cloud_webhook.claim_ops(item, {**item, **changes})
-    return view(_save(store, auth, item, changes, "updated", {"fields": sorted(changes)}, [audit, *claims]))
+    claim_writes = claims.claim_ops(item, {**item, **changes})
+    return view(_save(store, auth, item, changes, "updated", {"fields": sorted(changes)}, [audit, *claim_writes]))
 
 
 def delete(store: Store, auth: AuthContext, channel_id: str) -> None:
@@ -217,7 +217,7 @@ def delete(store: Store, auth: AuthContext, channel_id: str) -> None:
         [
             Delete(key=channel_key(auth.org_id, channel_id), condition="attribute_exists(PK)", error=NotFound()),
             Delete(key=pointer_key(channel_id)),
-            *cloud_webhook.claim_ops(item, None),
+            *claims.claim_ops(item, None),
             audit_put(auth, "channel.deleted", "channel", channel_id, before={"name": item["name"]}),
         ]
     )

@@ -31,94 +31,11 @@ from typing import Any
 
 from switchboard import clock
 from switchboard.errors import Conflict, Forbidden, ServiceUnavailable, Unauthenticated, ValidationFailed
+from switchboard.messaging.claims import PLATFORM, claim_key, config_text, opened_config, token_pk
 from switchboard.providers.base import InboundMessage, StatusCallback
-from switchboard.store import Delete, Put, Store, TxOp, keys
+from switchboard.store import Put, Store, TxOp, keys
 
 Item = dict[str, Any]
-PLATFORM = "whatsapp_cloud"
-
-
-def claim_key(phone_number_id: str) -> dict[str, str]:
-    return keys.key(f"WAPHONE#{phone_number_id}", "WAPHONE")
-
-
-def _token_pk(token: str) -> str:
-    return f"WAVERIFY#{hashlib.sha256(token.encode()).hexdigest()}"
-
-
-def verify_key(token: str, channel_id: str) -> dict[str, str]:
-    return keys.key(_token_pk(token), f"CHANNEL#{channel_id}")
-
-
-def _config(channel: Item | None) -> dict[str, Any]:
-    """The channel's config with sealed values opened, read through the adapter (the one accessor of its secrets)."""
-    if not channel or channel.get("platform") != PLATFORM:
-        return {}
-    from switchboard.providers.whatsapp_cloud import WhatsAppCloudProvider
-
-    return WhatsAppCloudProvider(channel).config
-
-
-def _text(config: dict[str, Any], key: str) -> str:
-    value = config.get(key)
-    return value.strip() if isinstance(value, str) else ""
-
-
-def claim_ops(old: Item | None, new: Item | None) -> list[TxOp]:
-    """The claim and index writes that move a channel from `old` to `new` (None: created / deleted), to be put in
-    the channel's own transaction."""
-    before, after = _config(old), _config(new)
-    channel = new or old or {}
-    channel_id, org = str(channel.get("id") or ""), str(channel.get("organization_id") or "")
-    ops: list[TxOp] = []
-    old_number, new_number = _text(before, "phone_number_id"), _text(after, "phone_number_id")
-    if old_number != new_number:
-        if old_number:
-            ops.append(
-                Delete(
-                    key=claim_key(old_number),
-                    condition="attribute_not_exists(PK) OR channel_id = :c",
-                    values={":c": channel_id},
-                )
-            )
-        if new_number:
-            ops.append(
-                Put(
-                    item={
-                        **claim_key(new_number),
-                        "entity": "WhatsAppNumberClaim",
-                        "organization_id": org,
-                        "channel_id": channel_id,
-                    },
-                    condition="attribute_not_exists(PK)",
-                    error=Conflict(
-                        "This phone_number_id already belongs to a channel.",
-                        details=[{"field": "body.config.phone_number_id", "phone_number_id": new_number}],
-                    ),
-                )
-            )
-    old_token, new_token = _text(before, "verify_token"), _text(after, "verify_token")
-    if old_token != new_token:
-        if old_token:
-            ops.append(Delete(key=verify_key(old_token, channel_id)))
-        if new_token:
-            ops.append(
-                Put(item={**verify_key(new_token, channel_id), "entity": "WhatsAppVerifyToken", "organization_id": org})
-            )
-    return ops
-
-
-def flow_token_put(org: str, progress_id: str, token: str) -> Put:
-    """The index row of an onboarding flow's verify token (Meta checks the callback while the flow subscribes,
-    before the channel exists); it expires with the flow."""
-    return Put(
-        item={
-            **keys.key(_token_pk(token), f"WABAFLOW#{progress_id}"),
-            "entity": "WhatsAppVerifyToken",
-            "organization_id": org,
-            "ttl": clock.epoch(clock.now()) + 7 * 86400,
-        }
-    )
 
 
 def _token_of(store: Store, row: Item) -> str:
@@ -127,7 +44,8 @@ def _token_of(store: Store, row: Item) -> str:
 
     org, sk = row["organization_id"], str(row["SK"])
     if sk.startswith("CHANNEL#"):
-        return _text(_config(store.get(channels.channel_key(org, sk.removeprefix("CHANNEL#")))), "verify_token")
+        channel = store.get(channels.channel_key(org, sk.removeprefix("CHANNEL#")))
+        return config_text(opened_config(channel), "verify_token")
     if sk.startswith("WABAFLOW#"):
         from switchboard import sealed
         from switchboard.waba import service as waba
@@ -165,7 +83,7 @@ def subscription(store: Store, params: dict[str, str]) -> str:
         raise ValidationFailed("Expected hub.mode=subscribe with hub.verify_token and hub.challenge.")
     given = str(params.get("hub.verify_token") or "")
     if given:
-        for row in store.query(_token_pk(given), limit=5).items:
+        for row in store.query(token_pk(given), limit=5).items:
             token = _token_of(store, row)
             if token and hmac.compare_digest(given.encode(), token.encode()):
                 return str(params["hub.challenge"])
@@ -188,7 +106,7 @@ def route(
     grouped = changes_by_number(body)  # a body that is not Meta's shape is 400 before anything else
     if not signature_of(headers):
         raise Unauthenticated("Missing or malformed X-Hub-Signature-256 header.")
-    own = _text(_config(default), "phone_number_id")
+    own = config_text(opened_config(default), "phone_number_id")
     routed: list[tuple[Item, list[Change]]] = []
     for number, changes in grouped.items():
         channel = default if default is not None and number in ("", own) else None

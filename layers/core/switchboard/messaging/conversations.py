@@ -10,6 +10,7 @@ from switchboard import clock
 from switchboard.access import AuthContext
 from switchboard.errors import Conflict, Forbidden, NotFound, ValidationFailed
 from switchboard.events.outbox import outbox_put
+from switchboard.groups.keys import jid_key
 from switchboard.ids import new_id
 from switchboard.messaging import models
 from switchboard.paging import cursor_page, decode_cursor, encode_cursor, query_fingerprint
@@ -116,9 +117,7 @@ def get_or_create(
 
 def _group_id(store: Store, org: str, channel_id: str, group_jid: str) -> str | None:
     """Our group record of that WhatsApp group on the channel, when we have one."""
-    from switchboard.groups import service as groups
-
-    pointer = store.get(groups.jid_key(org, group_jid.lower(), channel_id))
+    pointer = store.get(jid_key(org, group_jid.lower(), channel_id))
     return str(pointer["group_id"]) if pointer else None
 
 

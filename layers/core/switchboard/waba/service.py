@@ -42,6 +42,7 @@ from switchboard.audit import audit_put
 from switchboard.errors import Conflict, DomainError, ValidationFailed
 from switchboard.events.outbox import outbox_put
 from switchboard.ids import new_id, new_ulid
+from switchboard.messaging import claims
 from switchboard.paging import cursor_page, query_fingerprint
 from switchboard.providers.base import ProviderRejected, ProviderUnavailable
 from switchboard.store import Put, Store, TxOp, keys
@@ -550,8 +551,6 @@ def subscribe_webhook(
     this deployment) Meta sends the account's traffic there, checked with a fresh verify token. The token is stored
     sealed on the flow (then in the channel's config), and indexed by its hash first, so Meta's handshake during
     the subscription finds it (`messaging.cloud_webhook.subscription`)."""
-    from switchboard.messaging import cloud_webhook
-
     org = auth.org_id
     item = get_item(store, org, body.progress_id, consistent=True)
     _check_step(item, "subscribe_webhook")
@@ -559,7 +558,7 @@ def subscribe_webhook(
     token = secrets.token_urlsafe(32) if callback_url else None
     if token:
         saved = _next_version(item, {"verify_token_sealed": sealed.seal(token, org)})
-        store.transact([*_put_flow(item, saved), cloud_webhook.flow_token_put(org, item["id"], token)])
+        store.transact([*_put_flow(item, saved), claims.flow_token_put(org, item["id"], token)])
         item = saved
     try:
         graph = _graph(item)
