@@ -14,6 +14,7 @@ from switchboard.api.context import current_auth
 from switchboard.api.envelope import Data, ListData, Meta
 from switchboard.api.lazy import lazy_module
 from switchboard.errors import ValidationFailed
+from switchboard.identity.passwords import hash_password
 from switchboard.models import MEDIA_ID_MAX, MEDIA_ID_PATTERN
 from switchboard.store import get_store
 
@@ -133,6 +134,8 @@ def channel_qr(channelID: str) -> Data[models.QrCode]:
     qr = adapter.qr()
     return Data(data=models.QrCode(channel_id=item["id"], qr=qr["qr"], expires_in=qr.get("expires_in")))
 
+    # on first use: keeps switchboard.contacts.identifiers off the cold start
+
 
 @app.post("/v1/channels/<channelID>/pairing-code", middlewares=requires("admin"), tags=CH)
 def channel_pairing_code(
@@ -190,8 +193,6 @@ def put_two_step(channelID: str, body: Annotated[models.Document, Body()]) -> Da
 @app.post("/v1/channels/<channelID>/settings/phone/two-step/enable", middlewares=requires("admin"), tags=CH)
 def enable_two_step(channelID: str, body: Annotated[models.TwoStepEnable, Body()]) -> Data[dict[str, Any]]:
     """Stores only a hash of the PIN; it is never shown again."""
-    from switchboard.identity.passwords import hash_password
-
     doc = {"enabled": True, "email": body.email, "pin_hash": hash_password(body.pin)}
     channels.put_document(get_store(), current_auth(app), channelID, "two_step", doc)
     return Data(data={"enabled": True, "email": body.email})
@@ -270,6 +271,8 @@ def channel_contacts(
     items, nxt = media.channel_contacts(get_store(), current_auth(app), channelID, limit, cursor)
     return ListData(data=items, meta=Meta(has_more=nxt is not None, limit=limit, cursor=nxt))
 
+    # on first use: keeps switchboard.contacts.identifiers off the cold start
+
 
 @app.post("/v1/channels/<channelID>/contacts/lookup", middlewares=requires("member"), tags=CH)
 def channel_contact_lookup(channelID: str, body: Annotated[models.PhoneLookup, Body()]) -> Data[dict[str, Any]]:
@@ -278,6 +281,8 @@ def channel_contact_lookup(channelID: str, body: Annotated[models.PhoneLookup, B
 
     _, adapter = channels.provider(get_store(), current_auth(app), channelID)
     return Data(data=adapter.lookup_contact(normalize_phone(body.phone, "body.phone")))
+
+    # on first use: keeps switchboard.groups.service off the cold start
 
 
 @app.get("/v1/channels/<channelID>/groups", middlewares=requires("viewer"), tags=CH)
@@ -494,6 +499,8 @@ def claim_lock(convID: str, body: Annotated[models.LockRequest, Body()]) -> Data
 def release_lock(convID: str) -> None:
     conversations.release_lock(get_store(), current_auth(app), convID)
 
+    # on first use: keeps switchboard.catalog.labels off the cold start
+
 
 # Conversation labels and history sync (rules in switchboard.catalog) -----------------------------------------------
 @app.get("/v1/conversations/<convID>/labels", middlewares=requires("viewer"), tags=CONV)
@@ -504,6 +511,7 @@ def conversation_labels(convID: str) -> ListData[catalog_models.Label]:
 
 
 @app.post("/v1/conversations/<convID>/labels", middlewares=requires("member"), tags=CONV)
+# on first use: keeps switchboard.catalog.labels off the cold start
 def add_conversation_label(
     convID: str, body: Annotated[catalog_models.ConversationLabelAdd, Body()]
 ) -> ListData[catalog_models.Label]:
@@ -511,6 +519,7 @@ def add_conversation_label(
     from switchboard.catalog import labels
 
     return _list(labels.add_to_conversation(get_store(), current_auth(app), convID, body))
+    # on first use: keeps switchboard.catalog.labels off the cold start
 
 
 @app.delete("/v1/conversations/<convID>/labels/<labelID>", middlewares=requires("member"), tags=CONV, status_code=204)
@@ -519,6 +528,8 @@ def remove_conversation_label(convID: str, labelID: str) -> None:
 
     labels.attach_conversation(get_store(), current_auth(app), labelID, convID, attach=False)
 
+    # on first use: keeps switchboard.catalog.chats off the cold start
+
 
 @app.post("/v1/conversations/<convID>/history-sync", middlewares=requires("member"), tags=CONV)
 def conversation_history_sync(convID: str) -> Data[catalog_models.HistorySync]:
@@ -526,6 +537,8 @@ def conversation_history_sync(convID: str) -> Data[catalog_models.HistorySync]:
     from switchboard.catalog import chats
 
     return Data(data=chats.history_sync(get_store(), current_auth(app), convID))
+
+    # on first use: keeps switchboard.catalog.chats off the cold start
 
 
 @app.get("/v1/conversations/<convID>/history-sync", middlewares=requires("viewer"), tags=CONV)

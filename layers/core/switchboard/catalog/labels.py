@@ -281,6 +281,7 @@ def attach_conversation(
         changed=changed,
         labels=list(conv.get("labels") or []),
         provider_sync=sync,
+        # on first use: keeps switchboard.catalog.chats off the cold start
     )
 
 
@@ -288,6 +289,7 @@ def resolve_chat(store: Store, auth: AuthContext, chat_id: str, channel_id: str 
     """A conversation id from a chat reference: a conversation id, or the contact's phone / JID (on `channel_id`,
     or on the only channel where the contact has a conversation)."""
     from switchboard.catalog.chats import conversation_for_chat
+    # on first use: keeps switchboard.catalog.chats off the cold start
 
     org = auth.org_id
     if channel_id:
@@ -420,6 +422,7 @@ def message_label(
         labels=sorted(after.get("labels") or []),
         provider_sync=sync,
     )
+    # on first use: keeps switchboard.catalog.chats off the cold start
 
 
 def apply_engine_chat_label(store: Store, channel: Item, name: str, chat_phone: str, *, attach: bool) -> bool:

@@ -7,7 +7,7 @@ from typing import Any
 from switchboard import clock
 from switchboard.access import AuthContext
 from switchboard.audit import audit_put
-from switchboard.contacts import models, search
+from switchboard.contacts import models, search, tag_jobs
 from switchboard.contacts import repository as repo
 from switchboard.contacts.identifiers import Identifier
 from switchboard.contacts.service import get_item, not_found, resolve, view, write_contact
@@ -15,6 +15,7 @@ from switchboard.errors import Conflict, NotFound, ValidationFailed
 from switchboard.ids import new_id, new_ulid
 from switchboard.jobs import service as jobs
 from switchboard.paging import decode_cursor, encode_cursor, query_fingerprint
+from switchboard.providers import ProviderRejected, ProviderUnavailable, provider_for
 from switchboard.store import ConditionCheck, Delete, Put, Store, TxOp, Update
 
 Item = dict[str, Any]
@@ -168,8 +169,6 @@ def update_tag(store: Store, auth: AuthContext, tag_id: str, body: models.TagUpd
 
 
 def _start_cascade(org: str, tag_id: str, action: str) -> Put:
-    from switchboard.contacts import tag_jobs
-
     return jobs.start_op(tag_jobs.KIND, org, checkpoint={"tag_id": tag_id, "action": action, "cursor": None})
 
 
@@ -377,9 +376,9 @@ def _apply_provider_blocks(store: Store, auth: AuthContext, contact: Item, block
     """Mirror the block on every connected channel whose provider can block numbers (best effort: the stored
     block already stops our own sends; a provider that is down is recorded in the channel's log)."""
     from switchboard.messaging import channels
-    from switchboard.providers import ProviderRejected, ProviderUnavailable, provider_for
 
     numbers = {i["value"] for i in contact.get("identities", []) if Identifier(i["type"], i["value"]).space == "phone"}
+    # on first use: keeps switchboard.messaging.channels off the cold start
     if not numbers:
         return
     for channel in (c for c in channels.all_items(store, auth.org_id) if c.get("status") == "connected"):

@@ -47,6 +47,7 @@ from switchboard.errors import Conflict, DomainError
 from switchboard.events.outbox import outbox_put
 from switchboard.ids import ulid_bound
 from switchboard.store import Delete, Put, Store, TxOp, Update, keys
+from switchboard.webhooks import repository as webhooks
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -171,6 +172,8 @@ def _identities(store: Store, org: str, contact_id: str, checkpoint: Checkpoint)
     )
     return {"stage": "identities"}
 
+    # cascade stage: switchboard.cdp.events loads when the cascade runs, not for the contacts DELETE route
+
 
 def _children(store: Store, org: str, contact_id: str, checkpoint: Checkpoint) -> Checkpoint | None:
     from switchboard.cdp.events import event_sentinel
@@ -192,6 +195,8 @@ def _children(store: Store, org: str, contact_id: str, checkpoint: Checkpoint) -
                 ops.append(Delete(key=event_sentinel(org, child["event_id"])))
     store.transact(ops)
     return {"stage": "children"}
+
+    # cascade stage: loads when the cascade runs, not for the contacts DELETE route
 
 
 def _objects(store: Store, org: str, contact_id: str, checkpoint: Checkpoint) -> Checkpoint | None:
@@ -224,6 +229,8 @@ def _objects(store: Store, org: str, contact_id: str, checkpoint: Checkpoint) ->
     )
     return {"stage": "objects"}
 
+    # cascade stage: switchboard.cdp.crm loads when the cascade runs, not for the contacts DELETE route
+
 
 def _links(store: Store, org: str, contact_id: str, checkpoint: Checkpoint) -> Checkpoint | None:
     from switchboard.cdp import crm
@@ -236,6 +243,8 @@ def _links(store: Store, org: str, contact_id: str, checkpoint: Checkpoint) -> C
             continue  # unlinked meanwhile
     return {"stage": "links"} if page.items else _next("links")
 
+    # cascade stage: switchboard.cdp.segments loads when the cascade runs, not for the contacts DELETE route
+
 
 def _segments(store: Store, org: str, contact_id: str, checkpoint: Checkpoint) -> Checkpoint | None:
     from switchboard.cdp import segments
@@ -244,6 +253,8 @@ def _segments(store: Store, org: str, contact_id: str, checkpoint: Checkpoint) -
     if page.items:  # the contact is gone: it leaves each of these segments, counted out
         segments.refresh_contact(store, org, contact_id, segments=page.items)
     return {"stage": "segments", "cursor": page.last_key} if page.last_key else _next("segments")
+
+    # cascade stage: switchboard.messaging.conversations loads when the cascade runs, not for the contacts DELETE route
 
 
 def _channels(store: Store, org: str, contact_id: str, checkpoint: Checkpoint) -> Checkpoint | None:
@@ -256,6 +267,8 @@ def _channels(store: Store, org: str, contact_id: str, checkpoint: Checkpoint) -
     if page.last_key:
         return {"stage": "channels", "cursor": page.last_key, "conversations": found}
     return {"stage": "messages", "conversations": found}
+
+    # cascade stage: switchboard.messaging.conversations loads when the cascade runs, not for the contacts DELETE route
 
 
 def _messages(store: Store, org: str, contact_id: str, checkpoint: Checkpoint) -> Checkpoint | None:
@@ -286,6 +299,7 @@ def _messages(store: Store, org: str, contact_id: str, checkpoint: Checkpoint) -
 def _group_messages(store: Store, org: str, contact_id: str, checkpoint: Checkpoint) -> Checkpoint | None:
     """The person's messages in group conversations (GSI1 `ORG#<org>#CONTACTGROUPMSG#<ct>`), 12 per chunk: each
     redacted (which takes it off that list, so the next chunk reads the next ones) and its group conversation's
+    # cascade stage: loads when the cascade runs, not for the contacts DELETE route
     preview cleared (it may quote them)."""
     from switchboard.messaging import conversations, messages
 
@@ -337,8 +351,6 @@ def _outbox(store: Store, org: str, contact_id: str, checkpoint: Checkpoint) -> 
 
 
 def _deliveries(store: Store, org: str, contact_id: str, checkpoint: Checkpoint) -> Checkpoint | None:
-    from switchboard.webhooks import repository as webhooks
-
     tombstone = _tombstone(store, org, contact_id)
     needles = tombstone.get("needles") or [contact_id]
     deleted_at = tombstone.get("deleted_at") or clock.now_iso()

@@ -229,6 +229,7 @@ def _checked_attributes[B: models.ContactFields](store: Store, org: str, body: B
     if not body.attributes:
         return body
     from switchboard.cdp.fields import validate_attributes
+    # on first use: keeps switchboard.cdp.fields off the cold start
 
     checked = validate_attributes(store, org, body.attributes, path)
     return body.model_copy(update={"attributes": checked})

@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from switchboard import clock
+from switchboard import media as s3_media
 from switchboard.access import AuthContext
 from switchboard.audit import audit_put
 from switchboard.errors import Conflict, NotFound, ValidationFailed
@@ -282,6 +283,7 @@ def describe(
 def set_photo(
     store: Store, auth: AuthContext, ref: str, body: models.PhotoChange, channel_id: str | None = None
 ) -> models.Group:
+    # on first use: keeps switchboard.messaging.media off the cold start
     from switchboard.messaging import media
 
     group, provider = _active(store, auth, ref, channel_id)
@@ -290,7 +292,7 @@ def set_photo(
         media.get_asset(store, auth, body.asset_id)  # 404 unless it is the organization's upload
         asset = store.get(common.org_key(auth.org_id, f"ASSET#{body.asset_id}"))
         if asset and asset.get("object_key") and provider.platform == "whatsapp_cloud":  # Meta takes the file itself
-            from switchboard import media as s3_media
+            # on first use: keeps switchboard.providers.whatsapp_cloud off the cold start
             from switchboard.providers.whatsapp_cloud import GROUP_PHOTO_MAX
 
             data = s3_media.read_object(str(asset["object_key"]), GROUP_PHOTO_MAX)
@@ -298,8 +300,6 @@ def set_photo(
                 raise ValidationFailed.field("body.asset_id", "has no uploaded file yet")
             payload["image_bytes"], payload["mime_type"] = data, str(asset.get("content_type") or "")
         elif asset and asset.get("object_key") and provider.platform != "sandbox":  # engines fetch it by URL
-            from switchboard import media as s3_media
-
             payload["asset_url"] = s3_media.presign_download(str(asset["object_key"]))[0]
     answer = provider.groups("set_photo", payload)
     photo = None

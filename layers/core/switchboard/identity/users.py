@@ -214,6 +214,8 @@ def lookup(store: Store, auth: AuthContext, body: LookupRequest) -> LookupInfo:
         raise ValidationFailed.field("body.channel_id", "is required to look up a phone on a channel")
     # A phone is an account on the channel's network: its provider answers (400 unsupported_by_provider if it can't).
     from switchboard.contacts.identifiers import normalize_phone
+
+    # on first use: keeps switchboard.messaging.channels off the cold start
     from switchboard.messaging import channels
 
     phone = normalize_phone(body.phone or "", "body.phone")

@@ -10,6 +10,7 @@ from typing import Any
 from switchboard import clock, sealed
 from switchboard.access import AuthContext
 from switchboard.audit import audit_put
+from switchboard.config import get_settings
 from switchboard.contacts.identifiers import normalize_phone
 from switchboard.errors import Conflict, NotFound, UnsupportedByProvider, ValidationFailed
 from switchboard.ids import new_id, new_ulid
@@ -17,6 +18,7 @@ from switchboard.messaging import claims, models
 from switchboard.paging import decode_cursor, encode_cursor, query_fingerprint
 from switchboard.providers import ProviderRejected, ProviderUnavailable, provider_for
 from switchboard.providers.base import Provider, SessionStatus
+from switchboard.providers.registry import adapter_class
 from switchboard.store import Delete, Put, Store, TxOp, keys
 
 Item = dict[str, Any]
@@ -112,9 +114,6 @@ def log_entry(org: str, channel_id: str, event: str, detail: dict[str, Any] | No
 def check_config(item: Item) -> None:
     """The channel's adapter (its platform's, its engine's) accepts its config (400 `validation_failed` otherwise;
     an unknown platform or engine too)."""
-    from switchboard.config import get_settings
-    from switchboard.providers.registry import adapter_class
-
     adapter_class(item).check_config(item.get("config") or {}, local=get_settings().is_local)
 
 

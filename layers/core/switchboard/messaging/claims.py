@@ -31,6 +31,7 @@ def opened_config(channel: Item | None) -> dict[str, Any]:
     """The channel's config with sealed values opened, read through the adapter (the one accessor of its secrets)."""
     if not channel or channel.get("platform") != PLATFORM:
         return {}
+    # on first use: keeps switchboard.providers.whatsapp_cloud off the cold start
     from switchboard.providers.whatsapp_cloud import WhatsAppCloudProvider
 
     return WhatsAppCloudProvider(channel).config

@@ -29,8 +29,11 @@ import hmac
 import json
 from typing import Any
 
-from switchboard import clock
+from switchboard import aws, clock, sealed
+from switchboard.config import get_settings
 from switchboard.errors import Conflict, Forbidden, ServiceUnavailable, Unauthenticated, ValidationFailed
+from switchboard.identity import repository as identity_repository
+from switchboard.messaging import channels
 from switchboard.messaging.claims import PLATFORM, claim_key, config_text, opened_config, token_pk
 from switchboard.providers.base import InboundMessage, StatusCallback
 from switchboard.store import Put, Store, TxOp, keys
@@ -40,14 +43,12 @@ Item = dict[str, Any]
 
 def _token_of(store: Store, row: Item) -> str:
     """The verify token an index row stands for, read from its channel (opened config) or onboarding flow."""
-    from switchboard.messaging import channels
-
     org, sk = row["organization_id"], str(row["SK"])
     if sk.startswith("CHANNEL#"):
         channel = store.get(channels.channel_key(org, sk.removeprefix("CHANNEL#")))
         return config_text(opened_config(channel), "verify_token")
     if sk.startswith("WABAFLOW#"):
-        from switchboard import sealed
+        # on first use: keeps switchboard.waba.service off the cold start
         from switchboard.waba import service as waba
 
         flow = store.get(waba.flow_key(org, sk.removeprefix("WABAFLOW#")))
@@ -60,8 +61,6 @@ def _token_of(store: Store, row: Item) -> str:
 
 
 def channel_for_number(store: Store, phone_number_id: str) -> Item | None:
-    from switchboard.messaging import channels
-
     claim = store.get(claim_key(phone_number_id))
     if not claim:
         return None
@@ -101,6 +100,7 @@ def route(
 ) -> list[tuple[Item, list[Change]]]:
     """Each channel the body speaks for, with its changes; every channel's signature is checked before any is
     returned. `default` receives changes without `metadata.phone_number_id` (the per-channel URL)."""
+    # on first use: keeps switchboard.providers.whatsapp_cloud off the cold start
     from switchboard.providers.whatsapp_cloud import WhatsAppCloudProvider, changes_by_number, signature_of
 
     grouped = changes_by_number(body)  # a body that is not Meta's shape is 400 before anything else
@@ -137,8 +137,7 @@ def receive(store: Store, headers: dict[str, str], body: bytes, *, default: Item
     """Meta's callback, answered fast: the signature is checked here (401, nothing stored or queued, when it fails
     for any channel the body speaks for), then each verified change is queued (`CloudWebhookQueue`) for the
     `cloud_webhook` consumer, which processes it once (`process`)."""
-    from switchboard import aws
-    from switchboard.config import get_settings
+    # on first use: keeps switchboard.providers.whatsapp_cloud off the cold start
     from switchboard.providers.whatsapp_cloud import WhatsAppCloudProvider
 
     messages: list[str] = []
@@ -175,8 +174,6 @@ MAX_LOGGED_UPDATE = 8 * 1024  # characters of an update's JSON kept in the chann
 
 def _update_log(channel: Item, field: str, value: dict[str, Any]) -> Put:
     """A group, template or account update of the number, as a channel log entry (`GET /v1/channels/{id}/logs`)."""
-    from switchboard.messaging import channels
-
     detail: dict[str, Any] = {"field": field}
     kept = {k: v for k, v in value.items() if k not in ("messaging_product", "metadata")}
     if len(json.dumps(kept, default=str)) <= MAX_LOGGED_UPDATE:
@@ -199,8 +196,10 @@ def process(store: Store, org: str, channel_id: str, field: str, value: dict[str
     id) and apply their statuses; group updates follow into the channel's group records; every other update is a
     channel log entry. A change already processed (Meta retried it) changes nothing; a channel gone, of another
     platform, or of an organization pending deletion receives nothing."""
-    from switchboard.identity import repository as identity_repository
+    # on first use: keeps switchboard.messaging.channels, switchboard.messaging.messages off the cold start
     from switchboard.messaging import channels, messages
+
+    # on first use: keeps switchboard.providers.whatsapp_cloud off the cold start
     from switchboard.providers.whatsapp_cloud import GROUP_FIELDS, WhatsAppCloudProvider, group_events
 
     counts = {"received": 0, "statuses_applied": 0}
@@ -218,6 +217,7 @@ def process(store: Store, org: str, channel_id: str, field: str, value: dict[str
             elif isinstance(event, StatusCallback):
                 counts["statuses_applied"] += int(messages.status_callback(store, org, channel, event))
     elif field in GROUP_FIELDS:
+        # on first use: keeps switchboard.groups.service off the cold start
         from switchboard.groups import service as groups
 
         for group_event in group_events(field, value):

@@ -19,6 +19,7 @@ from boto3.dynamodb.types import TypeDeserializer, TypeSerializer
 from botocore.exceptions import ClientError
 
 from switchboard import aws
+from switchboard.config import get_settings
 from switchboard.errors import Conflict, DomainError, NotFound, ServiceUnavailable
 
 Item = dict[str, Any]
@@ -615,6 +616,4 @@ def _store_for(table_name: str) -> Store:
 
 
 def get_store() -> Store:
-    from switchboard.config import get_settings
-
     return _store_for(get_settings().table_name)

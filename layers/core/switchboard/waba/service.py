@@ -39,6 +39,7 @@ from urllib.parse import urlencode, urlsplit
 from switchboard import clock, sealed
 from switchboard.access import AuthContext
 from switchboard.audit import audit_put
+from switchboard.config import get_settings
 from switchboard.errors import Conflict, DomainError, ValidationFailed
 from switchboard.events.outbox import outbox_put
 from switchboard.ids import new_id, new_ulid
@@ -129,8 +130,6 @@ def _check_redirect(uri: str) -> str:
 
 
 def _base_url(body: models.OAuthStart) -> str:
-    from switchboard.config import get_settings
-
     settings = get_settings()
     if body.graph_base_url is None:
         return settings.graph_root
@@ -144,8 +143,6 @@ def _base_url(body: models.OAuthStart) -> str:
 
 def _app_credentials(org: str, body: models.OAuthStart) -> tuple[str, str | None]:
     """The app id and, when the flow brings its own app, its secret sealed for the record."""
-    from switchboard.config import get_settings
-
     settings = get_settings()
     if body.app_secret and not body.app_id:
         raise ValidationFailed.field("body.app_secret", "needs app_id: a secret belongs to one app")
@@ -162,8 +159,6 @@ def _app_credentials(org: str, body: models.OAuthStart) -> tuple[str, str | None
 def _authorize_url(base_url: str, app_id: str, config_id: str | None, redirect_uri: str | None, state: str) -> str:
     version = base_url.rsplit("/", 1)[-1]
     if not re.fullmatch(r"v[0-9]+\.[0-9]+", version):
-        from switchboard.config import get_settings
-
         version = get_settings().graph_api_version
     params = {"client_id": app_id, "state": state, "response_type": "code", "override_default_response_type": "true"}
     if redirect_uri:
@@ -175,8 +170,6 @@ def _authorize_url(base_url: str, app_id: str, config_id: str | None, redirect_u
 
 
 def start(store: Store, auth: AuthContext, body: models.OAuthStart) -> models.OAuthStarted:
-    from switchboard.config import get_settings
-
     org = auth.org_id
     redirect_uri = _check_redirect(body.redirect_uri) if body.redirect_uri else None
     base_url = _base_url(body)
@@ -461,7 +454,6 @@ def _finish_event(item: Item, body: models.SignupEvent, events: list[dict[str, A
 def _app_secret(item: Item) -> str:
     if item.get("app_secret_sealed"):
         return sealed.unseal(item["app_secret_sealed"], item["organization_id"])
-    from switchboard.config import get_settings
 
     secret = get_settings().meta_app_secret
     if secret is None:
@@ -573,6 +565,8 @@ def subscribe_webhook(
     store.transact(_put_flow(item, new, [audit]))
     return view(new)
 
+    # on first use: keeps switchboard.messaging.channels off the cold start
+
 
 # sync-meta ------------------------------------------------------------------------------------------------------------
 def sync_meta(store: Store, auth: AuthContext, body: models.ProgressStep) -> models.Progress:
@@ -624,6 +618,10 @@ def sync_meta(store: Store, auth: AuthContext, body: models.ProgressStep) -> mod
     ]
     store.transact(_put_flow(item, new, extra))
     return view(new)
+
+    # on first use: keeps switchboard.contacts.identifiers off the cold start
+
+    # on first use: keeps switchboard.messaging.models off the cold start
 
 
 def _channel_request(item: Item, phone: dict[str, Any]) -> Any:

@@ -446,6 +446,7 @@ def retry_delivery(store: Store, auth: AuthContext, msg_id: str) -> models.Deliv
 
 
 def recover(store: Store, auth: AuthContext, endpoint_id: str, since: str) -> models.RecoverResult:
+    # on first use: keeps switchboard.jobs.service off the cold start
     """Start the job that retries every failed (retrying, exhausted or canceled) delivery of the endpoint created
     since `since` (job kind `RECOVER_KIND`, `recover_chunk`); answers at once."""
     from switchboard.jobs import service as jobs
@@ -469,6 +470,7 @@ def recover_chunk(store: Store, job: Item) -> Any:
 
     Safe to run twice: the requeue's condition refuses a delivery this job requeued already (`recovered_by`), so a
     redelivered chunk never sends a delivery a second time; one it requeued whose message may have been lost (a
+    # on first use: keeps switchboard.jobs.service off the cold start
     crash between the write and the send) is still `pending` with the job's mark and gets the message again, with
     the same generation (the sender's claim makes two messages of one generation one attempt)."""
     from switchboard.jobs.service import Chunk
