@@ -11,7 +11,7 @@ from aws_lambda_powertools.event_handler.openapi.params import Body, Query
 from switchboard.api.app import create_resolver, make_handler
 from switchboard.api.auth import requires
 from switchboard.api.context import current_auth
-from switchboard.api.envelope import Data, ListData, Meta
+from switchboard.api.envelope import Data, ListData, cursor_list, whole_list
 from switchboard.api.lazy import lazy_module
 from switchboard.store import get_store
 
@@ -43,18 +43,14 @@ FIELDS, STAGES, EVENTS, OBJECTS, SEGMENTS, TEMPLATES, IMPORTS = (
 )
 
 
-def _list[T](items: list[T]) -> ListData[T]:
-    return ListData(data=items, meta=Meta(has_more=False, limit=len(items), total=len(items)))
-
-
 def _page[T](items: list[T], limit: int, cursor: str | None) -> ListData[T]:
-    return ListData(data=items, meta=Meta(has_more=cursor is not None, limit=limit, cursor=cursor))
+    return cursor_list(items, limit, cursor)
 
 
 # Custom fields --------------------------------------------------------------------------------------------------------
 @app.get("/v1/cdp/custom-fields", middlewares=requires("viewer"), tags=FIELDS)
 def list_custom_fields() -> ListData[models.CustomField]:
-    return _list(fields.list_fields(get_store(), current_auth(app)))
+    return whole_list(fields.list_fields(get_store(), current_auth(app)))
 
 
 @app.post("/v1/cdp/custom-fields", middlewares=requires("member"), tags=FIELDS, status_code=201)
@@ -84,7 +80,7 @@ def delete_custom_field(fieldID: str) -> None:
 @app.get("/v1/cdp/lifecycle-stages", middlewares=requires("viewer"), tags=STAGES)
 def list_lifecycle_stages() -> ListData[models.Stage]:
     """In funnel order (`position`)."""
-    return _list(stages.list_stages(get_store(), current_auth(app)))
+    return whole_list(stages.list_stages(get_store(), current_auth(app)))
 
 
 @app.post("/v1/cdp/lifecycle-stages", middlewares=requires("member"), tags=STAGES, status_code=201)
@@ -170,7 +166,7 @@ def activity_log(
 # Object types -----------------------------------------------------------------------------------------------------
 @app.get("/v1/cdp/object-types", middlewares=requires("viewer"), tags=OBJECTS)
 def list_object_types() -> ListData[models.ObjectType]:
-    return _list(objects.list_types(get_store(), current_auth(app)))
+    return whole_list(objects.list_types(get_store(), current_auth(app)))
 
 
 @app.post("/v1/cdp/object-types", middlewares=requires("member"), tags=OBJECTS, status_code=201)
@@ -196,7 +192,7 @@ def delete_object_type(objectTypeID: str) -> None:
 
 @app.get("/v1/cdp/object-types/<objectTypeID>/fields", middlewares=requires("viewer"), tags=OBJECTS)
 def list_object_type_fields(objectTypeID: str) -> ListData[models.ObjectField]:
-    return _list(objects.list_type_fields(get_store(), current_auth(app), objectTypeID))
+    return whole_list(objects.list_type_fields(get_store(), current_auth(app), objectTypeID))
 
 
 @app.post("/v1/cdp/object-types/<objectTypeID>/fields", middlewares=requires("member"), tags=OBJECTS, status_code=201)
@@ -209,7 +205,7 @@ def reorder_object_type_fields(
     objectTypeID: str, body: Annotated[models.FieldReorder, Body()]
 ) -> ListData[models.ObjectField]:
     """`field_ids`: every field id of the type, in the new order."""
-    return _list(objects.reorder_fields(get_store(), current_auth(app), objectTypeID, body))
+    return whole_list(objects.reorder_fields(get_store(), current_auth(app), objectTypeID, body))
 
 
 @app.get("/v1/cdp/object-types/<objectTypeID>/fields/<fieldID>", middlewares=requires("viewer"), tags=OBJECTS)
@@ -358,7 +354,7 @@ def get_contacts_import(importID: str) -> Data[models.ImportReport]:
 # Segments -------------------------------------------------------------------------------------------------------------
 @app.get("/v1/cdp/segments", middlewares=requires("viewer"), tags=SEGMENTS)
 def list_segments() -> ListData[models.Segment]:
-    return _list(segments.list_segments(get_store(), current_auth(app)))
+    return whole_list(segments.list_segments(get_store(), current_auth(app)))
 
 
 @app.post("/v1/cdp/segments", middlewares=requires("member"), tags=SEGMENTS, status_code=201)
@@ -395,7 +391,7 @@ def list_segment_members(segmentID: str, limit: Limit = 20, cursor: Cursor = Non
 @app.get("/v1/cdp/templates", middlewares=requires("viewer"), tags=TEMPLATES)
 def list_cdp_templates() -> ListData[models.Template]:
     """Built-in templates first, then the organization's own."""
-    return _list(templates.list_templates(get_store(), current_auth(app)))
+    return whole_list(templates.list_templates(get_store(), current_auth(app)))
 
 
 @app.post("/v1/cdp/templates", middlewares=requires("admin"), tags=TEMPLATES, status_code=201)

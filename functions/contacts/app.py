@@ -10,7 +10,7 @@ from aws_lambda_powertools.event_handler.openapi.params import Body, Query
 from switchboard.api.app import create_resolver, make_handler
 from switchboard.api.auth import requires
 from switchboard.api.context import current_auth, header
-from switchboard.api.envelope import Data, ListData, Meta
+from switchboard.api.envelope import Data, ListData, cursor_list, whole_list
 from switchboard.api.lazy import lazy_module
 from switchboard.errors import ValidationFailed
 from switchboard.store import get_store
@@ -25,10 +25,6 @@ else:  # the models when a route's dependant is first built, the rules when a ro
 
 app = create_resolver()
 TAGS = ["contacts"]
-
-
-def _list[T](items: list[T]) -> ListData[T]:
-    return ListData(data=items, meta=Meta(has_more=False, limit=len(items), total=len(items)))
 
 
 def _if_match() -> int | None:
@@ -77,7 +73,7 @@ def list_contacts(
         updated_since=updated_since,
         q=q,
     )
-    return ListData(data=items, meta=Meta(has_more=next_cursor is not None, limit=limit, cursor=next_cursor))
+    return cursor_list(items, limit, next_cursor)
 
 
 @app.post("/v1/contacts/resolve", middlewares=requires("viewer"), tags=TAGS)
@@ -133,7 +129,7 @@ def merge_contacts(contactID: str, body: Annotated[models.MergeRequest, Body()])
 
 @app.get("/v1/contacts/<contactID>/identities", middlewares=requires("viewer"), tags=TAGS)
 def list_identities(contactID: str) -> ListData[models.Identity]:
-    return _list(service.identities(get_store(), current_auth(app), contactID))
+    return whole_list(service.identities(get_store(), current_auth(app), contactID))
 
 
 @app.get("/v1/contacts/<contactID>/notes", middlewares=requires("viewer"), tags=TAGS)
@@ -143,7 +139,7 @@ def list_notes(
     cursor: Annotated[str | None, Query(max_length=2048)] = None,
 ) -> ListData[models.Note]:
     notes, next_cursor = children.list_notes(get_store(), current_auth(app), contactID, limit, cursor)
-    return ListData(data=notes, meta=Meta(has_more=next_cursor is not None, limit=limit, cursor=next_cursor))
+    return cursor_list(notes, limit, next_cursor)
 
 
 @app.post("/v1/contacts/<contactID>/notes", middlewares=requires("member"), tags=TAGS, status_code=201)
@@ -168,7 +164,7 @@ def delete_note(contactID: str, noteID: str) -> None:
 
 @app.get("/v1/contacts/<contactID>/tags", middlewares=requires("viewer"), tags=TAGS)
 def list_contact_tags(contactID: str) -> ListData[models.AssignedTag]:
-    return _list(children.list_contact_tags(get_store(), current_auth(app), contactID))
+    return whole_list(children.list_contact_tags(get_store(), current_auth(app), contactID))
 
 
 @app.post("/v1/contacts/<contactID>/tags", middlewares=requires("member"), tags=TAGS, status_code=201)
@@ -192,12 +188,12 @@ def put_consent(contactID: str, channel: str, body: Annotated[models.ConsentIn, 
 
 @app.get("/v1/contacts/<contactID>/consents", middlewares=requires("viewer"), tags=TAGS)
 def list_consents(contactID: str) -> ListData[models.Consent]:
-    return _list(children.list_consents(get_store(), current_auth(app), contactID))
+    return whole_list(children.list_consents(get_store(), current_auth(app), contactID))
 
 
 @app.get("/v1/contacts/<contactID>/suppressions", middlewares=requires("viewer"), tags=TAGS)
 def list_suppressions(contactID: str) -> ListData[models.Suppression]:
-    return _list(children.list_suppressions(get_store(), current_auth(app), contactID))
+    return whole_list(children.list_suppressions(get_store(), current_auth(app), contactID))
 
 
 @app.post(
@@ -223,7 +219,7 @@ TAG_TAGS = ["contact-tags"]
 
 @app.get("/v1/contact-tags", middlewares=requires("viewer"), tags=TAG_TAGS)
 def list_tags() -> ListData[models.Tag]:
-    return _list(children.list_tags(get_store(), current_auth(app)))
+    return whole_list(children.list_tags(get_store(), current_auth(app)))
 
 
 @app.post("/v1/contact-tags", middlewares=requires("member"), tags=TAG_TAGS, status_code=201)

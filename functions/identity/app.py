@@ -12,9 +12,9 @@ from switchboard import audit, clock
 from switchboard.api.app import create_resolver, make_handler
 from switchboard.api.auth import authenticated, requires
 from switchboard.api.context import base_url, current_auth, header, source_ip
-from switchboard.api.envelope import Data, ListData, Meta
+from switchboard.api.envelope import Data, ListData, Meta, cursor_list, whole_list
 from switchboard.api.lazy import lazy_module
-from switchboard.api.pagination import decode_cursor, encode_cursor, query_fingerprint
+from switchboard.api.pagination import query_fingerprint, read_page
 from switchboard.models import BaseModel
 from switchboard.store import get_store
 
@@ -33,10 +33,6 @@ else:  # the models when a route's dependant is first built, the rules when a ro
     users = lazy_module("switchboard.identity.users")
 
 app = create_resolver()
-
-
-def _list[T](items: list[T]) -> ListData[T]:
-    return ListData(data=items, meta=Meta(has_more=False, limit=len(items), total=len(items)))
 
 
 class EventAccepted(BaseModel):
@@ -156,7 +152,7 @@ SETTINGS = ["settings"]
 def list_sessions() -> ListData[models.Session]:
     auth = current_auth(app)
     rows = sessions.list_sessions(get_store(), accounts.require_user(auth))
-    return _list(
+    return whole_list(
         [
             models.Session(
                 id=r["id"],
@@ -234,7 +230,7 @@ def restore_organization() -> Data[models.Organization]:
 
 @app.get("/v1/organizations", middlewares=authenticated(), tags=ORGS, summary="The caller's organizations")
 def list_organizations() -> ListData[models.OrganizationWithRole]:
-    return _list(organizations.list_my_organizations(get_store(), current_auth(app)))
+    return whole_list(organizations.list_my_organizations(get_store(), current_auth(app)))
 
 
 @app.post("/v1/organizations", middlewares=authenticated(), tags=ORGS, status_code=201)
@@ -275,7 +271,7 @@ INVITES = ["invitations"]
 
 @app.get("/v1/invitations", middlewares=requires("admin"), tags=INVITES)
 def list_invitations() -> ListData[models.Invitation]:
-    return _list(organizations.list_invitations(get_store(), current_auth(app)))
+    return whole_list(organizations.list_invitations(get_store(), current_auth(app)))
 
 
 @app.post("/v1/invitations", middlewares=requires("admin"), tags=INVITES, status_code=201)
@@ -307,7 +303,7 @@ TEAMS = ["teams"]
 
 @app.get("/v1/teams", middlewares=requires("viewer"), tags=TEAMS)
 def list_teams() -> ListData[models.Team]:
-    return _list(organizations.list_teams(get_store(), current_auth(app)))
+    return whole_list(organizations.list_teams(get_store(), current_auth(app)))
 
 
 @app.post("/v1/teams", middlewares=requires("admin"), tags=TEAMS, status_code=201)
@@ -332,7 +328,7 @@ def delete_team(teamID: str) -> None:
 
 @app.get("/v1/teams/<teamID>/members", middlewares=requires("viewer"), tags=TEAMS)
 def list_team_members(teamID: str) -> ListData[models.TeamMember]:
-    return _list(organizations.list_team_members(get_store(), current_auth(app), teamID))
+    return whole_list(organizations.list_team_members(get_store(), current_auth(app), teamID))
 
 
 @app.post("/v1/teams/<teamID>/members", middlewares=requires("admin"), tags=TEAMS, status_code=201)
@@ -351,7 +347,7 @@ KEYS = ["api-keys"]
 
 @app.get("/v1/api-keys", middlewares=requires("admin"), tags=KEYS, summary="List API keys")
 def list_api_keys() -> ListData[models.ApiKey]:
-    return _list(apikeys.list_api_keys(get_store(), current_auth(app)))
+    return whole_list(apikeys.list_api_keys(get_store(), current_auth(app)))
 
 
 @app.post("/v1/api-keys", middlewares=requires("admin"), tags=KEYS, status_code=201, summary="Create an API key")
@@ -393,11 +389,14 @@ def list_audit_logs(
         "target_id": target_id,
     }
     fingerprint = query_fingerprint("audit-logs", filters)
-    start = decode_cursor(cursor, auth.org_id, fingerprint)
-    items, last = audit.list_audit(get_store(), auth.org_id, limit=limit, start_key=start, **filters)
-    next_cursor = encode_cursor(auth.org_id, fingerprint, last)
+    items, next_cursor = read_page(
+        auth.org_id,
+        fingerprint,
+        cursor,
+        lambda start: audit.list_audit(get_store(), auth.org_id, limit=limit, start_key=start, **filters),
+    )
     entries = [models.AuditEntry.model_validate(i) for i in items]
-    return ListData(data=entries, meta=Meta(has_more=next_cursor is not None, limit=limit, cursor=next_cursor))
+    return cursor_list(entries, limit, next_cursor)
 
 
 # The signed-in user's own area ------------------------------------------------------------------------------------
@@ -437,12 +436,12 @@ def put_privacy(body: Annotated[users.Privacy, Body()]) -> Data[users.Privacy]:
 
 @app.get("/v1/users/me/blocklist", middlewares=authenticated(), tags=USERS)
 def get_blocklist() -> ListData[users.BlockedUser]:
-    return _list(users.blocklist(get_store(), current_auth(app)))
+    return whole_list(users.blocklist(get_store(), current_auth(app)))
 
 
 @app.get("/v1/users/me/blocks", middlewares=authenticated(), tags=USERS)
 def list_blocks() -> ListData[users.BlockedUser]:
-    return _list(users.blocklist(get_store(), current_auth(app)))
+    return whole_list(users.blocklist(get_store(), current_auth(app)))
 
 
 @app.post("/v1/users/me/blocks", middlewares=authenticated(), tags=USERS, status_code=201)
@@ -457,7 +456,7 @@ def unblock_user(userRef: str) -> None:
 
 @app.get("/v1/users/me/contacts", middlewares=authenticated(), tags=USERS)
 def my_contacts() -> ListData[users.Contact]:
-    return _list(users.contacts(get_store(), current_auth(app)))
+    return whole_list(users.contacts(get_store(), current_auth(app)))
 
 
 @app.post("/v1/users/lookup/check", middlewares=requires("member"), tags=USERS)

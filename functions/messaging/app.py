@@ -11,7 +11,7 @@ from aws_lambda_powertools.event_handler.openapi.params import Body, Path, Query
 from switchboard.api.app import PUBLIC, create_resolver, make_handler
 from switchboard.api.auth import public, requires
 from switchboard.api.context import current_auth
-from switchboard.api.envelope import Data, ListData, Meta
+from switchboard.api.envelope import Data, ListData, Meta, cursor_list, whole_list
 from switchboard.api.lazy import lazy_module
 from switchboard.errors import ValidationFailed
 from switchboard.identity.passwords import hash_password
@@ -45,10 +45,6 @@ MessageId = Annotated[
 CH = ["channels"]
 MSG = ["messages"]
 CONV = ["conversations"]
-
-
-def _list[T](items: list[T]) -> ListData[T]:
-    return ListData(data=items, meta=Meta(has_more=False, limit=len(items), total=len(items)))
 
 
 # Channels ----------------------------------------------------------------------------------------------------------
@@ -125,7 +121,7 @@ def channel_logs(
     cursor: Annotated[str | None, Query(max_length=2048)] = None,
 ) -> ListData[models.ChannelLog]:
     items, nxt = channels.logs(get_store(), current_auth(app), channelID, limit, cursor)
-    return ListData(data=items, meta=Meta(has_more=nxt is not None, limit=limit, cursor=nxt))
+    return cursor_list(items, limit, nxt)
 
 
 @app.get("/v1/channels/<channelID>/qr", middlewares=requires("admin"), tags=CH)
@@ -134,13 +130,12 @@ def channel_qr(channelID: str) -> Data[models.QrCode]:
     qr = adapter.qr()
     return Data(data=models.QrCode(channel_id=item["id"], qr=qr["qr"], expires_in=qr.get("expires_in")))
 
-    # on first use: keeps switchboard.contacts.identifiers off the cold start
-
 
 @app.post("/v1/channels/<channelID>/pairing-code", middlewares=requires("admin"), tags=CH)
 def channel_pairing_code(
     channelID: str, body: Annotated[models.PairingCodeRequest, Body()]
 ) -> Data[models.PairingCode]:
+    # on first use: keeps switchboard.contacts.identifiers off the cold start
     from switchboard.contacts.identifiers import normalize_phone
 
     item, adapter = channels.provider(get_store(), current_auth(app), channelID)
@@ -252,7 +247,7 @@ def put_network_proxy(channelID: str, body: Annotated[models.Proxy, Body()]) -> 
 
 @app.get("/v1/channels/<channelID>/blocked-contacts", middlewares=requires("viewer"), tags=CH)
 def list_blocked_on_channel(channelID: str) -> ListData[models.BlockedOnChannel]:
-    return _list(media.blocked_on_channel(get_store(), current_auth(app), channelID))
+    return whole_list(media.blocked_on_channel(get_store(), current_auth(app), channelID))
 
 
 @app.post("/v1/channels/<channelID>/blocked-contacts", middlewares=requires("member"), tags=CH)
@@ -269,28 +264,26 @@ def channel_contacts(
 ) -> ListData[dict[str, Any]]:
     """The stored contacts that have a conversation on this channel, a page at a time (by contact id)."""
     items, nxt = media.channel_contacts(get_store(), current_auth(app), channelID, limit, cursor)
-    return ListData(data=items, meta=Meta(has_more=nxt is not None, limit=limit, cursor=nxt))
-
-    # on first use: keeps switchboard.contacts.identifiers off the cold start
+    return cursor_list(items, limit, nxt)
 
 
 @app.post("/v1/channels/<channelID>/contacts/lookup", middlewares=requires("member"), tags=CH)
 def channel_contact_lookup(channelID: str, body: Annotated[models.PhoneLookup, Body()]) -> Data[dict[str, Any]]:
     """The provider's profile lookup for a number (not the stored contacts)."""
+    # on first use: keeps switchboard.contacts.identifiers off the cold start
     from switchboard.contacts.identifiers import normalize_phone
 
     _, adapter = channels.provider(get_store(), current_auth(app), channelID)
     return Data(data=adapter.lookup_contact(normalize_phone(body.phone, "body.phone")))
 
-    # on first use: keeps switchboard.groups.service off the cold start
-
 
 @app.get("/v1/channels/<channelID>/groups", middlewares=requires("viewer"), tags=CH)
 def channel_groups(channelID: str) -> ListData[group_models.Group]:
     """The channel's active groups (`/v1/groups` records); 400 `unsupported_by_provider` without groups."""
+    # on first use: keeps switchboard.groups.service off the cold start
     from switchboard.groups import service as groups
 
-    return _list(groups.channel_groups(get_store(), current_auth(app), channelID))
+    return whole_list(groups.channel_groups(get_store(), current_auth(app), channelID))
 
 
 @app.get("/v1/channels/<channelID>/media/<mediaID>", middlewares=requires("member"), tags=CH)
@@ -381,7 +374,7 @@ def list_assets(
     cursor: Annotated[str | None, Query(max_length=2048)] = None,
 ) -> ListData[media.Asset]:
     items, nxt = media.list_assets(get_store(), current_auth(app), limit, cursor)
-    return ListData(data=items, meta=Meta(has_more=nxt is not None, limit=limit, cursor=nxt))
+    return cursor_list(items, limit, nxt)
 
 
 @app.get("/v1/media/assets/<assetID>", middlewares=requires("viewer"), tags=["media"])
@@ -416,7 +409,7 @@ def list_conversations(
         channel_id=channel_id,
         unread=unread,
     )
-    return ListData(data=items, meta=Meta(has_more=nxt is not None, limit=limit, cursor=nxt))
+    return cursor_list(items, limit, nxt)
 
 
 @app.get("/v1/conversations/<convID>", middlewares=requires("viewer"), tags=CONV)
@@ -431,7 +424,7 @@ def conversation_messages(
     cursor: Annotated[str | None, Query(max_length=2048)] = None,
 ) -> ListData[models.ConversationMessage]:
     items, nxt = conversations.messages(get_store(), current_auth(app), convID, limit, cursor)
-    return ListData(data=items, meta=Meta(has_more=nxt is not None, limit=limit, cursor=nxt))
+    return cursor_list(items, limit, nxt)
 
 
 def _action(conv_id: str, action: str) -> Data[models.Conversation]:
@@ -499,51 +492,48 @@ def claim_lock(convID: str, body: Annotated[models.LockRequest, Body()]) -> Data
 def release_lock(convID: str) -> None:
     conversations.release_lock(get_store(), current_auth(app), convID)
 
-    # on first use: keeps switchboard.catalog.labels off the cold start
-
 
 # Conversation labels and history sync (rules in switchboard.catalog) -----------------------------------------------
 @app.get("/v1/conversations/<convID>/labels", middlewares=requires("viewer"), tags=CONV)
 def conversation_labels(convID: str) -> ListData[catalog_models.Label]:
+    # on first use: keeps switchboard.catalog.labels off the cold start
     from switchboard.catalog import labels
 
-    return _list(labels.conversation_labels(get_store(), current_auth(app), convID))
+    return whole_list(labels.conversation_labels(get_store(), current_auth(app), convID))
 
 
 @app.post("/v1/conversations/<convID>/labels", middlewares=requires("member"), tags=CONV)
-# on first use: keeps switchboard.catalog.labels off the cold start
 def add_conversation_label(
     convID: str, body: Annotated[catalog_models.ConversationLabelAdd, Body()]
 ) -> ListData[catalog_models.Label]:
     """`{label_id}` or `{name}` (a new name joins `/v1/labels`); answers the conversation's labels."""
+    # on first use: keeps switchboard.catalog.labels off the cold start
     from switchboard.catalog import labels
 
-    return _list(labels.add_to_conversation(get_store(), current_auth(app), convID, body))
-    # on first use: keeps switchboard.catalog.labels off the cold start
+    return whole_list(labels.add_to_conversation(get_store(), current_auth(app), convID, body))
 
 
 @app.delete("/v1/conversations/<convID>/labels/<labelID>", middlewares=requires("member"), tags=CONV, status_code=204)
 def remove_conversation_label(convID: str, labelID: str) -> None:
+    # on first use: keeps switchboard.catalog.labels off the cold start
     from switchboard.catalog import labels
 
     labels.attach_conversation(get_store(), current_auth(app), labelID, convID, attach=False)
-
-    # on first use: keeps switchboard.catalog.chats off the cold start
 
 
 @app.post("/v1/conversations/<convID>/history-sync", middlewares=requires("member"), tags=CONV)
 def conversation_history_sync(convID: str) -> Data[catalog_models.HistorySync]:
     """Records a history sync request; the sandbox completes it at once with the messages already stored."""
+    # on first use: keeps switchboard.catalog.chats off the cold start
     from switchboard.catalog import chats
 
     return Data(data=chats.history_sync(get_store(), current_auth(app), convID))
-
-    # on first use: keeps switchboard.catalog.chats off the cold start
 
 
 @app.get("/v1/conversations/<convID>/history-sync", middlewares=requires("viewer"), tags=CONV)
 def last_conversation_history_sync(convID: str) -> Data[catalog_models.HistorySync]:
     """The latest history sync request of the conversation."""
+    # on first use: keeps switchboard.catalog.chats off the cold start
     from switchboard.catalog import chats
 
     return Data(data=chats.last_history_sync(get_store(), current_auth(app), convID))

@@ -11,7 +11,7 @@ from aws_lambda_powertools.event_handler.openapi.params import Body, Query
 from switchboard.api.app import create_resolver, make_handler
 from switchboard.api.auth import requires
 from switchboard.api.context import current_auth
-from switchboard.api.envelope import Data, ListData, Meta
+from switchboard.api.envelope import Data, ListData, Meta, cursor_list, whole_list
 from switchboard.api.lazy import lazy_module
 from switchboard.store import get_store
 
@@ -54,7 +54,7 @@ def update_billing(body: Annotated[billing_models.BillingUpdate, Body()]) -> Dat
 @app.get("/v1/settings/billing/plans", middlewares=requires("owner"), tags=BILLING)
 def list_plans() -> ListData[billing_models.PlanView]:
     items = billing.plans()
-    return ListData(data=items, meta=Meta(has_more=False, limit=len(items), total=len(items)))
+    return whole_list(items)
 
 
 @app.get(INVOICES, middlewares=requires("owner"), tags=BILLING)
@@ -65,7 +65,7 @@ def list_invoices(
 ) -> ListData[billing_models.Invoice]:
     """Newest first."""
     items, nxt = invoices.list_invoices(get_store(), current_auth(app), limit, cursor, status)
-    return ListData(data=items, meta=Meta(has_more=nxt is not None, limit=limit, cursor=nxt))
+    return cursor_list(items, limit, nxt)
 
 
 @app.post(
@@ -150,7 +150,7 @@ def list_integrations() -> ListData[settings_models.Integration]:
 def integration_catalog() -> ListData[settings_models.IntegrationType]:
     """The integration types and their fields (which are required, which are secret)."""
     items = integrations.catalog()
-    return ListData(data=items, meta=Meta(has_more=False, limit=len(items), total=len(items)))
+    return whole_list(items)
 
 
 @app.post("/v1/settings/integrations", middlewares=requires("admin"), tags=INTEGRATIONS, status_code=201)
@@ -185,7 +185,7 @@ def delete_integration(integrationID: str) -> None:
 def list_notification_preferences() -> ListData[settings_models.NotificationPreferences]:
     """Every member's e-mail preferences (the defaults of their role where they set nothing)."""
     items = notifications.list_preferences(get_store(), current_auth(app))
-    return ListData(data=items, meta=Meta(has_more=False, limit=len(items), total=len(items)))
+    return whole_list(items)
 
 
 @app.get("/v1/settings/notifications/<userID>", middlewares=requires("admin"), tags=NOTIFICATIONS)

@@ -10,7 +10,7 @@ from aws_lambda_powertools.event_handler.openapi.params import Body, Query
 from switchboard.api.app import create_resolver, make_handler
 from switchboard.api.auth import requires
 from switchboard.api.context import base_url, current_auth
-from switchboard.api.envelope import Data, ListData, Meta
+from switchboard.api.envelope import Data, ListData, cursor_list, whole_list
 from switchboard.api.lazy import lazy_module
 from switchboard.store import get_store
 
@@ -36,7 +36,7 @@ def webhook_settings() -> Data[models.WebhookSettings]:
 @app.get(f"{BASE}/endpoints", middlewares=ADMIN, tags=WH, summary="List endpoints")
 def list_endpoints() -> ListData[models.Endpoint]:
     endpoints = service.settings_view(get_store(), current_auth(app)).endpoints
-    return ListData(data=endpoints, meta=Meta(has_more=False, limit=len(endpoints), total=len(endpoints)))
+    return whole_list(endpoints)
 
 
 @app.post(f"{BASE}/endpoints", middlewares=ADMIN, tags=WH, status_code=201, summary="Create an endpoint")
@@ -125,7 +125,7 @@ def list_deliveries(
         event_type=event_type,
         since=since,
     )
-    return ListData(data=items, meta=Meta(has_more=nxt is not None, limit=limit, cursor=nxt))
+    return cursor_list(items, limit, nxt)
 
 
 @app.get(f"{BASE}/deliveries/<messageID>/attempts", middlewares=ADMIN, tags=WH, summary="List a delivery's attempts")
@@ -136,7 +136,7 @@ def list_attempts(
 ) -> ListData[models.Attempt]:
     """Newest first."""
     items, nxt = service.list_attempts(get_store(), current_auth(app), messageID, limit=limit, cursor=cursor)
-    return ListData(data=items, meta=Meta(has_more=nxt is not None, limit=limit, cursor=nxt))
+    return cursor_list(items, limit, nxt)
 
 
 @app.post(

@@ -10,6 +10,7 @@ import base64
 import hashlib
 import hmac
 import json
+from collections.abc import Callable
 from typing import Any
 
 from switchboard.config import get_settings
@@ -70,10 +71,26 @@ def cursor_page(
     **query: Any,
 ) -> tuple[list[dict[str, Any]], str | None]:
     """`Store.filtered_page` from an opaque cursor, answering the items and the next cursor: the cursor round trip of
-    every filtered list. `pk` defaults to the organization's partition; `query` is the key condition, order,
-    `filters` and `keep` of `filtered_page`."""
-    start = decode_cursor(cursor, org_id, fingerprint)
-    items, last = store.filtered_page(pk or keys.org_pk(org_id), limit=limit, start_key=start, **query)
+    every list read from one key range. `pk` defaults to the organization's partition; `query` is the key condition,
+    order, `filters` and `keep` of `filtered_page`."""
+    return read_page(
+        org_id,
+        fingerprint,
+        cursor,
+        lambda start: store.filtered_page(pk or keys.org_pk(org_id), limit=limit, start_key=start, **query),
+    )
+
+
+def read_page(
+    org_id: str,
+    fingerprint: str,
+    cursor: str | None,
+    read: Callable[[dict[str, Any] | None], tuple[list[Any], dict[str, Any] | None]],
+) -> tuple[list[Any], str | None]:
+    """The cursor round trip of a list that reads its own way (a search, one of several indexes, a provider's
+    continuation): `read` takes the continuation key the cursor carries (None: from the start) and answers the page
+    and the key to continue from (None: the end)."""
+    items, last = read(decode_cursor(cursor, org_id, fingerprint))
     return items, encode_cursor(org_id, fingerprint, last)
 
 

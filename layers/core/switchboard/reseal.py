@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from switchboard.errors import Conflict
-from switchboard.store import Store, get_store
+from switchboard.store import Store, get_store, versioned
 from switchboard.store.table import deserialize, serialize_key
 
 Item = dict[str, Any]
@@ -69,9 +69,7 @@ def _write(store: Store, item: Item) -> bool:
         try:
             store.put(
                 new,
-                condition="#v = :v",
-                names={"#v": "version"},
-                values={":v": item.get("version")},
+                **versioned(item.get("version")),
                 error=Conflict("changed meanwhile"),
             )
             return True

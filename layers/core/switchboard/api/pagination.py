@@ -1,5 +1,5 @@
 """Pagination for route handlers: the cursors and list metadata of `switchboard.paging`, under their API name."""
 
-from switchboard.paging import cursor_page, decode_cursor, encode_cursor, list_meta, query_fingerprint
+from switchboard.paging import cursor_page, decode_cursor, encode_cursor, list_meta, query_fingerprint, read_page
 
-__all__ = ["cursor_page", "decode_cursor", "encode_cursor", "list_meta", "query_fingerprint"]
+__all__ = ["cursor_page", "decode_cursor", "encode_cursor", "list_meta", "query_fingerprint", "read_page"]

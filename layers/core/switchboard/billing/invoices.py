@@ -28,7 +28,7 @@ from switchboard.events.outbox import outbox_put
 from switchboard.ids import new_id
 from switchboard.mail import Mail, get_mail_sender
 from switchboard.paging import cursor_page, query_fingerprint
-from switchboard.store import Delete, Put, Store, TxOp, Update, keys
+from switchboard.store import Delete, Put, Store, TxOp, Update, keys, versioned
 
 Item = dict[str, Any]
 TRANSITIONS: dict[str, frozenset[str]] = {
@@ -259,9 +259,7 @@ def _write(store: Store, auth: AuthContext, old: Item, new: Item, action: str, e
         [
             Put(
                 item=new,
-                condition="#v = :v AND #s = :s",
-                names={"#v": "version", "#s": "status"},
-                values={":v": old["version"], ":s": old["status"]},
+                **versioned(old["version"], condition="#s = :s", names={"#s": "status"}, values={":s": old["status"]}),
                 error=Conflict("The invoice changed meanwhile; retry."),
             ),
             audit_put(

@@ -16,9 +16,9 @@ from switchboard.events.outbox import outbox_put
 from switchboard.ids import new_id
 from switchboard.jobs import service as jobs
 from switchboard.lazy import lazy_module
-from switchboard.paging import decode_cursor, encode_cursor, query_fingerprint
+from switchboard.paging import cursor_page, query_fingerprint
 from switchboard.providers import ProviderUnavailable, provider_for
-from switchboard.store import ConditionCheck, Delete, Put, Store, TxOp, Update, keys
+from switchboard.store import ConditionCheck, Delete, Put, Store, TxOp, Update, keys, versioned
 
 if TYPE_CHECKING:
     from switchboard.messaging import channels, conversations, status
@@ -103,10 +103,8 @@ def list_labels(
 ) -> tuple[list[models.Label], str | None]:
     org = auth.org_id
     fingerprint = query_fingerprint("labels", {})
-    page = store.query(
-        keys.org_pk(org), sk_prefix="LABEL#", limit=limit, start_key=decode_cursor(cursor, org, fingerprint)
-    )
-    return [view(i) for i in page.items], encode_cursor(org, fingerprint, page.last_key)
+    rows, next_cursor = cursor_page(store, org, fingerprint, cursor, sk_prefix="LABEL#", limit=limit)
+    return [view(i) for i in rows], next_cursor
 
 
 def get(store: Store, auth: AuthContext, label_id: str) -> models.Label:
@@ -128,9 +126,7 @@ def update(store: Store, auth: AuthContext, label_id: str, body: models.LabelUpd
     ops: list[TxOp] = [
         Put(
             item=new,
-            condition="#v = :v",
-            names={"#v": "version"},
-            values={":v": item["version"]},
+            **versioned(item["version"]),
             error=Conflict("The label changed meanwhile; retry."),
         ),
         audit_put(auth, "label.updated", "label", label_id, before={k: item.get(k) for k in changes}, after=changes),
@@ -199,9 +195,7 @@ def _set_conversation_label(
         ops: list[TxOp] = [
             Put(
                 item=new,
-                condition="#v = :v",
-                names={"#v": "version"},
-                values={":v": conv.get("version", 1)},
+                **versioned(conv.get("version", 1)),
                 error=_Changed(),
             ),
             outbox_put(
@@ -281,21 +275,21 @@ def attach_conversation(
         changed=changed,
         labels=list(conv.get("labels") or []),
         provider_sync=sync,
-        # on first use: keeps switchboard.catalog.chats off the cold start
     )
 
 
 def resolve_chat(store: Store, auth: AuthContext, chat_id: str, channel_id: str | None) -> str:
     """A conversation id from a chat reference: a conversation id, or the contact's phone / JID (on `channel_id`,
     or on the only channel where the contact has a conversation)."""
-    from switchboard.catalog.chats import conversation_for_chat
     # on first use: keeps switchboard.catalog.chats off the cold start
+    from switchboard.catalog.chats import conversation_for_chat
 
     org = auth.org_id
     if channel_id:
         return str(conversation_for_chat(store, auth, channel_id, chat_id)["id"])
     if chat_id.startswith("cv_"):
         return str(conversations.get_item(store, org, chat_id)["id"])
+    # on first use: keeps switchboard.catalog.chats off the cold start
     from switchboard.catalog.chats import contact_for_chat
 
     contact_id = contact_for_chat(store, org, chat_id)
@@ -422,13 +416,13 @@ def message_label(
         labels=sorted(after.get("labels") or []),
         provider_sync=sync,
     )
-    # on first use: keeps switchboard.catalog.chats off the cold start
 
 
 def apply_engine_chat_label(store: Store, channel: Item, name: str, chat_phone: str, *, attach: bool) -> bool:
     """A provider says a chat gained or lost a label (set on the phone): the conversation's labels follow when the
     organization has a label of that name and a conversation with that chat on the channel. Nothing is sent back to
     the provider. True when the conversation changed."""
+    # on first use: keeps switchboard.catalog.chats off the cold start
     from switchboard.catalog.chats import conversation_for_chat
 
     org = channel["organization_id"]

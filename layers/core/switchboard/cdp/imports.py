@@ -29,7 +29,7 @@ from switchboard.contacts import service as contacts
 from switchboard.errors import DomainError, ValidationFailed
 from switchboard.events.outbox import outbox_put
 from switchboard.ids import new_id
-from switchboard.paging import decode_cursor, encode_cursor, query_fingerprint
+from switchboard.paging import cursor_page, query_fingerprint
 from switchboard.store import Put, Store, TxOp, keys
 
 Item = dict[str, Any]
@@ -335,11 +335,5 @@ def list_imports(
     """Newest first."""
     org = auth.org_id
     fingerprint = query_fingerprint("cdp.imports", {})
-    page = store.query(
-        keys.org_pk(org),
-        sk_prefix="CDPIMPORT#",
-        forward=False,
-        limit=limit,
-        start_key=decode_cursor(cursor, org, fingerprint),
-    )
-    return [models.ImportReport.model_validate(i) for i in page.items], encode_cursor(org, fingerprint, page.last_key)
+    rows, next_cursor = cursor_page(store, org, fingerprint, cursor, sk_prefix="CDPIMPORT#", forward=False, limit=limit)
+    return [models.ImportReport.model_validate(i) for i in rows], next_cursor

@@ -31,8 +31,8 @@ from switchboard.errors import Conflict, DomainError, NotFound, ValidationFailed
 from switchboard.events.outbox import outbox_put
 from switchboard.ids import new_id
 from switchboard.jobs import service as jobs
-from switchboard.paging import decode_cursor, encode_cursor, query_fingerprint
-from switchboard.store import Delete, Put, Store, TxOp, Update, keys
+from switchboard.paging import cursor_page, query_fingerprint
+from switchboard.store import Delete, Put, Store, TxOp, Update, keys, versioned
 
 BUILD_JOB = "segment.build"  # the job that fills a segment's membership (switchboard.cdp.segment_build)
 Item = dict[str, Any]
@@ -426,9 +426,7 @@ def update(store: Store, auth: AuthContext, segment_id: str, body: models.Segmen
             Update(
                 key=segment_key(org, segment_id),
                 expression="SET " + ", ".join(f"#f{n} = :f{n}" for n in range(len(changes))),
-                condition="#v = :v",
-                names={**names, "#v": "version"},
-                values={**values, ":v": item["version"]},
+                **versioned(item["version"], names=names, values=values),
                 error=Conflict("The segment changed concurrently; read it again."),
             ),
             *([job] if job is not None else []),
@@ -474,20 +472,15 @@ def members(
     org = auth.org_id
     get_item(store, org, segment_id)
     fingerprint = query_fingerprint("cdp.segment_members", {"segment": segment_id})
-    page = store.query(
-        keys.org_pk(org),
-        sk_prefix=member_prefix(segment_id),
-        limit=limit,
-        start_key=decode_cursor(cursor, org, fingerprint),
-    )
+    rows, next_cursor = cursor_page(store, org, fingerprint, cursor, sk_prefix=member_prefix(segment_id), limit=limit)
     found = {
         c["id"]: c
         for c in store.batch_get(
-            [contact_repo.contact_key(org, r["contact_id"]) for r in page.items], projection=MEMBER_FIELDS
+            [contact_repo.contact_key(org, r["contact_id"]) for r in rows], projection=MEMBER_FIELDS
         )
     }
     out = []
-    for row in page.items:
+    for row in rows:
         contact = found.get(row["contact_id"])
         if contact is None:
             continue  # deleted since the last evaluation: the next build drops the row
@@ -502,4 +495,4 @@ def members(
                 added_at=row["added_at"],
             )
         )
-    return out, encode_cursor(org, fingerprint, page.last_key)
+    return out, next_cursor

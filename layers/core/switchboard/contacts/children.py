@@ -14,9 +14,9 @@ from switchboard.contacts.service import get_item, not_found, resolve, view, wri
 from switchboard.errors import Conflict, NotFound, ValidationFailed
 from switchboard.ids import new_id, new_ulid
 from switchboard.jobs import service as jobs
-from switchboard.paging import decode_cursor, encode_cursor, query_fingerprint
+from switchboard.paging import cursor_page, query_fingerprint
 from switchboard.providers import ProviderRejected, ProviderUnavailable, provider_for
-from switchboard.store import ConditionCheck, Delete, Put, Store, TxOp, Update
+from switchboard.store import ConditionCheck, Delete, Put, Store, TxOp, Update, versioned
 
 Item = dict[str, Any]
 
@@ -53,14 +53,17 @@ def list_notes(
     org = auth.org_id
     get_item(store, org, contact_id)
     fingerprint = query_fingerprint(f"notes:{contact_id}", {})
-    page = store.query(
-        f"ORG#{org}",
+    rows, next_cursor = cursor_page(
+        store,
+        org,
+        fingerprint,
+        cursor,
+        pk=f"ORG#{org}",
         sk_prefix=repo.child_prefix(contact_id, "NOTE#"),
         forward=False,
         limit=limit,
-        start_key=decode_cursor(cursor, org, fingerprint),
     )
-    return [_note_view(i) for i in page.items], encode_cursor(org, fingerprint, page.last_key)
+    return [_note_view(i) for i in rows], next_cursor
 
 
 def _note_item(store: Store, org: str, contact_id: str, note_id: str) -> Item:
@@ -375,10 +378,10 @@ def set_blocked(store: Store, auth: AuthContext, body: models.BlockRequest, bloc
 def _apply_provider_blocks(store: Store, auth: AuthContext, contact: Item, blocked: bool) -> None:
     """Mirror the block on every connected channel whose provider can block numbers (best effort: the stored
     block already stops our own sends; a provider that is down is recorded in the channel's log)."""
+    # on first use: keeps switchboard.messaging.channels off the cold start
     from switchboard.messaging import channels
 
     numbers = {i["value"] for i in contact.get("identities", []) if Identifier(i["type"], i["value"]).space == "phone"}
-    # on first use: keeps switchboard.messaging.channels off the cold start
     if not numbers:
         return
     for channel in (c for c in channels.all_items(store, auth.org_id) if c.get("status") == "connected"):
@@ -458,9 +461,7 @@ def merge(store: Store, auth: AuthContext, target_id: str, body: models.MergeReq
     final.append(
         Delete(
             key=repo.contact_key(org, source["id"]),
-            condition="#v = :v",
-            names={"#v": "version"},
-            values={":v": source["version"]},
+            **versioned(source["version"]),
             error=Conflict("The merged contact changed; retry."),
         )
     )

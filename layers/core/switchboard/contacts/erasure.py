@@ -46,7 +46,7 @@ from switchboard.contacts.identifiers import Identifier
 from switchboard.errors import Conflict, DomainError
 from switchboard.events.outbox import outbox_put
 from switchboard.ids import ulid_bound
-from switchboard.store import Delete, Put, Store, TxOp, Update, keys
+from switchboard.store import Delete, Put, Store, TxOp, Update, keys, versioned
 from switchboard.webhooks import repository as webhooks
 
 if TYPE_CHECKING:
@@ -118,9 +118,7 @@ def delete(store: Store, auth: AuthContext, contact_id: str) -> None:
     ops: list[TxOp] = [
         Delete(
             key=repo.contact_key(org, contact_id),
-            condition="#v = :v",
-            names={"#v": "version"},
-            values={":v": item["version"]},
+            **versioned(item["version"]),
             error=Conflict("The contact changed; retry."),
         )
     ]
@@ -172,10 +170,9 @@ def _identities(store: Store, org: str, contact_id: str, checkpoint: Checkpoint)
     )
     return {"stage": "identities"}
 
-    # cascade stage: switchboard.cdp.events loads when the cascade runs, not for the contacts DELETE route
-
 
 def _children(store: Store, org: str, contact_id: str, checkpoint: Checkpoint) -> Checkpoint | None:
+    # cascade stage: switchboard.cdp.events loads when the cascade runs, not for the contacts DELETE route
     from switchboard.cdp.events import event_sentinel
 
     page = store.query(keys.org_pk(org), sk_prefix=f"CONTACT#{contact_id}#", limit=CHILDREN_PER_CHUNK, consistent=True)
@@ -196,10 +193,9 @@ def _children(store: Store, org: str, contact_id: str, checkpoint: Checkpoint) -
     store.transact(ops)
     return {"stage": "children"}
 
-    # cascade stage: loads when the cascade runs, not for the contacts DELETE route
-
 
 def _objects(store: Store, org: str, contact_id: str, checkpoint: Checkpoint) -> Checkpoint | None:
+    # cascade stage: loads when the cascade runs, not for the contacts DELETE route
     from switchboard.cdp import crm, objects
 
     page = store.query(objects.contact_pk(org, contact_id), index="GSI2", limit=1)
@@ -229,10 +225,9 @@ def _objects(store: Store, org: str, contact_id: str, checkpoint: Checkpoint) ->
     )
     return {"stage": "objects"}
 
-    # cascade stage: switchboard.cdp.crm loads when the cascade runs, not for the contacts DELETE route
-
 
 def _links(store: Store, org: str, contact_id: str, checkpoint: Checkpoint) -> Checkpoint | None:
+    # cascade stage: switchboard.cdp.crm loads when the cascade runs, not for the contacts DELETE route
     from switchboard.cdp import crm
 
     page = store.query(crm.contact_links_pk(org, contact_id), index="GSI1", limit=CHUNK // 3)
@@ -243,10 +238,9 @@ def _links(store: Store, org: str, contact_id: str, checkpoint: Checkpoint) -> C
             continue  # unlinked meanwhile
     return {"stage": "links"} if page.items else _next("links")
 
-    # cascade stage: switchboard.cdp.segments loads when the cascade runs, not for the contacts DELETE route
-
 
 def _segments(store: Store, org: str, contact_id: str, checkpoint: Checkpoint) -> Checkpoint | None:
+    # cascade stage: switchboard.cdp.segments loads when the cascade runs, not for the contacts DELETE route
     from switchboard.cdp import segments
 
     page = store.query(keys.org_pk(org), sk_prefix="CDPSEG#", limit=CHUNK, start_key=checkpoint.get("cursor"))
@@ -254,10 +248,9 @@ def _segments(store: Store, org: str, contact_id: str, checkpoint: Checkpoint) -
         segments.refresh_contact(store, org, contact_id, segments=page.items)
     return {"stage": "segments", "cursor": page.last_key} if page.last_key else _next("segments")
 
-    # cascade stage: switchboard.messaging.conversations loads when the cascade runs, not for the contacts DELETE route
-
 
 def _channels(store: Store, org: str, contact_id: str, checkpoint: Checkpoint) -> Checkpoint | None:
+    # cascade stage: switchboard.messaging.conversations loads when the cascade runs, not for the contacts DELETE route
     from switchboard.messaging import conversations
 
     page = store.query(keys.org_pk(org), sk_prefix="CHANNEL#", limit=100, start_key=checkpoint.get("cursor"))
@@ -268,10 +261,9 @@ def _channels(store: Store, org: str, contact_id: str, checkpoint: Checkpoint) -
         return {"stage": "channels", "cursor": page.last_key, "conversations": found}
     return {"stage": "messages", "conversations": found}
 
-    # cascade stage: switchboard.messaging.conversations loads when the cascade runs, not for the contacts DELETE route
-
 
 def _messages(store: Store, org: str, contact_id: str, checkpoint: Checkpoint) -> Checkpoint | None:
+    # cascade stage: switchboard.messaging.conversations loads when the cascade runs, not for the contacts DELETE route
     from switchboard.messaging import conversations
 
     queue = list(checkpoint.get("conversations", []))
@@ -299,8 +291,8 @@ def _messages(store: Store, org: str, contact_id: str, checkpoint: Checkpoint) -
 def _group_messages(store: Store, org: str, contact_id: str, checkpoint: Checkpoint) -> Checkpoint | None:
     """The person's messages in group conversations (GSI1 `ORG#<org>#CONTACTGROUPMSG#<ct>`), 12 per chunk: each
     redacted (which takes it off that list, so the next chunk reads the next ones) and its group conversation's
-    # cascade stage: loads when the cascade runs, not for the contacts DELETE route
     preview cleared (it may quote them)."""
+    # cascade stage: loads when the cascade runs, not for the contacts DELETE route
     from switchboard.messaging import conversations, messages
 
     page = store.query(messages.group_messages_pk(org, contact_id), index="GSI1", limit=CHUNK // 2)

@@ -18,8 +18,8 @@ from switchboard.contacts.identifiers import Identifier, normalize, normalize_ph
 from switchboard.errors import Conflict, NotFound
 from switchboard.events.outbox import outbox_put
 from switchboard.ids import new_id
-from switchboard.paging import decode_cursor, encode_cursor, query_fingerprint
-from switchboard.store import Delete, Put, Store, TxOp
+from switchboard.paging import query_fingerprint, read_page
+from switchboard.store import Delete, Put, Store, TxOp, versioned
 
 if TYPE_CHECKING:
     from switchboard.contacts import models
@@ -112,26 +112,27 @@ def list_contacts(
     org = auth.org_id
     params = {"tag": tag, "lifecycle_stage": lifecycle_stage, "updated_since": updated_since, "q": q}
     fingerprint = query_fingerprint("contacts", params)
-    start = decode_cursor(cursor, org, fingerprint)
-    if q:
-        tag_name = _find_tag(store, org, tag)["name"] if tag else None
-        items, last = search.search(
-            store,
-            org,
-            q,
-            limit,
-            start,
-            keep=lambda c: _matches(c, lifecycle_stage, updated_since) and (not tag_name or tag_name in c["tags"]),
-        )
-    elif tag:
-        items, last = _by_tag(store, org, tag, limit, start)
-    else:
+
+    def read(start: dict | None) -> tuple[list[Item], dict | None]:
+        if q:
+            tag_name = _find_tag(store, org, tag)["name"] if tag else None
+            return search.search(
+                store,
+                org,
+                q,
+                limit,
+                start,
+                keep=lambda c: _matches(c, lifecycle_stage, updated_since) and (not tag_name or tag_name in c["tags"]),
+            )
+        if tag:
+            return _by_tag(store, org, tag, limit, start)
         index, pk = ("GSI2", repo.stage_pk(org, lifecycle_stage)) if lifecycle_stage else ("GSI1", repo.list_pk(org))
         low = f"{updated_since}" if updated_since else "0"
         page = store.query(pk, index=index, sk_between=(low, "~"), forward=False, limit=limit, start_key=start)
-        items, last = page.items, page.last_key
-    items = [i for i in items if _matches(i, lifecycle_stage, updated_since)]
-    return [view(i) for i in items], encode_cursor(org, fingerprint, last)
+        return page.items, page.last_key
+
+    items, next_cursor = read_page(org, fingerprint, cursor, read)
+    return [view(i) for i in items if _matches(i, lifecycle_stage, updated_since)], next_cursor
 
 
 def _matches(item: Item, stage: str | None, since: str | None) -> bool:
@@ -228,8 +229,8 @@ def _checked_attributes[B: models.ContactFields](store: Store, org: str, body: B
     """Custom fields (switchboard.cdp.fields): defined attribute keys are validated and normalised, others pass."""
     if not body.attributes:
         return body
-    from switchboard.cdp.fields import validate_attributes
     # on first use: keeps switchboard.cdp.fields off the cold start
+    from switchboard.cdp.fields import validate_attributes
 
     checked = validate_attributes(store, org, body.attributes, path)
     return body.model_copy(update={"attributes": checked})
@@ -401,9 +402,7 @@ def write_ops(
     ops: list[TxOp] = [
         Put(
             item=new,
-            condition="#v = :v",
-            names={"#v": "version"},
-            values={":v": old["version"]},
+            **versioned(old["version"]),
             error=Conflict("The contact was changed by another request; read it again."),
         )
     ]

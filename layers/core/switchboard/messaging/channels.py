@@ -15,11 +15,11 @@ from switchboard.contacts.identifiers import normalize_phone
 from switchboard.errors import Conflict, NotFound, UnsupportedByProvider, ValidationFailed
 from switchboard.ids import new_id, new_ulid
 from switchboard.messaging import claims, models
-from switchboard.paging import decode_cursor, encode_cursor, query_fingerprint
+from switchboard.paging import cursor_page, query_fingerprint
 from switchboard.providers import ProviderRejected, ProviderUnavailable, provider_for
 from switchboard.providers.base import Provider, SessionStatus
 from switchboard.providers.registry import adapter_class
-from switchboard.store import Delete, Put, Store, TxOp, keys
+from switchboard.store import Delete, Put, Store, TxOp, keys, versioned
 
 Item = dict[str, Any]
 _SECRET = re.compile(r"(token|secret|password|api_key|apikey|key|pin)$", re.IGNORECASE)
@@ -177,9 +177,7 @@ def _save(
         [
             Put(
                 item=new,
-                condition="#v = :v",
-                names={"#v": "version"},
-                values={":v": old.get("version", 1)},
+                **versioned(old.get("version", 1)),
                 error=Conflict("The channel changed meanwhile; retry."),
             ),
             log_entry(auth.org_id, old["id"], event, detail),
@@ -334,14 +332,17 @@ def logs(
     org = auth.org_id
     get_item(store, org, channel_id)
     fingerprint = query_fingerprint(f"channel-logs:{channel_id}", {})
-    page = store.query(
-        keys.org_pk(org),
+    rows, next_cursor = cursor_page(
+        store,
+        org,
+        fingerprint,
+        cursor,
+        pk=keys.org_pk(org),
         sk_prefix=log_prefix(channel_id),
         forward=False,
         limit=limit,
-        start_key=decode_cursor(cursor, org, fingerprint),
     )
-    return [models.ChannelLog.model_validate(i) for i in page.items], encode_cursor(org, fingerprint, page.last_key)
+    return [models.ChannelLog.model_validate(i) for i in rows], next_cursor
 
 
 # Settings documents: stored on the channel, applied through the provider where it has the notion -------------------

@@ -18,7 +18,7 @@ from switchboard.ids import new_id
 from switchboard.messaging import channels, conversations, messages
 from switchboard.messaging.models import BlockedOnChannel
 from switchboard.models import MEDIA_ID_MAX, MEDIA_ID_PATTERN, BaseModel, Strict
-from switchboard.paging import decode_cursor, encode_cursor, query_fingerprint
+from switchboard.paging import cursor_page, query_fingerprint
 from switchboard.store import Put, Store, keys
 
 Item = dict[str, Any]
@@ -226,14 +226,8 @@ def create_upload(store: Store, auth: AuthContext, body: UploadRequest) -> Uploa
 def list_assets(store: Store, auth: AuthContext, limit: int, cursor: str | None) -> tuple[list[Asset], str | None]:
     org = auth.org_id
     fingerprint = query_fingerprint("assets", {})
-    page = store.query(
-        keys.org_pk(org),
-        sk_prefix="ASSET#",
-        forward=False,
-        limit=limit,
-        start_key=decode_cursor(cursor, org, fingerprint),
-    )
-    return [Asset.model_validate(i) for i in page.items], encode_cursor(org, fingerprint, page.last_key)
+    rows, next_cursor = cursor_page(store, org, fingerprint, cursor, sk_prefix="ASSET#", forward=False, limit=limit)
+    return [Asset.model_validate(i) for i in rows], next_cursor
 
 
 def get_asset(store: Store, auth: AuthContext, asset_id: str) -> Asset:
@@ -276,13 +270,8 @@ def channel_contacts(
     org = auth.org_id
     channels.get_item(store, org, channel_id)
     fingerprint = query_fingerprint("channel_contacts", {"channel": channel_id})
-    page = store.query(
-        keys.org_pk(org),
-        sk_prefix=f"CONVKEY#{channel_id}#",
-        limit=limit,
-        start_key=decode_cursor(cursor, org, fingerprint),
-    )
-    ids = [p["SK"].rsplit("#", 1)[1] for p in page.items]
+    rows, next_cursor = cursor_page(store, org, fingerprint, cursor, sk_prefix=f"CONVKEY#{channel_id}#", limit=limit)
+    ids = [p["SK"].rsplit("#", 1)[1] for p in rows]
     found = store.batch_get([keys.key(keys.org_pk(org), f"CONTACT#{i}") for i in ids])
     contacts_page = [contacts.view(c).model_dump() for c in sorted(found, key=lambda c: c["id"])]
-    return contacts_page, encode_cursor(org, fingerprint, page.last_key)
+    return contacts_page, next_cursor

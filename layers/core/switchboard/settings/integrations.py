@@ -22,7 +22,7 @@ from switchboard.errors import Conflict, NotFound, ValidationFailed
 from switchboard.ids import new_id
 from switchboard.models import _valid_email
 from switchboard.settings import models
-from switchboard.store import Delete, Put, Store, keys
+from switchboard.store import Delete, Put, Store, keys, versioned
 
 Item = dict[str, Any]
 MAX_PER_ORG = 50
@@ -344,9 +344,7 @@ def update(store: Store, auth: AuthContext, integration_id: str, body: models.In
         [
             Put(
                 item=new,
-                condition="#v = :v",
-                names={"#v": "version"},
-                values={":v": item["version"]},
+                **versioned(item["version"]),
                 error=Conflict("The integration changed meanwhile; retry."),
             ),
             audit_put(

@@ -46,7 +46,7 @@ from switchboard.ids import new_id, new_ulid
 from switchboard.messaging import claims
 from switchboard.paging import cursor_page, query_fingerprint
 from switchboard.providers.base import ProviderRejected, ProviderUnavailable
-from switchboard.store import Put, Store, TxOp, keys
+from switchboard.store import Put, Store, TxOp, keys, versioned
 from switchboard.waba import models, support
 from switchboard.waba.graph import MANAGEMENT, Graph
 
@@ -254,9 +254,7 @@ def _put_flow(old: Item, new: Item, extra: list[TxOp] | None = None) -> list[TxO
     return [
         Put(
             item=new,
-            condition="#v = :v",
-            names={"#v": "version"},
-            values={":v": old["version"]},
+            **versioned(old["version"]),
             error=Conflict("The onboarding changed meanwhile; read its progress and retry."),
         ),
         *(extra or []),
@@ -565,11 +563,10 @@ def subscribe_webhook(
     store.transact(_put_flow(item, new, [audit]))
     return view(new)
 
-    # on first use: keeps switchboard.messaging.channels off the cold start
-
 
 # sync-meta ------------------------------------------------------------------------------------------------------------
 def sync_meta(store: Store, auth: AuthContext, body: models.ProgressStep) -> models.Progress:
+    # on first use: keeps switchboard.messaging.channels off the cold start
     from switchboard.messaging import channels
 
     org = auth.org_id
@@ -619,13 +616,12 @@ def sync_meta(store: Store, auth: AuthContext, body: models.ProgressStep) -> mod
     store.transact(_put_flow(item, new, extra))
     return view(new)
 
-    # on first use: keeps switchboard.contacts.identifiers off the cold start
-
-    # on first use: keeps switchboard.messaging.models off the cold start
-
 
 def _channel_request(item: Item, phone: dict[str, Any]) -> Any:
+    # on first use: keeps switchboard.contacts.identifiers off the cold start
     from switchboard.contacts.identifiers import normalize_phone
+
+    # on first use: keeps switchboard.messaging.models off the cold start
     from switchboard.messaging import models as messaging_models
 
     org = item["organization_id"]

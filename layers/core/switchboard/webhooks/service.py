@@ -16,8 +16,8 @@ from switchboard.errors import Conflict, NotFound, Unauthenticated, ValidationFa
 from switchboard.events.outbox import outbox_put
 from switchboard.identity import repository as identity_repository
 from switchboard.ids import new_id, token_urlsafe
-from switchboard.paging import cursor_page, decode_cursor, encode_cursor, query_fingerprint
-from switchboard.store import ConditionCheck, Delete, Put, Store, Update, keys
+from switchboard.paging import cursor_page, query_fingerprint
+from switchboard.store import ConditionCheck, Delete, Put, Store, Update, keys, versioned
 from switchboard.webhooks import dispatch, models, signing
 from switchboard.webhooks import repository as repo
 from switchboard.webhooks.catalogue import EVENT_TYPES, TEST_EVENT
@@ -74,12 +74,7 @@ def _get_endpoint(store: Store, org: str, endpoint_id: str, *, consistent: bool 
 
 
 def _version_condition(item: Item) -> dict[str, Any]:
-    return {
-        "condition": "#version = :expected_version",
-        "names": {"#version": "version"},
-        "values": {":expected_version": item.get("version", 1)},
-        "error": Conflict("The endpoint changed meanwhile; retry."),
-    }
+    return {**versioned(item.get("version", 1)), "error": Conflict("The endpoint changed meanwhile; retry.")}
 
 
 # Endpoints --------------------------------------------------------------------------------------------------------
@@ -380,14 +375,17 @@ def list_attempts(
     org = auth.org_id
     _get_delivery(store, org, msg_id)
     fingerprint = query_fingerprint(f"webhook-attempts:{msg_id}", {})
-    page = store.query(
-        keys.org_pk(org),
+    rows, next_cursor = cursor_page(
+        store,
+        org,
+        fingerprint,
+        cursor,
+        pk=keys.org_pk(org),
         sk_prefix=repo.attempt_prefix(msg_id),
         forward=False,
         limit=limit,
-        start_key=decode_cursor(cursor, org, fingerprint),
     )
-    return [models.Attempt.model_validate(i) for i in page.items], encode_cursor(org, fingerprint, page.last_key)
+    return [models.Attempt.model_validate(i) for i in rows], next_cursor
 
 
 def _deliverable_endpoint(store: Store, org: str, endpoint_id: str) -> Item:
@@ -446,9 +444,9 @@ def retry_delivery(store: Store, auth: AuthContext, msg_id: str) -> models.Deliv
 
 
 def recover(store: Store, auth: AuthContext, endpoint_id: str, since: str) -> models.RecoverResult:
-    # on first use: keeps switchboard.jobs.service off the cold start
     """Start the job that retries every failed (retrying, exhausted or canceled) delivery of the endpoint created
     since `since` (job kind `RECOVER_KIND`, `recover_chunk`); answers at once."""
+    # on first use: keeps switchboard.jobs.service off the cold start
     from switchboard.jobs import service as jobs
 
     org = auth.org_id
@@ -470,9 +468,9 @@ def recover_chunk(store: Store, job: Item) -> Any:
 
     Safe to run twice: the requeue's condition refuses a delivery this job requeued already (`recovered_by`), so a
     redelivered chunk never sends a delivery a second time; one it requeued whose message may have been lost (a
-    # on first use: keeps switchboard.jobs.service off the cold start
     crash between the write and the send) is still `pending` with the job's mark and gets the message again, with
     the same generation (the sender's claim makes two messages of one generation one attempt)."""
+    # on first use: keeps switchboard.jobs.service off the cold start
     from switchboard.jobs.service import Chunk
 
     org, cp = str(job["organization_id"]), dict(job.get("checkpoint") or {})
