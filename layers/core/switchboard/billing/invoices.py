@@ -87,14 +87,7 @@ def list_invoices(
     org = auth.org_id
     fingerprint = query_fingerprint("invoices", {"status": status})
     items, nxt = cursor_page(
-        store,
-        org,
-        fingerprint,
-        cursor,
-        limit=limit,
-        sk_prefix="INVOICE#",
-        forward=False,
-        filters={"status": status},
+        store, org, fingerprint, cursor, limit=limit, sk_prefix="INVOICE#", forward=False, filters={"status": status}
     )
     return [view(i) for i in items], nxt
 

@@ -54,14 +54,7 @@ def list_notes(
     get_item(store, org, contact_id)
     fingerprint = query_fingerprint(f"notes:{contact_id}", {})
     rows, next_cursor = cursor_page(
-        store,
-        org,
-        fingerprint,
-        cursor,
-        pk=f"ORG#{org}",
-        sk_prefix=repo.child_prefix(contact_id, "NOTE#"),
-        forward=False,
-        limit=limit,
+        store, org, fingerprint, cursor, sk_prefix=repo.child_prefix(contact_id, "NOTE#"), forward=False, limit=limit
     )
     return [_note_view(i) for i in rows], next_cursor
 

@@ -333,14 +333,7 @@ def logs(
     get_item(store, org, channel_id)
     fingerprint = query_fingerprint(f"channel-logs:{channel_id}", {})
     rows, next_cursor = cursor_page(
-        store,
-        org,
-        fingerprint,
-        cursor,
-        pk=keys.org_pk(org),
-        sk_prefix=log_prefix(channel_id),
-        forward=False,
-        limit=limit,
+        store, org, fingerprint, cursor, sk_prefix=log_prefix(channel_id), forward=False, limit=limit
     )
     return [models.ChannelLog.model_validate(i) for i in rows], next_cursor
 

@@ -17,7 +17,7 @@ from switchboard.events.outbox import outbox_put
 from switchboard.identity import repository as identity_repository
 from switchboard.ids import new_id, token_urlsafe
 from switchboard.paging import cursor_page, query_fingerprint
-from switchboard.store import ConditionCheck, Delete, Put, Store, Update, keys, versioned
+from switchboard.store import ConditionCheck, Delete, Put, Store, Update, versioned
 from switchboard.webhooks import dispatch, models, signing
 from switchboard.webhooks import repository as repo
 from switchboard.webhooks.catalogue import EVENT_TYPES, TEST_EVENT
@@ -376,14 +376,7 @@ def list_attempts(
     _get_delivery(store, org, msg_id)
     fingerprint = query_fingerprint(f"webhook-attempts:{msg_id}", {})
     rows, next_cursor = cursor_page(
-        store,
-        org,
-        fingerprint,
-        cursor,
-        pk=keys.org_pk(org),
-        sk_prefix=repo.attempt_prefix(msg_id),
-        forward=False,
-        limit=limit,
+        store, org, fingerprint, cursor, sk_prefix=repo.attempt_prefix(msg_id), forward=False, limit=limit
     )
     return [models.Attempt.model_validate(i) for i in rows], next_cursor
 
