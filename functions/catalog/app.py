@@ -13,7 +13,7 @@ from aws_lambda_powertools.event_handler.openapi.params import Body, Path, Query
 from switchboard.api.app import create_resolver, make_handler
 from switchboard.api.auth import requires
 from switchboard.api.context import current_auth
-from switchboard.api.envelope import Data, ListData, Meta
+from switchboard.api.envelope import Data, ListData, cursor_list, whole_list
 from switchboard.api.lazy import lazy_module
 from switchboard.store import get_store
 
@@ -71,7 +71,7 @@ def list_labels(
     ] = None,
 ) -> ListData[models.Label]:
     items, nxt = labels.list_labels(get_store(), current_auth(app), limit, cursor)
-    return ListData(data=items, meta=Meta(has_more=nxt is not None, limit=limit, cursor=nxt))
+    return cursor_list(items, limit, nxt)
 
 
 @app.post(
@@ -356,7 +356,7 @@ def list_templates(
         category=category,
         name=name,
     )
-    return ListData(data=items, meta=Meta(has_more=nxt is not None, limit=limit, cursor=nxt))
+    return cursor_list(items, limit, nxt)
 
 
 @app.post(
@@ -394,7 +394,7 @@ def template_library(
 ) -> ListData[models.LibraryItem]:
     """Ready-made templates shipped with Switchboard; `POST /v1/templates/library/{libraryItemID}` imports one."""
     items = templates.library(category, language)
-    return ListData(data=items, meta=Meta(has_more=False, limit=len(items), total=len(items)))
+    return whole_list(items)
 
 
 @app.get(

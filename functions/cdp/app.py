@@ -11,7 +11,7 @@ from aws_lambda_powertools.event_handler.openapi.params import Body, Path, Query
 from switchboard.api.app import create_resolver, make_handler
 from switchboard.api.auth import requires
 from switchboard.api.context import current_auth
-from switchboard.api.envelope import Data, ListData, Meta
+from switchboard.api.envelope import Data, ListData, cursor_list, whole_list
 from switchboard.api.lazy import lazy_module
 from switchboard.store import get_store
 
@@ -56,12 +56,8 @@ FIELDS, STAGES, EVENTS, OBJECTS, SEGMENTS, TEMPLATES, IMPORTS = (
 )
 
 
-def _list[T](items: list[T]) -> ListData[T]:
-    return ListData(data=items, meta=Meta(has_more=False, limit=len(items), total=len(items)))
-
-
 def _page[T](items: list[T], limit: int, cursor: str | None) -> ListData[T]:
-    return ListData(data=items, meta=Meta(has_more=cursor is not None, limit=limit, cursor=cursor))
+    return cursor_list(items, limit, cursor)
 
 
 # Custom fields --------------------------------------------------------------------------------------------------------
@@ -76,7 +72,7 @@ def _page[T](items: list[T], limit: int, cursor: str | None) -> ListData[T]:
     ),
 )
 def list_custom_fields() -> ListData[models.CustomField]:
-    return _list(fields.list_fields(get_store(), current_auth(app)))
+    return whole_list(fields.list_fields(get_store(), current_auth(app)))
 
 
 @app.post(
@@ -155,7 +151,7 @@ def delete_custom_field(fieldID: FieldID) -> None:
 )
 def list_lifecycle_stages() -> ListData[models.Stage]:
     """In funnel order (`position`)."""
-    return _list(stages.list_stages(get_store(), current_auth(app)))
+    return whole_list(stages.list_stages(get_store(), current_auth(app)))
 
 
 @app.post(
@@ -350,7 +346,7 @@ def activity_log(
     ),
 )
 def list_object_types() -> ListData[models.ObjectType]:
-    return _list(objects.list_types(get_store(), current_auth(app)))
+    return whole_list(objects.list_types(get_store(), current_auth(app)))
 
 
 @app.post(
@@ -428,7 +424,7 @@ def delete_object_type(objectTypeID: ObjectTypeID) -> None:
     ),
 )
 def list_object_type_fields(objectTypeID: ObjectTypeID) -> ListData[models.ObjectField]:
-    return _list(objects.list_type_fields(get_store(), current_auth(app), objectTypeID))
+    return whole_list(objects.list_type_fields(get_store(), current_auth(app), objectTypeID))
 
 
 @app.post(
@@ -464,7 +460,7 @@ def reorder_object_type_fields(
     objectTypeID: ObjectTypeID, body: Annotated[models.FieldReorder, Body()]
 ) -> ListData[models.ObjectField]:
     """`field_ids`: every field id of the type, in the new order."""
-    return _list(objects.reorder_fields(get_store(), current_auth(app), objectTypeID, body))
+    return whole_list(objects.reorder_fields(get_store(), current_auth(app), objectTypeID, body))
 
 
 @app.get(
@@ -593,7 +589,7 @@ def update_contact_object(
     ),
 )
 def delete_contact_object(objectID: ObjectID) -> None:
-    objects.delete_object(get_store(), current_auth(app), objectID)
+    crm.delete_object(get_store(), current_auth(app), objectID)
 
 
 @app.get(
@@ -776,7 +772,7 @@ def get_contacts_import(importID: ImportID) -> Data[models.ImportReport]:
     ),
 )
 def list_segments() -> ListData[models.Segment]:
-    return _list(segments.list_segments(get_store(), current_auth(app)))
+    return whole_list(segments.list_segments(get_store(), current_auth(app)))
 
 
 @app.post(
@@ -877,7 +873,7 @@ def list_segment_members(
 )
 def list_cdp_templates() -> ListData[models.CdpTemplate]:
     """Built-in templates first, then the organization's own."""
-    return _list(templates.list_templates(get_store(), current_auth(app)))
+    return whole_list(templates.list_templates(get_store(), current_auth(app)))
 
 
 @app.post(

@@ -10,15 +10,16 @@ from aws_lambda_powertools.event_handler.openapi.params import Body, Path, Query
 from switchboard.api.app import create_resolver, make_handler
 from switchboard.api.auth import requires
 from switchboard.api.context import current_auth, header
-from switchboard.api.envelope import Data, ListData, Meta
+from switchboard.api.envelope import Data, ListData, cursor_list, whole_list
 from switchboard.api.lazy import lazy_module
 from switchboard.errors import ValidationFailed
 from switchboard.store import get_store
 
 if TYPE_CHECKING:
-    from switchboard.contacts import children, models, service
+    from switchboard.contacts import children, erasure, models, service
 else:  # the models when a route's dependant is first built, the rules when a route first runs (not at init)
     children = lazy_module("switchboard.contacts.children")
+    erasure = lazy_module("switchboard.contacts.erasure")
     models = lazy_module("switchboard.contacts.models")
     service = lazy_module("switchboard.contacts.service")
 
@@ -54,10 +55,6 @@ IDENTITY_CONFLICT = _error(
     "The identifiers belong to different contacts.",
     [{"contact_ids": ["ct_01jd8x1k2m3n4p5q6r7s8t9v0w", "ct_01jd8x9z8y7x6w5v4t3s2r1q0p"]}],
 )
-
-
-def _list[T](items: list[T]) -> ListData[T]:
-    return ListData(data=items, meta=Meta(has_more=False, limit=len(items), total=len(items)))
 
 
 def _if_match() -> int | None:
@@ -135,7 +132,7 @@ def list_contacts(
         updated_since=updated_since,
         q=q,
     )
-    return ListData(data=items, meta=Meta(has_more=next_cursor is not None, limit=limit, cursor=next_cursor))
+    return cursor_list(items, limit, next_cursor)
 
 
 @app.post(
@@ -271,7 +268,7 @@ def update_contact(contactID: ContactID, body: Annotated[models.ContactUpdate, B
 )
 def delete_contact(contactID: ContactID) -> None:
     """Deletes the contact with its identities (free for reuse), notes, tags, consents and suppressions."""
-    service.delete(get_store(), current_auth(app), contactID)
+    erasure.delete(get_store(), current_auth(app), contactID)
 
 
 @app.post(
@@ -303,7 +300,7 @@ def merge_contacts(contactID: ContactID, body: Annotated[models.MergeRequest, Bo
     ),
 )
 def list_identities(contactID: ContactID) -> ListData[models.Identity]:
-    return _list(service.identities(get_store(), current_auth(app), contactID))
+    return whole_list(service.identities(get_store(), current_auth(app), contactID))
 
 
 @app.get(
@@ -325,7 +322,7 @@ def list_notes(
     ] = None,
 ) -> ListData[models.Note]:
     notes, next_cursor = children.list_notes(get_store(), current_auth(app), contactID, limit, cursor)
-    return ListData(data=notes, meta=Meta(has_more=next_cursor is not None, limit=limit, cursor=next_cursor))
+    return cursor_list(notes, limit, next_cursor)
 
 
 @app.post(
@@ -390,7 +387,7 @@ def delete_note(contactID: ContactID, noteID: NoteID) -> None:
     ),
 )
 def list_contact_tags(contactID: ContactID) -> ListData[models.AssignedTag]:
-    return _list(children.list_contact_tags(get_store(), current_auth(app), contactID))
+    return whole_list(children.list_contact_tags(get_store(), current_auth(app), contactID))
 
 
 @app.post(
@@ -457,7 +454,7 @@ def put_consent(
     ),
 )
 def list_consents(contactID: ContactID) -> ListData[models.Consent]:
-    return _list(children.list_consents(get_store(), current_auth(app), contactID))
+    return whole_list(children.list_consents(get_store(), current_auth(app), contactID))
 
 
 @app.get(
@@ -472,7 +469,7 @@ def list_consents(contactID: ContactID) -> ListData[models.Consent]:
     ),
 )
 def list_suppressions(contactID: ContactID) -> ListData[models.Suppression]:
-    return _list(children.list_suppressions(get_store(), current_auth(app), contactID))
+    return whole_list(children.list_suppressions(get_store(), current_auth(app), contactID))
 
 
 @app.post(
@@ -510,7 +507,7 @@ TAG_TAGS = ["contact-tags"]
     description="The organization's contact-tag catalogue (not paginated). Role: viewer or above.",
 )
 def list_tags() -> ListData[models.Tag]:
-    return _list(children.list_tags(get_store(), current_auth(app)))
+    return whole_list(children.list_tags(get_store(), current_auth(app)))
 
 
 @app.post(

@@ -15,7 +15,7 @@ from aws_lambda_powertools.event_handler.openapi.params import Body, Path, Query
 from switchboard.api.app import create_resolver, make_handler
 from switchboard.api.auth import requires
 from switchboard.api.context import current_auth
-from switchboard.api.envelope import Data, ListData, Meta
+from switchboard.api.envelope import Data, ListData, cursor_list
 from switchboard.api.lazy import lazy_module
 from switchboard.store import get_store
 
@@ -43,7 +43,7 @@ ChannelFilter = Annotated[str | None, Query(min_length=1, max_length=64, descrip
 
 
 def _page[T](items: list[T], limit: int, cursor: str | None) -> ListData[T]:
-    return ListData(data=items, meta=Meta(has_more=cursor is not None, limit=limit, cursor=cursor))
+    return cursor_list(items, limit, cursor)
 
 
 # Groups: collection ------------------------------------------------------------------------------------------------

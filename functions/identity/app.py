@@ -13,9 +13,9 @@ from switchboard import audit, clock
 from switchboard.api.app import create_resolver, make_handler
 from switchboard.api.auth import authenticated, requires
 from switchboard.api.context import base_url, current_auth, header, source_ip
-from switchboard.api.envelope import Data, ListData, Meta
+from switchboard.api.envelope import Data, ListData, Meta, cursor_list, whole_list
 from switchboard.api.lazy import lazy_module
-from switchboard.api.pagination import decode_cursor, encode_cursor, query_fingerprint
+from switchboard.api.pagination import query_fingerprint, read_page
 from switchboard.models import BaseModel
 from switchboard.store import get_store
 
@@ -34,10 +34,6 @@ else:  # the models when a route's dependant is first built, the rules when a ro
     users = lazy_module("switchboard.identity.users")
 
 app = create_resolver()
-
-
-def _list[T](items: list[T]) -> ListData[T]:
-    return ListData(data=items, meta=Meta(has_more=False, limit=len(items), total=len(items)))
 
 
 class EventAccepted(BaseModel):
@@ -341,7 +337,7 @@ SETTINGS = ["settings"]
 def list_sessions() -> ListData[models.Session]:
     auth = current_auth(app)
     rows = sessions.list_sessions(get_store(), accounts.require_user(auth))
-    return _list(
+    return whole_list(
         [
             models.Session(
                 id=r["id"],
@@ -487,7 +483,7 @@ def restore_organization() -> Data[models.Organization]:
     ),
 )
 def list_organizations() -> ListData[models.OrganizationWithRole]:
-    return _list(organizations.list_my_organizations(get_store(), current_auth(app)))
+    return whole_list(organizations.list_my_organizations(get_store(), current_auth(app)))
 
 
 @app.post(
@@ -593,7 +589,7 @@ INVITES = ["invitations"]
     ),
 )
 def list_invitations() -> ListData[models.Invitation]:
-    return _list(organizations.list_invitations(get_store(), current_auth(app)))
+    return whole_list(organizations.list_invitations(get_store(), current_auth(app)))
 
 
 @app.post(
@@ -676,7 +672,7 @@ TEAMS = ["teams"]
     ),
 )
 def list_teams() -> ListData[models.Team]:
-    return _list(organizations.list_teams(get_store(), current_auth(app)))
+    return whole_list(organizations.list_teams(get_store(), current_auth(app)))
 
 
 @app.post(
@@ -753,7 +749,7 @@ def delete_team(teamID: str) -> None:
     ),
 )
 def list_team_members(teamID: str) -> ListData[models.TeamMember]:
-    return _list(organizations.list_team_members(get_store(), current_auth(app), teamID))
+    return whole_list(organizations.list_team_members(get_store(), current_auth(app), teamID))
 
 
 @app.post(
@@ -804,7 +800,7 @@ KEYS = ["api-keys"]
     ),
 )
 def list_api_keys() -> ListData[models.ApiKey]:
-    return _list(apikeys.list_api_keys(get_store(), current_auth(app)))
+    return whole_list(apikeys.list_api_keys(get_store(), current_auth(app)))
 
 
 @app.post(
@@ -889,11 +885,14 @@ def list_audit_logs(
         "target_id": target_id,
     }
     fingerprint = query_fingerprint("audit-logs", filters)
-    start = decode_cursor(cursor, auth.org_id, fingerprint)
-    items, last = audit.list_audit(get_store(), auth.org_id, limit=limit, start_key=start, **filters)
-    next_cursor = encode_cursor(auth.org_id, fingerprint, last)
+    items, next_cursor = read_page(
+        auth.org_id,
+        fingerprint,
+        cursor,
+        lambda start: audit.list_audit(get_store(), auth.org_id, limit=limit, start_key=start, **filters),
+    )
     entries = [models.AuditEntry.model_validate(i) for i in items]
-    return ListData(data=entries, meta=Meta(has_more=next_cursor is not None, limit=limit, cursor=next_cursor))
+    return cursor_list(entries, limit, next_cursor)
 
 
 # The signed-in user's own area ------------------------------------------------------------------------------------
@@ -995,7 +994,7 @@ def put_privacy(body: Annotated[users.Privacy, Body()]) -> Data[users.Privacy]:
     ),
 )
 def get_blocklist() -> ListData[users.BlockedUser]:
-    return _list(users.blocklist(get_store(), current_auth(app)))
+    return whole_list(users.blocklist(get_store(), current_auth(app)))
 
 
 @app.get(
@@ -1009,7 +1008,7 @@ def get_blocklist() -> ListData[users.BlockedUser]:
     ),
 )
 def list_blocks() -> ListData[users.BlockedUser]:
-    return _list(users.blocklist(get_store(), current_auth(app)))
+    return whole_list(users.blocklist(get_store(), current_auth(app)))
 
 
 @app.post(
@@ -1053,7 +1052,7 @@ def unblock_user(userRef: str) -> None:
     ),
 )
 def my_contacts() -> ListData[users.UserContact]:
-    return _list(users.contacts(get_store(), current_auth(app)))
+    return whole_list(users.contacts(get_store(), current_auth(app)))
 
 
 @app.post(

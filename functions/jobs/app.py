@@ -10,7 +10,7 @@ from aws_lambda_powertools import Logger
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from switchboard import tracing
-from switchboard.cdp import segment_windows
+from switchboard.cdp import segment_window_job
 from switchboard.jobs import purge, service
 from switchboard.store import get_store
 
@@ -28,7 +28,7 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
         logger.info("organization purges started", extra={"jobs": started})
         return {"started": started}
     if action == "expire_segment_windows":
-        started = segment_windows.start_due(get_store())
+        started = segment_window_job.start_due(get_store())
         logger.info("segment window expiry started", extra={"jobs": started})
         return {"started": started}
     if action == "resume_stalled":

@@ -11,9 +11,10 @@ from aws_lambda_powertools.event_handler.openapi.params import Body, Path, Query
 from switchboard.api.app import PUBLIC, create_resolver, make_handler
 from switchboard.api.auth import public, requires
 from switchboard.api.context import current_auth
-from switchboard.api.envelope import Data, ListData, Meta
+from switchboard.api.envelope import Data, ListData, Meta, cursor_list, whole_list
 from switchboard.api.lazy import lazy_module
 from switchboard.errors import ValidationFailed
+from switchboard.identity.passwords import hash_password
 from switchboard.models import MEDIA_ID_MAX, MEDIA_ID_PATTERN
 from switchboard.store import get_store
 
@@ -44,10 +45,6 @@ MessageId = Annotated[
 CH = ["channels"]
 MSG = ["messages"]
 CONV = ["conversations"]
-
-
-def _list[T](items: list[T]) -> ListData[T]:
-    return ListData(data=items, meta=Meta(has_more=False, limit=len(items), total=len(items)))
 
 
 def _example(description: str, data: dict[str, Any] | list[dict[str, Any]]) -> dict[int, Any]:
@@ -265,7 +262,7 @@ def channel_logs(
     cursor: Annotated[str | None, Query(max_length=2048, description="`meta.cursor` of the previous page")] = None,
 ) -> ListData[models.ChannelLog]:
     items, nxt = channels.logs(get_store(), current_auth(app), channelID, limit, cursor)
-    return ListData(data=items, meta=Meta(has_more=nxt is not None, limit=limit, cursor=nxt))
+    return cursor_list(items, limit, nxt)
 
 
 @app.get(
@@ -301,6 +298,7 @@ def channel_qr(channelID: str) -> Data[models.QrCode]:
 def channel_pairing_code(
     channelID: str, body: Annotated[models.PairingCodeRequest, Body()]
 ) -> Data[models.PairingCode]:
+    # on first use: keeps switchboard.contacts.identifiers off the cold start
     from switchboard.contacts.identifiers import normalize_phone
 
     item, adapter = channels.provider(get_store(), current_auth(app), channelID)
@@ -454,8 +452,6 @@ def put_two_step(
     responses=_example("Two-step verification is on", {"enabled": True, "email": "it@example.com"}),
 )
 def enable_two_step(channelID: str, body: Annotated[models.TwoStepEnable, Body()]) -> Data[dict[str, Any]]:
-    from switchboard.identity.passwords import hash_password
-
     doc = {"enabled": True, "email": body.email, "pin_hash": hash_password(body.pin)}
     channels.put_document(get_store(), current_auth(app), channelID, "two_step", doc)
     return Data(data={"enabled": True, "email": body.email})
@@ -718,7 +714,7 @@ def put_network_proxy(channelID: str, body: Annotated[models.Proxy, Body()]) -> 
     ),
 )
 def list_blocked_on_channel(channelID: str) -> ListData[models.BlockedOnChannel]:
-    return _list(media.blocked_on_channel(get_store(), current_auth(app), channelID))
+    return whole_list(media.blocked_on_channel(get_store(), current_auth(app), channelID))
 
 
 @app.post(
@@ -772,7 +768,7 @@ def channel_contacts(
     cursor: Annotated[str | None, Query(max_length=2048, description="`meta.cursor` of the previous page")] = None,
 ) -> ListData[dict[str, Any]]:
     items, nxt = media.channel_contacts(get_store(), current_auth(app), channelID, limit, cursor)
-    return ListData(data=items, meta=Meta(has_more=nxt is not None, limit=limit, cursor=nxt))
+    return cursor_list(items, limit, nxt)
 
 
 @app.post(
@@ -792,6 +788,7 @@ def channel_contacts(
     ),
 )
 def channel_contact_lookup(channelID: str, body: Annotated[models.PhoneLookup, Body()]) -> Data[dict[str, Any]]:
+    # on first use: keeps switchboard.contacts.identifiers off the cold start
     from switchboard.contacts.identifiers import normalize_phone
 
     _, adapter = channels.provider(get_store(), current_auth(app), channelID)
@@ -811,9 +808,10 @@ def channel_contact_lookup(channelID: str, body: Annotated[models.PhoneLookup, B
     ),
 )
 def channel_groups(channelID: str) -> ListData[group_models.Group]:
+    # on first use: keeps switchboard.groups.service off the cold start
     from switchboard.groups import service as groups
 
-    return _list(groups.channel_groups(get_store(), current_auth(app), channelID))
+    return whole_list(groups.channel_groups(get_store(), current_auth(app), channelID))
 
 
 @app.get(
@@ -1086,7 +1084,7 @@ def list_assets(
     cursor: Annotated[str | None, Query(max_length=2048, description="`meta.cursor` of the previous page")] = None,
 ) -> ListData[media.Asset]:
     items, nxt = media.list_assets(get_store(), current_auth(app), limit, cursor)
-    return ListData(data=items, meta=Meta(has_more=nxt is not None, limit=limit, cursor=nxt))
+    return cursor_list(items, limit, nxt)
 
 
 @app.get(
@@ -1154,7 +1152,7 @@ def list_conversations(
         channel_id=channel_id,
         unread=unread,
     )
-    return ListData(data=items, meta=Meta(has_more=nxt is not None, limit=limit, cursor=nxt))
+    return cursor_list(items, limit, nxt)
 
 
 @app.get(
@@ -1189,7 +1187,7 @@ def conversation_messages(
     cursor: Annotated[str | None, Query(max_length=2048, description="`meta.cursor` of the previous page")] = None,
 ) -> ListData[models.ConversationMessage]:
     items, nxt = conversations.messages(get_store(), current_auth(app), convID, limit, cursor)
-    return ListData(data=items, meta=Meta(has_more=nxt is not None, limit=limit, cursor=nxt))
+    return cursor_list(items, limit, nxt)
 
 
 def _action(conv_id: str, action: str) -> Data[models.Conversation]:
@@ -1394,9 +1392,10 @@ def release_lock(convID: str) -> None:
     ),
 )
 def conversation_labels(convID: str) -> ListData[catalog_models.Label]:
+    # on first use: keeps switchboard.catalog.labels off the cold start
     from switchboard.catalog import labels
 
-    return _list(labels.conversation_labels(get_store(), current_auth(app), convID))
+    return whole_list(labels.conversation_labels(get_store(), current_auth(app), convID))
 
 
 @app.post(
@@ -1413,9 +1412,10 @@ def conversation_labels(convID: str) -> ListData[catalog_models.Label]:
 def add_conversation_label(
     convID: str, body: Annotated[catalog_models.ConversationLabelAdd, Body()]
 ) -> ListData[catalog_models.Label]:
+    # on first use: keeps switchboard.catalog.labels off the cold start
     from switchboard.catalog import labels
 
-    return _list(labels.add_to_conversation(get_store(), current_auth(app), convID, body))
+    return whole_list(labels.add_to_conversation(get_store(), current_auth(app), convID, body))
 
 
 @app.delete(
@@ -1431,6 +1431,7 @@ def add_conversation_label(
     ),
 )
 def remove_conversation_label(convID: str, labelID: str) -> None:
+    # on first use: keeps switchboard.catalog.labels off the cold start
     from switchboard.catalog import labels
 
     labels.attach_conversation(get_store(), current_auth(app), labelID, convID, attach=False)
@@ -1449,6 +1450,7 @@ def remove_conversation_label(convID: str, labelID: str) -> None:
     ),
 )
 def conversation_history_sync(convID: str) -> Data[catalog_models.HistorySync]:
+    # on first use: keeps switchboard.catalog.chats off the cold start
     from switchboard.catalog import chats
 
     return Data(data=chats.history_sync(get_store(), current_auth(app), convID))
@@ -1466,6 +1468,7 @@ def conversation_history_sync(convID: str) -> Data[catalog_models.HistorySync]:
     ),
 )
 def last_conversation_history_sync(convID: str) -> Data[catalog_models.HistorySync]:
+    # on first use: keeps switchboard.catalog.chats off the cold start
     from switchboard.catalog import chats
 
     return Data(data=chats.last_history_sync(get_store(), current_auth(app), convID))

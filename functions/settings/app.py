@@ -11,7 +11,7 @@ from aws_lambda_powertools.event_handler.openapi.params import Body, Query
 from switchboard.api.app import create_resolver, make_handler
 from switchboard.api.auth import requires
 from switchboard.api.context import current_auth
-from switchboard.api.envelope import Data, ListData, Meta
+from switchboard.api.envelope import Data, ListData, Meta, cursor_list, whole_list
 from switchboard.api.lazy import lazy_module
 from switchboard.store import get_store
 
@@ -82,7 +82,7 @@ def update_billing(body: Annotated[billing_models.BillingUpdate, Body()]) -> Dat
 )
 def list_plans() -> ListData[billing_models.PlanView]:
     items = billing.plans()
-    return ListData(data=items, meta=Meta(has_more=False, limit=len(items), total=len(items)))
+    return whole_list(items)
 
 
 @app.get(
@@ -103,7 +103,7 @@ def list_invoices(
     status: Annotated[billing_models.InvoiceStatus | None, Query(description="Only invoices in this status")] = None,
 ) -> ListData[billing_models.Invoice]:
     items, nxt = invoices.list_invoices(get_store(), current_auth(app), limit, cursor, status)
-    return ListData(data=items, meta=Meta(has_more=nxt is not None, limit=limit, cursor=nxt))
+    return cursor_list(items, limit, nxt)
 
 
 @app.post(
@@ -279,7 +279,7 @@ def list_integrations() -> ListData[settings_models.Integration]:
 )
 def integration_catalog() -> ListData[settings_models.IntegrationType]:
     items = integrations.catalog()
-    return ListData(data=items, meta=Meta(has_more=False, limit=len(items), total=len(items)))
+    return whole_list(items)
 
 
 @app.post(
@@ -363,7 +363,7 @@ def delete_integration(integrationID: str) -> None:
 )
 def list_notification_preferences() -> ListData[settings_models.NotificationPreferences]:
     items = notifications.list_preferences(get_store(), current_auth(app))
-    return ListData(data=items, meta=Meta(has_more=False, limit=len(items), total=len(items)))
+    return whole_list(items)
 
 
 @app.get(

@@ -15,7 +15,7 @@ from aws_lambda_powertools.event_handler.openapi.params import Body, Query
 from switchboard.api.app import create_resolver, make_handler
 from switchboard.api.auth import requires
 from switchboard.api.context import current_auth
-from switchboard.api.envelope import Data, ListData, Meta
+from switchboard.api.envelope import Data, ListData, cursor_list, whole_list
 from switchboard.api.lazy import lazy_module
 from switchboard.store import get_store
 
@@ -174,7 +174,7 @@ def list_errors(
     progress_id: Annotated[str | None, Query(max_length=64)] = None,
 ) -> ListData[models.OnboardingError]:
     items, nxt = service.list_errors(get_store(), current_auth(app), limit, cursor, progress_id)
-    return ListData(data=items, meta=Meta(has_more=nxt is not None, limit=limit, cursor=nxt))
+    return cursor_list(items, limit, nxt)
 
 
 @app.get(
@@ -197,7 +197,7 @@ def support_labels(
     if code is not None:
         wanted = support.label_for(code, subcode)
         labels = [label for label in labels if label.key == wanted]
-    return ListData(data=labels, meta=Meta(has_more=False, limit=len(labels), total=len(labels)))
+    return whole_list(labels)
 
 
 handler = make_handler(app)

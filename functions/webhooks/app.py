@@ -10,7 +10,7 @@ from aws_lambda_powertools.event_handler.openapi.params import Body, Query
 from switchboard.api.app import create_resolver, make_handler
 from switchboard.api.auth import requires
 from switchboard.api.context import base_url, current_auth
-from switchboard.api.envelope import Data, ListData, Meta
+from switchboard.api.envelope import Data, ListData, cursor_list, whole_list
 from switchboard.api.lazy import lazy_module
 from switchboard.store import get_store
 
@@ -55,7 +55,7 @@ def webhook_settings() -> Data[models.WebhookSettings]:
 )
 def list_endpoints() -> ListData[models.Endpoint]:
     endpoints = service.settings_view(get_store(), current_auth(app)).endpoints
-    return ListData(data=endpoints, meta=Meta(has_more=False, limit=len(endpoints), total=len(endpoints)))
+    return whole_list(endpoints)
 
 
 @app.post(
@@ -237,7 +237,7 @@ def list_deliveries(
         event_type=event_type,
         since=since,
     )
-    return ListData(data=items, meta=Meta(has_more=nxt is not None, limit=limit, cursor=nxt))
+    return cursor_list(items, limit, nxt)
 
 
 @app.get(
@@ -258,7 +258,7 @@ def list_attempts(
     cursor: Annotated[str | None, Query(max_length=2048, description="`meta.cursor` of the previous page")] = None,
 ) -> ListData[models.Attempt]:
     items, nxt = service.list_attempts(get_store(), current_auth(app), messageID, limit=limit, cursor=cursor)
-    return ListData(data=items, meta=Meta(has_more=nxt is not None, limit=limit, cursor=nxt))
+    return cursor_list(items, limit, nxt)
 
 
 @app.post(

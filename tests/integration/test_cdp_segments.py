@@ -235,7 +235,7 @@ def test_event_counts_read_one_row_per_day_of_the_window_however_long_the_histor
     from datetime import timedelta
 
     from switchboard import clock
-    from switchboard.cdp.events import count_events
+    from switchboard.cdp.event_counts import count_events
     from switchboard.store import get_store
 
     gus = contact(api, name="Gus", email="gus@example.com")

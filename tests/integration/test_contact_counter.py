@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from switchboard.api.auth import AuthContext
-from switchboard.contacts import counter
+from switchboard.contacts import counter, erasure
 from switchboard.contacts import models as contact_models
 from switchboard.contacts import service as contacts
 from switchboard.jobs import service as jobs
@@ -123,7 +123,7 @@ def test_concurrent_creates_touch_no_shared_counter_and_end_exact(api: Api, monk
     assert len(set(ids)) == len(phones)
     doomed = sorted(set(ids))[:5]
     with ThreadPoolExecutor(max_workers=8) as pool:  # each one deleted by two writers at once: one wins
-        outcomes = list(pool.map(lambda i: _try(lambda: contacts.delete(store, auth, i)), doomed * 2))
+        outcomes = list(pool.map(lambda i: _try(lambda: erasure.delete(store, auth, i)), doomed * 2))
     assert sum(o is None for o in outcomes) == len(doomed)
     assert touched and not [sk for sk in touched if "COUNTER#" in sk]  # no customer write touches a counter
     monkeypatch.setattr(DynamoStore, "transact", transact)

@@ -10,7 +10,7 @@ import pytest
 
 from functions.jobs.app import handler as jobs_handler
 from switchboard import clock
-from switchboard.cdp import segment_windows
+from switchboard.cdp import segment_window_job
 from switchboard.jobs import service
 from switchboard.store import Store, get_store, keys
 from tests.helpers import FakeContext
@@ -63,7 +63,7 @@ def test_members_whose_window_aged_out_leave_on_the_scheduled_day(api: Api, monk
 
     later = start + timedelta(days=6)
     monkeypatch.setattr(clock, "now", lambda: later)
-    monkeypatch.setattr(segment_windows, "PAGE", 1)  # one row a chunk
+    monkeypatch.setattr(segment_window_job, "PAGE", 1)  # one row a chunk
     jobs = schedule()
     assert len(jobs) == 6  # each day since the last run
     assert schedule() == []  # run again the same day: nothing more

@@ -6,8 +6,8 @@ from datetime import timedelta
 from typing import Any
 
 from switchboard import clock
-from switchboard.api.auth import AuthContext
-from switchboard.ids import new_ulid
+from switchboard.access import AuthContext
+from switchboard.ids import new_ulid, ulid_bound
 from switchboard.store import Put, keys
 
 AUDIT_RETENTION = timedelta(days=400)
@@ -62,8 +62,6 @@ def list_audit(
     target_id: str | None = None,
 ) -> tuple[list[dict[str, Any]], dict[str, Any] | None]:
     """Newest first. The time range is a key condition (ULIDs sort by time); the other filters filter that range."""
-    from switchboard.ids import ulid_bound
-
     low = "AUDIT#" + (ulid_bound(clock.parse_iso_input(since, "query.since"), high=False) if since else "")
     high = "AUDIT#" + (ulid_bound(clock.parse_iso_input(until, "query.until"), high=True) if until else "~")
     filters = {"action": action, "actor_id": actor_id, "target_type": target_type, "target_id": target_id}

@@ -9,6 +9,9 @@ from __future__ import annotations
 import threading
 from typing import Any
 
+import boto3
+from botocore.config import Config
+
 _clients: dict[str, Any] = {}
 _lock = threading.Lock()
 
@@ -23,9 +26,6 @@ def client(service: str) -> Any:
     with _lock:
         cached = _clients.get(service)
         if cached is None:
-            import boto3
-            from botocore.config import Config
-
             config = Config(
                 retries={"mode": "standard", "max_attempts": 4},
                 connect_timeout=3,

@@ -11,8 +11,9 @@ from datetime import timedelta
 from typing import Any, Protocol
 
 from switchboard import aws, clock
+from switchboard.config import get_settings
 from switchboard.ids import new_ulid
-from switchboard.store import Store
+from switchboard.store import Store, get_store
 
 OUTBOX_PK = "LOCALMAIL"
 
@@ -74,9 +75,6 @@ def read_outbox(store: Store, to: str | None = None, limit: int = 100) -> list[d
 
 
 def get_mail_sender() -> MailSender:
-    from switchboard.config import get_settings
-    from switchboard.store import get_store
-
     settings = get_settings()
     if settings.is_local:
         return OutboxMailSender(get_store())

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import types
 import typing
+from decimal import Decimal, InvalidOperation
 from functools import cache
 from typing import Annotated, Any, ClassVar
 
@@ -210,9 +211,7 @@ NUMBER_MIN_EXPONENT = -130
 def unstorable_number(value: int | float | str) -> str | None:
     """Why DynamoDB cannot store this number (a JSON number's text, or a parsed one), or None when it can: more than
     38 significant digits, a magnitude of 1e126 or more, or a non-zero magnitude below 1e-130. The one rule for every
-    number a request brings (`switchboard.api.jsonbody` applies it while parsing each body)."""
-    from decimal import Decimal, InvalidOperation
-
+    number a request brings (`switchboard.jsonbody` applies it while parsing each body)."""
     try:
         number = Decimal(str(value) if not isinstance(value, str) else value)
     except InvalidOperation:

@@ -15,11 +15,14 @@ from __future__ import annotations
 import functools
 import ipaddress
 import socket
+import ssl
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
+
+import certifi
 
 if TYPE_CHECKING:
     import ssl
@@ -203,9 +206,6 @@ def sni(target: Target) -> dict[str, Any]:
 @functools.lru_cache(maxsize=1)
 def tls_context() -> ssl.SSLContext:
     """The CA bundle, loaded once per container: building it costs more than a whole request to a fast server."""
-    import ssl
-
-    import certifi  # httpx's own CA bundle, imported with httpx on the first request
 
     return ssl.create_default_context(cafile=certifi.where())
 
@@ -223,7 +223,7 @@ def pinned_client(target: Target, address: str, timeout: float) -> tuple[Any, An
     since both are in the key. No proxies from the environment, no redirects. The client builds requests (headers,
     timeouts); callers send them through the transport (`transport.handle_request`) to the URL `target.url_for(
     address)` with the `Host` header `target.host_header` and the extensions `sni(target)`."""
-    import httpx
+    import httpx  # on first use: keeps httpx off the cold start
 
     key = (target.scheme, address, target.effective_port, target.host if target.scheme == "https" else "", timeout)
     with _clients_lock:

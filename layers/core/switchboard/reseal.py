@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from switchboard.errors import Conflict
-from switchboard.store import Store, get_store
+from switchboard.store import Store, get_store, versioned
 from switchboard.store.table import deserialize, serialize_key
 
 Item = dict[str, Any]
@@ -41,14 +41,17 @@ def resealed(item: Item) -> Item | None:
     """The item with its plain secrets sealed, or None when there is nothing to seal."""
     entity = item.get("entity")
     if entity == "Channel":
+        # on first use: keeps switchboard.messaging.channels off the cold start
         from switchboard.messaging.channels import sealed_item as seal_channel
 
         new = seal_channel(item)
     elif entity == "Integration":
+        # on first use: keeps switchboard.settings.integrations off the cold start
         from switchboard.settings.integrations import sealed_item as seal_integration
 
         new = seal_integration(item)
     elif entity == "WebhookEndpoint":
+        # on first use: keeps switchboard.webhooks.service off the cold start
         from switchboard.webhooks.service import plain_secrets
 
         new = {**item, **plain_secrets(item)}
@@ -66,9 +69,7 @@ def _write(store: Store, item: Item) -> bool:
         try:
             store.put(
                 new,
-                condition="#v = :v",
-                names={"#v": "version"},
-                values={":v": item.get("version")},
+                **versioned(item.get("version")),
                 error=Conflict("changed meanwhile"),
             )
             return True

@@ -27,6 +27,8 @@ from collections.abc import Callable, Mapping
 from functools import lru_cache
 from typing import Any
 
+from switchboard.config import get_settings
+
 MASK = "••••"
 
 PREFIX = "sealed:v1:"
@@ -35,15 +37,16 @@ _INFO = b"switchboard/sealed-secrets/v1"
 
 @lru_cache(maxsize=4)
 def _key(secret: str) -> bytes:
+    # on first use: keeps cryptography off the cold start
     from cryptography.hazmat.primitives import hashes
+
+    # on first use: keeps cryptography off the cold start
     from cryptography.hazmat.primitives.kdf.hkdf import HKDF
 
     return HKDF(algorithm=hashes.SHA256(), length=32, salt=None, info=_INFO).derive(secret.encode())
 
 
 def _current_key() -> bytes:
-    from switchboard.config import get_settings
-
     return _key(get_settings().cursor_secret.get_secret_value())
 
 
@@ -52,6 +55,7 @@ def is_sealed(value: Any) -> bool:
 
 
 def seal(value: str, context: str) -> str:
+    # on first use: keeps cryptography off the cold start
     from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
     nonce = os.urandom(12)
@@ -61,7 +65,10 @@ def seal(value: str, context: str) -> str:
 
 def unseal(value: str, context: str) -> str:
     """The plain value; `ValueError` when it is not a sealed value of this stage and context."""
+    # on first use: keeps cryptography off the cold start
     from cryptography.exceptions import InvalidTag
+
+    # on first use: keeps cryptography off the cold start
     from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
     if not is_sealed(value):
@@ -160,7 +167,5 @@ def mask_fields(
 def lookup_hash(value: str) -> str:
     """A keyed SHA-256 of a secret (HMAC under the stage's `CURSOR_SECRET`, its own label): an item can be found by
     the secret a caller presents without the secret being stored."""
-    from switchboard.config import get_settings
-
     key = get_settings().cursor_secret.get_secret_value().encode()
     return hmac.new(key, b"switchboard/lookup-hash/v1\x00" + value.encode(), hashlib.sha256).hexdigest()

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from switchboard.api.auth import AuthContext
+from switchboard.access import AuthContext
 from switchboard.errors import Unauthenticated
 
 

@@ -67,5 +67,15 @@ class ListData(BaseModel, Generic[T]):
     meta: Meta
 
 
+def whole_list[T](items: list[T]) -> ListData[T]:
+    """A list answered whole, not paginated: `has_more` false, `limit` and `total` its length."""
+    return ListData(data=items, meta=Meta(has_more=False, limit=len(items), total=len(items)))
+
+
+def cursor_list[T](items: list[T], limit: int, next_cursor: str | None) -> ListData[T]:
+    """A page of a cursor list: `has_more` while there is a next cursor."""
+    return ListData(data=items, meta=Meta(has_more=next_cursor is not None, limit=limit, cursor=next_cursor))
+
+
 def error_body(code: str, message: str, request_id: str, details: list[dict[str, Any]] | None = None) -> dict:
     return {"error": {"code": code, "message": message, "details": details or [], "request_id": request_id}}

@@ -83,6 +83,7 @@ def _aad(item_key: dict[str, Any], status: int) -> bytes:
 
 
 def _seal(seal_key: bytes, plain: str, aad: bytes) -> str:
+    # on first use: keeps cryptography off the cold start
     from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
     nonce = os.urandom(12)
@@ -90,7 +91,10 @@ def _seal(seal_key: bytes, plain: str, aad: bytes) -> str:
 
 
 def _open(seal_key: bytes, sealed: str, aad: bytes) -> str:
+    # on first use: keeps cryptography off the cold start
     from cryptography.exceptions import InvalidTag
+
+    # on first use: keeps cryptography off the cold start
     from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
     raw = base64.b64decode(sealed)

@@ -1,107 +1,15 @@
-"""The JSON reader of every request body (the resolver's `json_body_deserializer`).
-
-It is `json.loads` with three hooks, so the rules below hold for every body of every route, whatever its model:
-- a key given twice in one object is refused (the last would win silently: `"role":"viewer","role":"owner"`);
-- a number DynamoDB cannot store (`switchboard.models.unstorable_number`) is refused, wherever it sits (typed
-  fields, free-form documents, rule trees);
-- integers are read by `int` and fractions by `float`, as `json.loads` reads them.
-A refusal is a 400 `validation_failed` naming the body. The hooks run only for objects and numbers; strings and the
-rest stay on the C scanner's path.
-"""
+"""The resolver's `json_body_deserializer`: `switchboard.jsonbody.loads`, a refusal answered as a request
+validation error."""
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from aws_lambda_powertools.event_handler.openapi.exceptions import RequestValidationError
 
-from switchboard.models import NUMBER_MAX_DIGITS, unstorable_number
+from switchboard.jsonbody import BodyRefused, loads
 
-
-class BodyRefused(ValueError):
-    """A body that is JSON but breaks one of the rules above; `field` is where (`body.a.0.b`) when known."""
-
-    def __init__(self, message: str, field: str = "body") -> None:
-        super().__init__(message)
-        self.field = field
-
-
-def _duplicate(pairs: list[tuple[str, Any]]) -> str | None:
-    seen: set[str] = set()
-    for key, _ in pairs:
-        if key in seen:
-            return key
-        seen.add(key)
-    return None
-
-
-def _object(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    obj = dict(pairs)
-    if len(obj) != len(pairs):
-        raise BodyRefused(f"the key {_duplicate(pairs)!r} appears more than once in one object")
-    return obj
-
-
-def _float(text: str) -> float:
-    problem = unstorable_number(text)
-    if problem:
-        raise BodyRefused(f"{text[:60]}: {problem}")
-    return float(text)
-
-
-def _int(text: str) -> int:
-    if len(text) > NUMBER_MAX_DIGITS and (problem := unstorable_number(text)):
-        raise BodyRefused(f"{text[:60]}: {problem}")
-    return int(text)
-
-
-_DECODER = json.JSONDecoder(object_pairs_hook=_object, parse_float=_float, parse_int=_int)
-
-
-class _Refusal:
-    """Where the second, tolerant reading of a refused body met a broken rule (found again by `_locate`)."""
-
-    def __init__(self, message: str, value: Any = None) -> None:
-        self.message = message
-        self.value = value
-
-
-def _tolerant_object(pairs: list[tuple[str, Any]]) -> Any:
-    key = _duplicate(pairs)
-    if key is not None:
-        return _Refusal(f"the key {key!r} appears more than once in one object")
-    return dict(pairs)
-
-
-def _tolerant_number(text: str) -> Any:
-    problem = unstorable_number(text)
-    return _Refusal(f"{text[:60]}: {problem}") if problem else 0
-
-
-_TOLERANT = json.JSONDecoder(
-    object_pairs_hook=_tolerant_object, parse_float=_tolerant_number, parse_int=_tolerant_number
-)
-
-
-def _locate(value: Any, path: str) -> BodyRefused | None:
-    if isinstance(value, _Refusal):
-        return BodyRefused(value.message, path)
-    children = value.items() if isinstance(value, dict) else enumerate(value) if isinstance(value, list) else ()
-    for name, child in children:
-        found = _locate(child, f"{path}.{name}")
-        if found is not None:
-            return found
-    return None
-
-
-def loads(text: str) -> Any:
-    """`json.loads(text)` under the rules above; a `BodyRefused` naming the field for a body that breaks them (the
-    body is read a second time, tolerantly, only to find where)."""
-    try:
-        return _DECODER.decode(text)
-    except BodyRefused as err:
-        raise _locate(_TOLERANT.decode(text), "body") or err from None
+__all__ = ["BodyRefused", "loads", "parse_body"]
 
 
 def parse_body(text: str) -> Any:

@@ -17,15 +17,18 @@ from datetime import timedelta
 from decimal import Decimal
 from typing import Any
 
+from aws_lambda_powertools import Logger
+
 from switchboard import clock
-from switchboard.api.auth import AuthContext
-from switchboard.api.pagination import cursor_page, query_fingerprint
+from switchboard.access import AuthContext
 from switchboard.audit import audit_put
 from switchboard.billing import catalogue, models, service
 from switchboard.errors import Conflict, ValidationFailed
 from switchboard.events.outbox import outbox_put
 from switchboard.ids import new_id
-from switchboard.store import Delete, Put, Store, TxOp, Update, keys
+from switchboard.mail import Mail, get_mail_sender
+from switchboard.paging import cursor_page, query_fingerprint
+from switchboard.store import Delete, Put, Store, TxOp, Update, keys, versioned
 
 Item = dict[str, Any]
 TRANSITIONS: dict[str, frozenset[str]] = {
@@ -84,14 +87,7 @@ def list_invoices(
     org = auth.org_id
     fingerprint = query_fingerprint("invoices", {"status": status})
     items, nxt = cursor_page(
-        store,
-        org,
-        fingerprint,
-        cursor,
-        limit=limit,
-        sk_prefix="INVOICE#",
-        forward=False,
-        filters={"status": status},
+        store, org, fingerprint, cursor, limit=limit, sk_prefix="INVOICE#", forward=False, filters={"status": status}
     )
     return [view(i) for i in items], nxt
 
@@ -256,9 +252,7 @@ def _write(store: Store, auth: AuthContext, old: Item, new: Item, action: str, e
         [
             Put(
                 item=new,
-                condition="#v = :v AND #s = :s",
-                names={"#v": "version", "#s": "status"},
-                values={":v": old["version"], ":s": old["status"]},
+                **versioned(old["version"], condition="#s = :s", names={"#s": "status"}, values={":s": old["status"]}),
                 error=Conflict("The invoice changed meanwhile; retry."),
             ),
             audit_put(
@@ -380,7 +374,7 @@ def checkout(store: Store, auth: AuthContext, invoice_id: str) -> models.Invoice
 
 def _mail_issued(store: Store, org: str, invoice: Item) -> None:
     """The billing e-mail of the profile and every member who wants billing e-mails hear of a new invoice."""
-    from switchboard.mail import Mail, get_mail_sender
+    # on first use: keeps switchboard.settings.notifications off the cold start
     from switchboard.settings import notifications
 
     recipients = {str(invoice["billing_profile"].get("billing_email") or "").lower()}
@@ -392,6 +386,4 @@ def _mail_issued(store: Store, org: str, invoice: Item) -> None:
         try:  # the invoice is issued already: a mail outage must not turn that into an error
             sender.send(Mail(to=to, subject=f"Invoice {invoice['invoice_number']}", text=text))
         except Exception as err:  # noqa: BLE001 - logged, never raised
-            from aws_lambda_powertools import Logger
-
             Logger(child=True).warning("invoice e-mail failed", extra={"error_type": type(err).__name__})

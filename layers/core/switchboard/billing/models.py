@@ -7,6 +7,7 @@ from typing import Annotated, Literal
 
 from pydantic import Field, PlainSerializer, field_validator
 
+from switchboard.errors import ValidationFailed
 from switchboard.models import BaseModel, EmailStr, Name, Strict, Timestamp
 
 
@@ -83,6 +84,7 @@ class BillingProfileUpdate(Strict):
     @field_validator("country_code")
     @classmethod
     def _country(cls, value: str | None) -> str | None:
+        # on first use: keeps switchboard.billing.catalogue off the cold start
         from switchboard.billing.catalogue import COUNTRIES
 
         if value is None:
@@ -95,8 +97,8 @@ class BillingProfileUpdate(Strict):
     @field_validator("billing_phone")
     @classmethod
     def _phone(cls, value: str | None) -> str | None:
+        # on first use: keeps switchboard.contacts.identifiers off the cold start
         from switchboard.contacts.identifiers import normalize_phone
-        from switchboard.errors import ValidationFailed
 
         if value is None:
             return None

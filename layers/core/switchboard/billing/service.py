@@ -11,11 +11,11 @@ from decimal import Decimal
 from typing import Any
 
 from switchboard import clock
-from switchboard.api.auth import AuthContext
+from switchboard.access import AuthContext
 from switchboard.audit import audit_put
 from switchboard.billing import catalogue, models, usage
 from switchboard.errors import Conflict, ValidationFailed
-from switchboard.store import Put, Store, keys
+from switchboard.store import Put, Store, keys, versioned
 
 Item = dict[str, Any]
 PROFILE_FIELDS = tuple(models.BillingProfile.model_fields)
@@ -164,18 +164,11 @@ def update(store: Store, auth: AuthContext, body: models.BillingUpdate) -> model
     new["version"] = current["version"] + 1
     new["updated_at"] = clock.now_iso()
     item = {**settings_key(org), "entity": "BillingSettings", "organization_id": org, **new}
-    if current["version"]:
-        condition, values = "#v = :v", {":v": current["version"]}
-        names: dict[str, str] | None = {"#v": "version"}
-    else:
-        condition, values, names = "attribute_not_exists(PK)", {}, None
     store.transact(
         [
             Put(
                 item=item,
-                condition=condition,
-                names=names,
-                values=values or None,
+                **versioned(current["version"] or None),
                 error=Conflict("The billing settings changed meanwhile; retry."),
             ),
             audit_put(

@@ -22,6 +22,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from switchboard import clock
+from switchboard.contacts import counter
 from switchboard.store import Put, Store, Update, keys
 from switchboard.stream_counts import AlreadyCounted, mark_counted
 
@@ -91,6 +92,4 @@ def messages_sent(store: Store, org: str, period: str) -> list[Item]:
 
 def contacts_stored(store: Store, org: str) -> int:
     """The organization's maintained contact count (one consistent GetItem)."""
-    from switchboard.contacts import counter  # the contacts package: only when counting
-
     return counter.contacts_stored(store, org)

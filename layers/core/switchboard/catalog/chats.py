@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from switchboard import clock
-from switchboard.api.auth import AuthContext
+from switchboard.access import AuthContext
 from switchboard.catalog import models
 from switchboard.contacts.identifiers import Identifier, normalize_phone
 from switchboard.errors import NotFound

@@ -14,13 +14,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from switchboard.api.auth import AuthContext
+from switchboard.access import AuthContext
 from switchboard.catalog import labels
 from switchboard.errors import NotFound
 from switchboard.jobs.service import Chunk
 from switchboard.store import Store, keys
 
-KIND = "label.detach"
+KIND = labels.DETACH_JOB
 PAGE = 25  # link rows per chunk: one transaction each
 Item = dict[str, Any]
 

@@ -8,16 +8,17 @@ import contextlib
 from typing import TYPE_CHECKING, Any, Literal
 
 from switchboard import clock
-from switchboard.api.auth import AuthContext
-from switchboard.api.lazy import lazy_module
-from switchboard.api.pagination import decode_cursor, encode_cursor, query_fingerprint
+from switchboard.access import AuthContext
 from switchboard.audit import audit_put
 from switchboard.catalog import models
 from switchboard.errors import Conflict, DomainError, NotFound, UnsupportedByProvider, ValidationFailed
 from switchboard.events.outbox import outbox_put
 from switchboard.ids import new_id
+from switchboard.jobs import service as jobs
+from switchboard.lazy import lazy_module
+from switchboard.paging import cursor_page, query_fingerprint
 from switchboard.providers import ProviderUnavailable, provider_for
-from switchboard.store import ConditionCheck, Delete, Put, Store, TxOp, Update, keys
+from switchboard.store import ConditionCheck, Delete, Put, Store, TxOp, Update, keys, versioned
 
 if TYPE_CHECKING:
     from switchboard.messaging import channels, conversations, status
@@ -26,6 +27,7 @@ else:  # the messaging models when a label route first reaches a channel or a co
     conversations = lazy_module("switchboard.messaging.conversations")
     status = lazy_module("switchboard.messaging.status")
 
+DETACH_JOB = "label.detach"  # the job that detaches a deleted label everywhere (switchboard.catalog.label_jobs)
 Item = dict[str, Any]
 ProviderSync = Literal["synced", "unsupported", "failed"]
 
@@ -101,10 +103,8 @@ def list_labels(
 ) -> tuple[list[models.Label], str | None]:
     org = auth.org_id
     fingerprint = query_fingerprint("labels", {})
-    page = store.query(
-        keys.org_pk(org), sk_prefix="LABEL#", limit=limit, start_key=decode_cursor(cursor, org, fingerprint)
-    )
-    return [view(i) for i in page.items], encode_cursor(org, fingerprint, page.last_key)
+    rows, next_cursor = cursor_page(store, org, fingerprint, cursor, sk_prefix="LABEL#", limit=limit)
+    return [view(i) for i in rows], next_cursor
 
 
 def get(store: Store, auth: AuthContext, label_id: str) -> models.Label:
@@ -126,9 +126,7 @@ def update(store: Store, auth: AuthContext, label_id: str, body: models.LabelUpd
     ops: list[TxOp] = [
         Put(
             item=new,
-            condition="#v = :v",
-            names={"#v": "version"},
-            values={":v": item["version"]},
+            **versioned(item["version"]),
             error=Conflict("The label changed meanwhile; retry."),
         ),
         audit_put(auth, "label.updated", "label", label_id, before={k: item.get(k) for k in changes}, after=changes),
@@ -149,12 +147,9 @@ def update(store: Store, auth: AuthContext, label_id: str, body: models.LabelUpd
 def delete(store: Store, auth: AuthContext, label_id: str) -> None:
     """Deletes the label from the catalogue at once (no attach succeeds after); the `label.detach` job then detaches
     it from every conversation (one `conversation.updated` each) and message. The job id is in the audit record."""
-    from switchboard.catalog import label_jobs
-    from switchboard.jobs import service as jobs
-
     org = auth.org_id
     item = get_item(store, org, label_id, consistent=True)
-    job = jobs.start_op(label_jobs.KIND, org, checkpoint={"label_id": label_id, "phase": "conversations"})
+    job = jobs.start_op(DETACH_JOB, org, checkpoint={"label_id": label_id, "phase": "conversations"})
     store.transact(
         [
             Delete(key=label_key(org, label_id), condition="attribute_exists(PK)", error=NotFound("No such label.")),
@@ -200,9 +195,7 @@ def _set_conversation_label(
         ops: list[TxOp] = [
             Put(
                 item=new,
-                condition="#v = :v",
-                names={"#v": "version"},
-                values={":v": conv.get("version", 1)},
+                **versioned(conv.get("version", 1)),
                 error=_Changed(),
             ),
             outbox_put(
@@ -288,6 +281,7 @@ def attach_conversation(
 def resolve_chat(store: Store, auth: AuthContext, chat_id: str, channel_id: str | None) -> str:
     """A conversation id from a chat reference: a conversation id, or the contact's phone / JID (on `channel_id`,
     or on the only channel where the contact has a conversation)."""
+    # on first use: keeps switchboard.catalog.chats off the cold start
     from switchboard.catalog.chats import conversation_for_chat
 
     org = auth.org_id
@@ -295,6 +289,7 @@ def resolve_chat(store: Store, auth: AuthContext, chat_id: str, channel_id: str 
         return str(conversation_for_chat(store, auth, channel_id, chat_id)["id"])
     if chat_id.startswith("cv_"):
         return str(conversations.get_item(store, org, chat_id)["id"])
+    # on first use: keeps switchboard.catalog.chats off the cold start
     from switchboard.catalog.chats import contact_for_chat
 
     contact_id = contact_for_chat(store, org, chat_id)
@@ -427,6 +422,7 @@ def apply_engine_chat_label(store: Store, channel: Item, name: str, chat_phone: 
     """A provider says a chat gained or lost a label (set on the phone): the conversation's labels follow when the
     organization has a label of that name and a conversation with that chat on the channel. Nothing is sent back to
     the provider. True when the conversation changed."""
+    # on first use: keeps switchboard.catalog.chats off the cold start
     from switchboard.catalog.chats import conversation_for_chat
 
     org = channel["organization_id"]

@@ -16,17 +16,17 @@ from pathlib import Path
 from typing import Any
 
 from switchboard import clock
-from switchboard.api.auth import AuthContext
-from switchboard.api.pagination import decode_cursor, encode_cursor, query_fingerprint
+from switchboard.access import AuthContext
 from switchboard.audit import audit_put
 from switchboard.catalog import models
 from switchboard.errors import Conflict, NotFound, UnsupportedByProvider, ValidationFailed
 from switchboard.events.outbox import outbox_put
 from switchboard.ids import new_id
 from switchboard.messaging import channels
+from switchboard.paging import cursor_page, query_fingerprint
 from switchboard.providers import provider_for
 from switchboard.providers.base import Provider
-from switchboard.store import Delete, Put, Store, TxOp, keys
+from switchboard.store import Delete, Put, Store, TxOp, keys, versioned
 
 Item = dict[str, Any]
 LIBRARY_PATH = Path(__file__).with_name("library.json")
@@ -193,16 +193,8 @@ def list_templates(
     params = {"status": status, "channel_id": channel_id, "category": category, "name": name}
     active = {k: v for k, v in params.items() if v}
     fingerprint = query_fingerprint("templates", params)
-    page = store.query(
-        keys.org_pk(org),
-        sk_prefix="TEMPLATE#",
-        limit=limit,
-        start_key=decode_cursor(cursor, org, fingerprint),
-        filter_expression=" AND ".join(f"#{k} = :{k}" for k in active) or None,
-        names={f"#{k}": k for k in active} or None,
-        values={f":{k}": v for k, v in active.items()} or None,
-    )
-    return [view(i) for i in page.items], encode_cursor(org, fingerprint, page.last_key)
+    rows, next_cursor = cursor_page(store, org, fingerprint, cursor, limit=limit, sk_prefix="TEMPLATE#", filters=active)
+    return [view(i) for i in rows], next_cursor
 
 
 def get(store: Store, auth: AuthContext, template_id: str) -> models.Template:
@@ -229,9 +221,7 @@ def _status_event(org: str, item: Item, previous: str, category_changed: bool = 
 def _versioned(item: Item, new: Item) -> Put:
     return Put(
         item=new,
-        condition="#v = :v",
-        names={"#v": "version"},
-        values={":v": item["version"]},
+        **versioned(item["version"]),
         error=_Changed("The template changed meanwhile; retry."),
     )
 

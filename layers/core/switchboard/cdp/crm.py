@@ -13,14 +13,14 @@ from __future__ import annotations
 from typing import Any
 
 from switchboard import clock
-from switchboard.api.auth import AuthContext
-from switchboard.api.pagination import decode_cursor, encode_cursor, query_fingerprint
+from switchboard.access import AuthContext
 from switchboard.cdp import models
-from switchboard.cdp.objects import get_object_item, object_key
+from switchboard.cdp.objects import get_object_item, object_key, record_event
 from switchboard.contacts import repository as contact_repo
 from switchboard.errors import Conflict, NotFound, ValidationFailed
 from switchboard.events.outbox import outbox_put
 from switchboard.ids import new_id
+from switchboard.paging import cursor_page, query_fingerprint
 from switchboard.store import ConditionCheck, Delete, Put, Store, TxOp, keys
 
 Item = dict[str, Any]
@@ -93,13 +93,8 @@ def list_comments(
     org = auth.org_id
     get_object_item(store, org, object_id)
     fingerprint = query_fingerprint("cdp.comments", {"record": object_id})
-    page = store.query(
-        keys.org_pk(org),
-        sk_prefix=f"CDPCMT#{object_id}#",
-        limit=limit,
-        start_key=decode_cursor(cursor, org, fingerprint),
-    )
-    return [models.Comment.model_validate(i) for i in page.items], encode_cursor(org, fingerprint, page.last_key)
+    rows, next_cursor = cursor_page(store, org, fingerprint, cursor, sk_prefix=f"CDPCMT#{object_id}#", limit=limit)
+    return [models.Comment.model_validate(i) for i in rows], next_cursor
 
 
 def delete_comment(store: Store, auth: AuthContext, object_id: str, comment_id: str) -> None:
@@ -236,13 +231,8 @@ def list_links(
     org = auth.org_id
     get_object_item(store, org, object_id)
     fingerprint = query_fingerprint("cdp.links", {"record": object_id})
-    page = store.query(
-        keys.org_pk(org),
-        sk_prefix=f"CDPREL#{object_id}#",
-        limit=limit,
-        start_key=decode_cursor(cursor, org, fingerprint),
-    )
-    return [_view_link(i) for i in page.items], encode_cursor(org, fingerprint, page.last_key)
+    rows, next_cursor = cursor_page(store, org, fingerprint, cursor, sk_prefix=f"CDPREL#{object_id}#", limit=limit)
+    return [_view_link(i) for i in rows], next_cursor
 
 
 def remove_dependents(store: Store, org: str, record: Item) -> None:
@@ -258,3 +248,16 @@ def remove_dependents(store: Store, org: str, record: Item) -> None:
             store.transact(_unlink_ops(org, link))
         except NotFound:
             continue
+
+
+def delete_object(store: Store, auth: AuthContext, object_id: str) -> None:
+    """The record, then its comments and its links (`crm.relationship.unlinked` for each link)."""
+    org = auth.org_id
+    record = get_object_item(store, org, object_id)
+    store.transact(
+        [
+            Delete(key=object_key(org, object_id), condition="attribute_exists(PK)", error=NotFound("No such record.")),
+            record_event(org, "crm.record.deleted", record),
+        ]
+    )
+    remove_dependents(store, org, record)

@@ -11,19 +11,19 @@ occurrence. (Event names cannot hold `#`, so a name's day rows form their own ke
 from __future__ import annotations
 
 import logging
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import Any
 
 from ulid import ULID
 
 from switchboard import clock
-from switchboard.api.auth import AuthContext
-from switchboard.api.pagination import cursor_page, query_fingerprint
-from switchboard.cdp import models
+from switchboard.access import AuthContext
+from switchboard.cdp import models, segments
 from switchboard.contacts import service as contacts
 from switchboard.contacts.identifiers import normalize
 from switchboard.errors import Conflict, DomainError, NotFound, ValidationFailed
 from switchboard.ids import new_id, ulid_bound
+from switchboard.paging import cursor_page, query_fingerprint
 from switchboard.store import Put, Store, Update, keys
 
 Item = dict[str, Any]
@@ -145,10 +145,8 @@ def ingest(store: Store, auth: AuthContext, batch: models.EventBatch) -> models.
         results.append(models.EventResult(index=n, event_id=event_id, status="accepted", contact_id=contact_id))
     accepted = {r.contact_id for r in results if r.status == "accepted" and r.contact_id}
     if accepted:
-        from switchboard.cdp.segments import refresh_after_events
-
         try:
-            refresh_after_events(store, org, accepted)
+            segments.refresh_after_events(store, org, accepted)
         except DomainError:  # the events are stored: a busy table only delays membership until the next rebuild
             logging.getLogger("switchboard").warning("segment refresh after ingest failed", exc_info=True)
     count = {s: sum(1 for r in results if r.status == s) for s in ("accepted", "duplicate", "rejected")}
@@ -206,34 +204,3 @@ def activity_log(
         filters={"name": name, "contact_id": contact_id},
     )
     return [models.Activity.model_validate(i) for i in items], nxt
-
-
-def count_events(store: Store, org: str, contact_id: str, name: str, since: datetime) -> int:
-    """How many `name` events the contact had since `since` (the segment rule `event`): the day rows after `since`'s
-    day, and that day's own events read from the timeline (only the part of the day inside the window counts).
-    Reads one row per day of the window plus one day of the contact's activity, whatever its history."""
-    return event_window(store, org, contact_id, name, since)[0]
-
-
-def event_window(store: Store, org: str, contact_id: str, name: str, since: datetime) -> tuple[int, str | None]:
-    """`count_events`, and the first day (`YYYY-MM-DD`) of the window holding one of the events counted (None when
-    none is): the count can only fall once that day has left the window. Same reads."""
-    pk = keys.org_pk(org)
-    day = clock.iso(since)[:10]
-    next_day = clock.iso(clock.parse_iso(f"{day}T00:00:00Z") + timedelta(days=1))[:10]
-    first_day = store.query_all(
-        pk,
-        sk_between=(
-            f"CONTACT#{contact_id}#ACT#{ulid_bound(since, high=False)}",
-            f"CONTACT#{contact_id}#ACT#{ulid_bound(clock.parse_iso(f'{next_day}T00:00:00Z'), high=False)}",
-        ),
-        filter_expression="#n = :n",
-        names={"#n": "name"},
-        values={":n": name},
-    )
-    later = store.query_all(
-        pk, sk_between=(f"CONTACT#{contact_id}#EVDAY#{name}#{next_day}", f"CONTACT#{contact_id}#EVDAY#{name}#~")
-    )
-    counted_days = [str(row["SK"]).rsplit("#", 1)[1] for row in later if int(row.get("events") or 0)]
-    first = day if first_day else (counted_days[0] if counted_days else None)
-    return len(first_day) + sum(int(row.get("events") or 0) for row in later), first

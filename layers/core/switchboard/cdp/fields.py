@@ -12,7 +12,7 @@ from datetime import date
 from typing import Any
 
 from switchboard import clock
-from switchboard.api.auth import AuthContext
+from switchboard.access import AuthContext
 from switchboard.audit import audit_put
 from switchboard.cdp import models
 from switchboard.errors import Conflict, NotFound, ValidationFailed
@@ -79,12 +79,14 @@ def check_value(definition: Item, value: Any, path: str) -> Any:
             raise _bad(path, f"must be a list of: {', '.join(sorted(options))}")
         return list(dict.fromkeys(value))
     if kind == "email":
+        # on first use: keeps switchboard.contacts.identifiers off the cold start
         from switchboard.contacts.identifiers import normalize_email
 
         if not isinstance(value, str):
             raise _bad(path, "must be an e-mail address")
         return normalize_email(value, path)
     if kind == "phone":
+        # on first use: keeps switchboard.contacts.identifiers off the cold start
         from switchboard.contacts.identifiers import normalize_phone
 
         if not isinstance(value, str | int) or isinstance(value, bool):

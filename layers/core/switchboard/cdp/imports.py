@@ -21,16 +21,15 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from switchboard import clock
-from switchboard.api import jsonbody
-from switchboard.api.auth import AuthContext
-from switchboard.api.pagination import decode_cursor, encode_cursor, query_fingerprint
+from switchboard import clock, jsonbody
+from switchboard.access import AuthContext
 from switchboard.cdp import fields, models
 from switchboard.contacts import models as contact_models
 from switchboard.contacts import service as contacts
 from switchboard.errors import DomainError, ValidationFailed
 from switchboard.events.outbox import outbox_put
 from switchboard.ids import new_id
+from switchboard.paging import cursor_page, query_fingerprint
 from switchboard.store import Put, Store, TxOp, keys
 
 Item = dict[str, Any]
@@ -336,11 +335,5 @@ def list_imports(
     """Newest first."""
     org = auth.org_id
     fingerprint = query_fingerprint("cdp.imports", {})
-    page = store.query(
-        keys.org_pk(org),
-        sk_prefix="CDPIMPORT#",
-        forward=False,
-        limit=limit,
-        start_key=decode_cursor(cursor, org, fingerprint),
-    )
-    return [models.ImportReport.model_validate(i) for i in page.items], encode_cursor(org, fingerprint, page.last_key)
+    rows, next_cursor = cursor_page(store, org, fingerprint, cursor, sk_prefix="CDPIMPORT#", forward=False, limit=limit)
+    return [models.ImportReport.model_validate(i) for i in rows], next_cursor

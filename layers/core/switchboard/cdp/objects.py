@@ -11,8 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from switchboard import clock
-from switchboard.api.auth import AuthContext
-from switchboard.api.pagination import decode_cursor, encode_cursor, query_fingerprint
+from switchboard.access import AuthContext
 from switchboard.audit import audit_put
 from switchboard.cdp import models
 from switchboard.cdp.fields import check_value
@@ -20,7 +19,8 @@ from switchboard.contacts import repository as contact_repo
 from switchboard.errors import Conflict, NotFound, ValidationFailed
 from switchboard.events.outbox import outbox_put
 from switchboard.ids import new_id
-from switchboard.store import ConditionCheck, Delete, Put, Store, keys
+from switchboard.paging import cursor_page, query_fingerprint
+from switchboard.store import ConditionCheck, Delete, Put, Store, keys, versioned
 
 Item = dict[str, Any]
 MAX_FIELDS = 100
@@ -158,9 +158,7 @@ def _save_type(store: Store, auth: AuthContext, old: Item, new: Item, action: st
         [
             Put(
                 item=new,
-                condition="#v = :v",
-                names={"#v": "version"},
-                values={":v": old["version"]},
+                **versioned(old["version"]),
                 error=Conflict("The object type changed concurrently; read it again."),
             ),
             audit_put(auth, f"cdp.object_type.{action}", "object_type", old["id"]),
@@ -299,7 +297,7 @@ def _display_name(type_item: Item, record: Item) -> str:
     return str(value) if value not in (None, "") else f"{type_item['name']} {record['id']}"
 
 
-def _record_event(org: str, event: str, record: Item) -> Put:
+def record_event(org: str, event: str, record: Item) -> Put:
     return outbox_put(
         org,
         event,
@@ -390,7 +388,7 @@ def create_object(store: Store, auth: AuthContext, body: models.ObjectCreate) ->
                 condition="attribute_exists(PK)",
                 error=NotFound("No such contact."),
             ),
-            _record_event(org, "crm.record.created", record),
+            record_event(org, "crm.record.created", record),
         ]
     )
     return view_object(record)
@@ -418,31 +416,14 @@ def update_object(store: Store, auth: AuthContext, object_id: str, body: models.
         [
             Put(
                 item=new,
-                condition="#v = :v",
-                names={"#v": "version"},
-                values={":v": record["version"]},
+                **versioned(record["version"]),
                 error=Conflict("The record changed concurrently; read it again."),
             ),
-            _record_event(org, "crm.record.updated", new),
+            record_event(org, "crm.record.updated", new),
             *_transition_events(org, type_item, record, new),
         ]
     )
     return view_object(new)
-
-
-def delete_object(store: Store, auth: AuthContext, object_id: str) -> None:
-    """The record, then its comments and its links (`crm.relationship.unlinked` for each link)."""
-    from switchboard.cdp.crm import remove_dependents
-
-    org = auth.org_id
-    record = get_object_item(store, org, object_id)
-    store.transact(
-        [
-            Delete(key=object_key(org, object_id), condition="attribute_exists(PK)", error=NotFound("No such record.")),
-            _record_event(org, "crm.record.deleted", record),
-        ]
-    )
-    remove_dependents(store, org, record)
 
 
 def list_objects(
@@ -457,17 +438,16 @@ def list_objects(
     """By contact (GSI2), by type (GSI1), or every record (newest first by id)."""
     org = auth.org_id
     fingerprint = query_fingerprint("cdp.objects", {"type": object_type_id, "contact": contact_id})
-    start = decode_cursor(cursor, org, fingerprint)
     type_id = find_type(store, org, object_type_id)["id"] if object_type_id else None
     if contact_id:
-        extra: dict[str, Any] = {}
-        if type_id:
-            extra = {"filter_expression": "#t = :t", "names": {"#t": "object_type_id"}, "values": {":t": type_id}}
-        page = store.query(
-            contact_pk(org, contact_id), index="GSI2", forward=False, limit=limit, start_key=start, **extra
-        )
+        where: dict[str, Any] = {
+            "pk": contact_pk(org, contact_id),
+            "index": "GSI2",
+            "filters": {"object_type_id": type_id},
+        }
     elif type_id:
-        page = store.query(type_pk(org, type_id), index="GSI1", forward=False, limit=limit, start_key=start)
+        where = {"pk": type_pk(org, type_id), "index": "GSI1"}
     else:
-        page = store.query(keys.org_pk(org), sk_prefix="CDPOBJ#", forward=False, limit=limit, start_key=start)
-    return [view_object(i) for i in page.items], encode_cursor(org, fingerprint, page.last_key)
+        where = {"sk_prefix": "CDPOBJ#"}
+    rows, next_cursor = cursor_page(store, org, fingerprint, cursor, limit=limit, forward=False, **where)
+    return [view_object(i) for i in rows], next_cursor

@@ -39,7 +39,7 @@ from switchboard.errors import Conflict
 from switchboard.jobs.service import Chunk
 from switchboard.store import ConditionCheck, Store, TxOp, keys
 
-KIND = "segment.build"
+KIND = segments.BUILD_JOB
 PAGE = 100  # contacts (scan) or member rows (sweep) per chunk
 FLIPS_PER_TX = 24  # ≤ 4 operations each (+ an expiry row), plus the segment's generation check: ≤ 100
 Item = dict[str, Any]

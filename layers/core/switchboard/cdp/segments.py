@@ -25,18 +25,19 @@ from datetime import timedelta
 from typing import Any
 
 from switchboard import clock
-from switchboard.api.auth import AuthContext
-from switchboard.api.pagination import decode_cursor, encode_cursor, query_fingerprint
+from switchboard.access import AuthContext
 from switchboard.audit import audit_put
 from switchboard.cdp import models, segment_counts, segment_delete, segment_windows
-from switchboard.cdp.events import event_window
+from switchboard.cdp.event_counts import event_window
 from switchboard.contacts import repository as contact_repo
 from switchboard.errors import Conflict, DomainError, NotFound, ValidationFailed
 from switchboard.events.outbox import outbox_put
 from switchboard.ids import new_id
 from switchboard.jobs import service as jobs
-from switchboard.store import ConditionCheck, Delete, Put, Store, TxOp, Update, keys
+from switchboard.paging import cursor_page, query_fingerprint
+from switchboard.store import ConditionCheck, Delete, Put, Store, TxOp, Update, keys, versioned
 
+BUILD_JOB = "segment.build"  # the job that fills a segment's membership (switchboard.cdp.segment_build)
 Item = dict[str, Any]
 MAX_DEPTH = 6
 MAX_CONDITIONS = 50
@@ -417,16 +418,11 @@ def _build_fields(generation: int, job_id: str) -> Item:
 
 
 def _start_build(org: str, segment_id: str, generation: int) -> Put:
-    from switchboard.cdp import segment_build
-    from switchboard.jobs import service as jobs
-
     checkpoint = {"segment_id": segment_id, "generation": generation, "phase": "scan", "scanned": 0}
-    return jobs.start_op(segment_build.KIND, org, checkpoint=checkpoint)
+    return jobs.start_op(BUILD_JOB, org, checkpoint=checkpoint)
 
 
 def _enqueue(job: Put) -> None:
-    from switchboard.jobs import service as jobs
-
     jobs.enqueue(job.item["id"], 0)
 
 
@@ -483,9 +479,7 @@ def update(store: Store, auth: AuthContext, segment_id: str, body: models.Segmen
             Update(
                 key=segment_key(org, segment_id),
                 expression="SET " + ", ".join(f"#f{n} = :f{n}" for n in range(len(changes))),
-                condition="#v = :v",
-                names={**names, "#v": "version"},
-                values={**values, ":v": item["version"]},
+                **versioned(item["version"], names=names, values=values),
                 error=Conflict("The segment changed concurrently; read it again."),
             ),
             *([job] if job is not None else []),
@@ -522,20 +516,15 @@ def members(
     org = auth.org_id
     get_item(store, org, segment_id)
     fingerprint = query_fingerprint("cdp.segment_members", {"segment": segment_id})
-    page = store.query(
-        keys.org_pk(org),
-        sk_prefix=member_prefix(segment_id),
-        limit=limit,
-        start_key=decode_cursor(cursor, org, fingerprint),
-    )
+    rows, next_cursor = cursor_page(store, org, fingerprint, cursor, sk_prefix=member_prefix(segment_id), limit=limit)
     found = {
         c["id"]: c
         for c in store.batch_get(
-            [contact_repo.contact_key(org, r["contact_id"]) for r in page.items], projection=MEMBER_FIELDS
+            [contact_repo.contact_key(org, r["contact_id"]) for r in rows], projection=MEMBER_FIELDS
         )
     }
     out = []
-    for row in page.items:
+    for row in rows:
         contact = found.get(row["contact_id"])
         if contact is None:
             continue  # deleted since the last evaluation: the next build drops the row
@@ -550,4 +539,4 @@ def members(
                 added_at=row["added_at"],
             )
         )
-    return out, encode_cursor(org, fingerprint, page.last_key)
+    return out, next_cursor

@@ -22,7 +22,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from switchboard import clock
-from switchboard.api.auth import AuthContext
+from switchboard.access import AuthContext
 from switchboard.audit import audit_put
 from switchboard.cdp import models
 from switchboard.cdp.events import activity_puts

@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from switchboard import clock
-from switchboard.api.auth import AuthContext
+from switchboard.access import AuthContext
 from switchboard.audit import audit_put
 from switchboard.cdp import fields, models, segments, stages
 from switchboard.errors import Conflict, NotFound, ValidationFailed

@@ -5,16 +5,17 @@ from __future__ import annotations
 from typing import Any
 
 from switchboard import clock
-from switchboard.api.auth import AuthContext
-from switchboard.api.pagination import decode_cursor, encode_cursor, query_fingerprint
+from switchboard.access import AuthContext
 from switchboard.audit import audit_put
-from switchboard.contacts import models
+from switchboard.contacts import models, tag_jobs
 from switchboard.contacts import repository as repo
 from switchboard.contacts.identifiers import Identifier
 from switchboard.contacts.service import get_item, not_found, resolve, view, write_contact
 from switchboard.errors import Conflict, NotFound, ValidationFailed
 from switchboard.ids import new_id, new_ulid
 from switchboard.jobs import service as jobs
+from switchboard.paging import cursor_page, query_fingerprint
+from switchboard.providers import ProviderRejected, ProviderUnavailable, provider_for
 from switchboard.store import ConditionCheck, Delete, Put, Store, TxOp
 
 Item = dict[str, Any]
@@ -52,14 +53,10 @@ def list_notes(
     org = auth.org_id
     get_item(store, org, contact_id)
     fingerprint = query_fingerprint(f"notes:{contact_id}", {})
-    page = store.query(
-        f"ORG#{org}",
-        sk_prefix=repo.child_prefix(contact_id, "NOTE#"),
-        forward=False,
-        limit=limit,
-        start_key=decode_cursor(cursor, org, fingerprint),
+    rows, next_cursor = cursor_page(
+        store, org, fingerprint, cursor, sk_prefix=repo.child_prefix(contact_id, "NOTE#"), forward=False, limit=limit
     )
-    return [_note_view(i) for i in page.items], encode_cursor(org, fingerprint, page.last_key)
+    return [_note_view(i) for i in rows], next_cursor
 
 
 def _note_item(store: Store, org: str, contact_id: str, note_id: str) -> Item:
@@ -168,8 +165,6 @@ def update_tag(store: Store, auth: AuthContext, tag_id: str, body: models.TagUpd
 
 
 def _start_cascade(org: str, tag_id: str, action: str) -> Put:
-    from switchboard.contacts import tag_jobs
-
     return jobs.start_op(tag_jobs.KIND, org, checkpoint={"tag_id": tag_id, "action": action, "cursor": None})
 
 
@@ -423,8 +418,8 @@ def set_blocked(store: Store, auth: AuthContext, body: models.BlockRequest, bloc
 def _apply_provider_blocks(store: Store, auth: AuthContext, contact: Item, blocked: bool) -> None:
     """Mirror the block on every connected channel whose provider can block numbers (best effort: the stored
     block already stops our own sends; a provider that is down is recorded in the channel's log)."""
+    # on first use: keeps switchboard.messaging.channels off the cold start
     from switchboard.messaging import channels
-    from switchboard.providers import ProviderRejected, ProviderUnavailable, provider_for
 
     numbers = {i["value"] for i in contact.get("identities", []) if Identifier(i["type"], i["value"]).space == "phone"}
     if not numbers:

@@ -46,6 +46,8 @@ from typing import Any
 from switchboard import clock
 from switchboard.errors import Conflict
 from switchboard.identity.lifecycle import PURGING
+from switchboard.jobs import service
+from switchboard.jobs.service import Chunk
 from switchboard.store import ConditionCheck, Put, Store, Update, keys
 
 Item = dict[str, Any]
@@ -256,8 +258,6 @@ def _mark_seeded(store: Store, org_id: str) -> None:
 def start_seed(store: Store, org_id: str) -> str | None:
     """Start the organization's seed job (once: the seed state is put on condition it is absent); its job id, or
     None when a seed was started already."""
-    from switchboard.jobs import service
-
     job = service.start_op(KIND, org_id, checkpoint={})
     state = Put(
         item={**seed_key(org_id), "entity": "ContactCountSeed", "status": SEEDING, "job_id": job.item["id"]},
@@ -274,8 +274,6 @@ def start_seed(store: Store, org_id: str) -> str | None:
 
 def seed_chunk(store: Store, job: Item) -> Any:
     """One chunk of the seed job: count the contacts of one page that have no tally yet (see the module's note)."""
-    from switchboard.jobs.service import Chunk
-
     org_id = str(job["organization_id"])
     cursor = (job.get("checkpoint") or {}).get("cursor")
     page = store.query(keys.org_pk(org_id), sk_prefix="CONTACT#", limit=SEED_PAGE, start_key=cursor, consistent=True)

@@ -1,6 +1,6 @@
 """Erasing a deleted contact: the tombstone the delete request writes, and the cascade that erases the rest.
 
-`DELETE /v1/contacts/{id}` (`service.delete`) removes the contact item, its name index and its first identity
+`DELETE /v1/contacts/{id}` (`delete`) removes the contact item, its name index and its first identity
 sentinels in one transaction (the contact reads as 404 at once, by id and by identity), counts the contact out, and
 writes the tombstone `ERASURE#CONTACT#<ct_id>` with the cascade's checkpoint and the internal event
 `contact.erasure`. The cascade then erases, one bounded chunk at a time (`erase_contact_chunk`: at most one page read
@@ -36,11 +36,18 @@ import json
 from typing import TYPE_CHECKING, Any
 
 from switchboard import aws, clock
+from switchboard.access import AuthContext
+from switchboard.audit import audit_put
 from switchboard.config import get_settings
-from switchboard.errors import DomainError
+from switchboard.contacts import repository as repo
+from switchboard.contacts import search
+from switchboard.contacts import service as contacts
+from switchboard.contacts.identifiers import Identifier
+from switchboard.errors import Conflict, DomainError
 from switchboard.events.outbox import outbox_put
 from switchboard.ids import ulid_bound
-from switchboard.store import Delete, Put, Store, TxOp, Update, keys
+from switchboard.store import Delete, Put, Store, TxOp, Update, keys, versioned
+from switchboard.webhooks import repository as webhooks
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -93,6 +100,35 @@ def tombstone_ops(org: str, contact: Item, pending_sentinels: list[str], princip
     return [Put(item=item, condition="attribute_not_exists(PK)"), _event(org, contact["id"])]
 
 
+def delete(store: Store, auth: AuthContext, contact_id: str) -> None:
+    """Erases the person (the cascade below). One transaction of at most ~70 operations, whatever the
+    contact holds: the contact item goes (every read by id or by identity answers 404 from now on), with its search
+    rows, its first identity sentinels (free for reuse at once; the rest are released by the cascade, and a create
+    may claim them before: `switchboard.contacts.service`), the audit entry (the id only) and the tombstone
+    with the event that starts the cascade."""
+    org = auth.org_id
+    item = contacts.get_item(store, org, contact_id, consistent=True)
+    sentinels = list(  # phone, whatsapp and wa_id of one number share a sentinel: each key once
+        dict.fromkeys(
+            Identifier(ident["type"], ident["value"], ident.get("source")).sentinel_sk
+            for ident in item.get("identities", [])
+        )
+    )
+    now, later = sentinels[:IDENTITIES_IN_REQUEST], sentinels[IDENTITIES_IN_REQUEST:]
+    ops: list[TxOp] = [
+        Delete(
+            key=repo.contact_key(org, contact_id),
+            **versioned(item["version"]),
+            error=Conflict("The contact changed; retry."),
+        )
+    ]
+    ops += [Delete(key=repo.sentinel_key(org, sk)) for sk in now]
+    ops += search.index_ops(org, item, None)  # at most search.MAX_TOKENS
+    ops.append(audit_put(auth, "contact.deleted", "contact", contact_id))
+    ops += tombstone_ops(org, item, later, auth.principal_id)
+    store.transact(ops)
+
+
 def _event(org: str, contact_id: str) -> Put:
     return outbox_put(org, EVENT_TYPE, {"contact_id": contact_id, "organization_id": org})
 
@@ -136,6 +172,7 @@ def _identities(store: Store, org: str, contact_id: str, checkpoint: Checkpoint)
 
 
 def _children(store: Store, org: str, contact_id: str, checkpoint: Checkpoint) -> Checkpoint | None:
+    # cascade stage: switchboard.cdp.events loads when the cascade runs, not for the contacts DELETE route
     from switchboard.cdp.events import event_sentinel
 
     page = store.query(keys.org_pk(org), sk_prefix=f"CONTACT#{contact_id}#", limit=CHILDREN_PER_CHUNK, consistent=True)
@@ -158,6 +195,7 @@ def _children(store: Store, org: str, contact_id: str, checkpoint: Checkpoint) -
 
 
 def _objects(store: Store, org: str, contact_id: str, checkpoint: Checkpoint) -> Checkpoint | None:
+    # cascade stage: loads when the cascade runs, not for the contacts DELETE route
     from switchboard.cdp import crm, objects
 
     page = store.query(objects.contact_pk(org, contact_id), index="GSI2", limit=1)
@@ -182,13 +220,14 @@ def _objects(store: Store, org: str, contact_id: str, checkpoint: Checkpoint) ->
     store.transact(
         [
             Delete(key=objects.object_key(org, record["id"])),
-            objects._record_event(org, "crm.record.deleted", anonymous),
+            objects.record_event(org, "crm.record.deleted", anonymous),
         ]
     )
     return {"stage": "objects"}
 
 
 def _links(store: Store, org: str, contact_id: str, checkpoint: Checkpoint) -> Checkpoint | None:
+    # cascade stage: switchboard.cdp.crm loads when the cascade runs, not for the contacts DELETE route
     from switchboard.cdp import crm
 
     page = store.query(crm.contact_links_pk(org, contact_id), index="GSI1", limit=CHUNK // 3)
@@ -201,6 +240,7 @@ def _links(store: Store, org: str, contact_id: str, checkpoint: Checkpoint) -> C
 
 
 def _segments(store: Store, org: str, contact_id: str, checkpoint: Checkpoint) -> Checkpoint | None:
+    # cascade stage: switchboard.cdp.segments loads when the cascade runs, not for the contacts DELETE route
     from switchboard.cdp import segments
 
     page = store.query(keys.org_pk(org), sk_prefix="CDPSEG#", limit=CHUNK, start_key=checkpoint.get("cursor"))
@@ -210,6 +250,7 @@ def _segments(store: Store, org: str, contact_id: str, checkpoint: Checkpoint) -
 
 
 def _channels(store: Store, org: str, contact_id: str, checkpoint: Checkpoint) -> Checkpoint | None:
+    # cascade stage: switchboard.messaging.conversations loads when the cascade runs, not for the contacts DELETE route
     from switchboard.messaging import conversations
 
     page = store.query(keys.org_pk(org), sk_prefix="CHANNEL#", limit=100, start_key=checkpoint.get("cursor"))
@@ -222,6 +263,7 @@ def _channels(store: Store, org: str, contact_id: str, checkpoint: Checkpoint) -
 
 
 def _messages(store: Store, org: str, contact_id: str, checkpoint: Checkpoint) -> Checkpoint | None:
+    # cascade stage: switchboard.messaging.conversations loads when the cascade runs, not for the contacts DELETE route
     from switchboard.messaging import conversations
 
     queue = list(checkpoint.get("conversations", []))
@@ -250,6 +292,7 @@ def _group_messages(store: Store, org: str, contact_id: str, checkpoint: Checkpo
     """The person's messages in group conversations (GSI1 `ORG#<org>#CONTACTGROUPMSG#<ct>`), 12 per chunk: each
     redacted (which takes it off that list, so the next chunk reads the next ones) and its group conversation's
     preview cleared (it may quote them)."""
+    # cascade stage: loads when the cascade runs, not for the contacts DELETE route
     from switchboard.messaging import conversations, messages
 
     page = store.query(messages.group_messages_pk(org, contact_id), index="GSI1", limit=CHUNK // 2)
@@ -300,8 +343,6 @@ def _outbox(store: Store, org: str, contact_id: str, checkpoint: Checkpoint) -> 
 
 
 def _deliveries(store: Store, org: str, contact_id: str, checkpoint: Checkpoint) -> Checkpoint | None:
-    from switchboard.webhooks import repository as webhooks
-
     tombstone = _tombstone(store, org, contact_id)
     needles = tombstone.get("needles") or [contact_id]
     deleted_at = tombstone.get("deleted_at") or clock.now_iso()

@@ -98,7 +98,7 @@ def _libphonenumber(compact: str) -> str:
     a send or a resolution (~25 µs) and a pure function of its input; a number is seen more than once (a send
     normalises `to`, then the contact upsert normalises the same number again; replies go to the same numbers), so
     the answers are kept (bounded: 2048 numbers, well under 1 MB)."""
-    import phonenumbers
+    import phonenumbers  # on first use: keeps phonenumbers off the cold start
 
     try:
         number = phonenumbers.parse(compact, None)
@@ -127,6 +127,7 @@ def normalize_email(raw: str, field: str = "email") -> str:
         and "--" not in text.split("@", 1)[1]  # IDNA reserves `--` in 3rd-4th place: email_validator judges
     ):
         return text
+    # on first use: keeps email_validator off the cold start
     from email_validator import EmailNotValidError, validate_email
 
     try:

@@ -21,6 +21,7 @@ from collections.abc import Callable
 from functools import lru_cache
 from typing import Any
 
+from switchboard.contacts import repository as repo
 from switchboard.store import Delete, Put, Store, TxOp, keys
 
 Item = dict[str, Any]
@@ -45,7 +46,7 @@ def words(text: str | None) -> list[str]:
 
 @lru_cache(maxsize=4096)
 def _national(digits: str) -> str | None:
-    import phonenumbers
+    import phonenumbers  # on first use: keeps phonenumbers off the cold start
 
     try:
         number = phonenumbers.parse("+" + digits, None)
@@ -154,8 +155,6 @@ def reindex_chunk(store: Store, org: str, start: dict[str, Any] | None) -> dict[
     """One chunk of (re)building the organization's search rows from its contacts, for contacts written before the
     rows existed: a page of contacts (the recency index), their rows put (idempotent, so a chunk may run twice) and
     the older name-only rows (`CNAME#`) removed. Answers the checkpoint to continue from, None when done."""
-    from switchboard.contacts import repository as repo
-
     page = store.query(repo.list_pk(org), index="GSI1", limit=REINDEX_CHUNK, start_key=start)
     for contact in page.items:
         ops = index_ops(org, None, contact)

@@ -11,21 +11,20 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from switchboard import clock
-from switchboard.api.auth import AuthContext
-from switchboard.api.pagination import decode_cursor, encode_cursor, query_fingerprint
-from switchboard.audit import audit_put
+from switchboard.access import AuthContext
 from switchboard.contacts import repository as repo
 from switchboard.contacts import search
 from switchboard.contacts.identifiers import Identifier, normalize, normalize_phone, sentinel_sk
 from switchboard.errors import Conflict, NotFound
 from switchboard.events.outbox import outbox_put
 from switchboard.ids import new_id
-from switchboard.store import Delete, Put, Store, TxOp
+from switchboard.paging import query_fingerprint, read_page
+from switchboard.store import Delete, Put, Store, TxOp, versioned
 
 if TYPE_CHECKING:
     from switchboard.contacts import models
 else:  # the model classes (~10 ms) load on first use: messaging imports this module for its rules at init
-    from switchboard.api.lazy import lazy_module
+    from switchboard.lazy import lazy_module
 
     models = lazy_module("switchboard.contacts.models")
 
@@ -143,26 +142,27 @@ def list_contacts(
     org = auth.org_id
     params = {"tag": tag, "lifecycle_stage": lifecycle_stage, "updated_since": updated_since, "q": q}
     fingerprint = query_fingerprint("contacts", params)
-    start = decode_cursor(cursor, org, fingerprint)
-    if q:
-        tag_name = _find_tag(store, org, tag)["name"] if tag else None
-        items, last = search.search(
-            store,
-            org,
-            q,
-            limit,
-            start,
-            keep=lambda c: _matches(c, lifecycle_stage, updated_since) and (not tag_name or tag_name in c["tags"]),
-        )
-    elif tag:
-        items, last = _by_tag(store, org, tag, limit, start)
-    else:
+
+    def read(start: dict | None) -> tuple[list[Item], dict | None]:
+        if q:
+            tag_name = _find_tag(store, org, tag)["name"] if tag else None
+            return search.search(
+                store,
+                org,
+                q,
+                limit,
+                start,
+                keep=lambda c: _matches(c, lifecycle_stage, updated_since) and (not tag_name or tag_name in c["tags"]),
+            )
+        if tag:
+            return _by_tag(store, org, tag, limit, start)
         index, pk = ("GSI2", repo.stage_pk(org, lifecycle_stage)) if lifecycle_stage else ("GSI1", repo.list_pk(org))
         low = f"{updated_since}" if updated_since else "0"
         page = store.query(pk, index=index, sk_between=(low, "~"), forward=False, limit=limit, start_key=start)
-        items, last = page.items, page.last_key
-    items = [i for i in items if _matches(i, lifecycle_stage, updated_since)]
-    return [view(i) for i in items], encode_cursor(org, fingerprint, last)
+        return page.items, page.last_key
+
+    items, next_cursor = read_page(org, fingerprint, cursor, read)
+    return [view(i) for i in items if _matches(i, lifecycle_stage, updated_since)], next_cursor
 
 
 def _matches(item: Item, stage: str | None, since: str | None) -> bool:
@@ -259,6 +259,7 @@ def _checked_attributes[B: models.ContactFields](store: Store, org: str, body: B
     """Custom fields (switchboard.cdp.fields): defined attribute keys are validated and normalised, others pass."""
     if not body.attributes:
         return body
+    # on first use: keeps switchboard.cdp.fields off the cold start
     from switchboard.cdp.fields import validate_attributes
 
     checked = validate_attributes(store, org, body.attributes, path)
@@ -434,9 +435,7 @@ def write_ops(
     ops: list[TxOp] = [
         Put(
             item=new,
-            condition="#v = :v",
-            names={"#v": "version"},
-            values={":v": old["version"]},
+            **versioned(old["version"]),
             error=Conflict("The contact was changed by another request; read it again."),
         )
     ]
@@ -518,39 +517,6 @@ def update(
         return view(write_contact(store, auth, item, new, extra, changes, "updated"))
     except _SentinelTaken:
         raise Conflict("That phone or e-mail already belongs to another contact.", code="identity_conflict") from None
-
-
-def delete(store: Store, auth: AuthContext, contact_id: str) -> None:
-    """Erases the person (`switchboard.contacts.erasure`). One transaction of at most ~70 operations, whatever the
-    contact holds: the contact item goes (every read by id or by identity answers 404 from now on), with its search
-    rows, its first identity sentinels (free for reuse at once; the rest are released by the cascade, and a create
-    may claim them before: `_release_stale`), the audit entry (the id only) and the tombstone
-    with the event that starts the cascade."""
-    from switchboard.contacts import erasure
-
-    org = auth.org_id
-    item = get_item(store, org, contact_id, consistent=True)
-    sentinels = list(  # phone, whatsapp and wa_id of one number share a sentinel: each key once
-        dict.fromkeys(
-            Identifier(ident["type"], ident["value"], ident.get("source")).sentinel_sk
-            for ident in item.get("identities", [])
-        )
-    )
-    now, later = sentinels[: erasure.IDENTITIES_IN_REQUEST], sentinels[erasure.IDENTITIES_IN_REQUEST :]
-    ops: list[TxOp] = [
-        Delete(
-            key=repo.contact_key(org, contact_id),
-            condition="#v = :v",
-            names={"#v": "version"},
-            values={":v": item["version"]},
-            error=Conflict("The contact changed; retry."),
-        )
-    ]
-    ops += [Delete(key=repo.sentinel_key(org, sk)) for sk in now]
-    ops += search.index_ops(org, item, None)  # at most search.MAX_TOKENS
-    ops.append(audit_put(auth, "contact.deleted", "contact", contact_id))
-    ops += erasure.tombstone_ops(org, item, later, auth.principal_id)
-    store.transact(ops)
 
 
 def _release_stale(store: Store, org: str, owner: str, idents: list) -> None:

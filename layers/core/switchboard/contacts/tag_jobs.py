@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from switchboard.api.auth import AuthContext
+from switchboard.access import AuthContext
 from switchboard.contacts import repository as repo
 from switchboard.errors import Conflict
 from switchboard.jobs.service import Chunk
@@ -58,6 +58,7 @@ def run_chunk(store: Store, job: Item) -> Chunk:
 
 def _rename_on(store: Store, org: str, tag_id: str, contact_id: str, name: str) -> int:
     """→ 1 when the contact's tag name was changed to `name`."""
+    # on first use: keeps switchboard.contacts.service off the cold start
     from switchboard.contacts.service import write_contact
 
     for _ in range(3):
@@ -84,6 +85,7 @@ def _rename_on(store: Store, org: str, tag_id: str, contact_id: str, name: str) 
 
 
 def _remove_from(store: Store, org: str, tag_id: str, contact_id: str) -> None:
+    # on first use: keeps switchboard.contacts.service off the cold start
     from switchboard.contacts.service import write_contact
 
     rows: list[TxOp] = [

@@ -20,6 +20,8 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
+import boto3
+
 from switchboard.events.publisher import outbox_events, publish
 
 
@@ -98,7 +100,6 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--bus", required=True, help="event bus name (stack output EventBusName)")
     parser.add_argument("--dry-run", action="store_true", help="count what would be republished, change nothing")
     args = parser.parse_args(argv)
-    import boto3
 
     session = boto3.session.Session()
     report = redrive(

@@ -11,7 +11,7 @@ from switchboard.errors import Conflict, NotFound, UnsupportedByProvider, Valida
 from switchboard.groups.models import INVITE_CODE_PATTERN
 from switchboard.providers import provider_for
 from switchboard.providers.base import Provider
-from switchboard.store import Put, Store, keys
+from switchboard.store import Put, Store, keys, versioned
 
 Item = dict[str, Any]
 _INVITE_CODE = re.compile(INVITE_CODE_PATTERN)
@@ -100,9 +100,7 @@ def group_jid(value: str) -> str:
 def bump(item: Item, changes: Item, error: Conflict) -> tuple[Item, Put]:
     """The new version of a mutable record and its conditional Put (`version` = what was read)."""
     new = {**item, **changes, "updated_at": clock.now_iso(), "version": int(item.get("version", 1)) + 1}
-    return new, Put(
-        item=new, condition="#v = :v", names={"#v": "version"}, values={":v": item.get("version", 1)}, error=error
-    )
+    return new, Put(item=new, **versioned(item.get("version", 1)), error=error)
 
 
 def not_found(what: str) -> NotFound:

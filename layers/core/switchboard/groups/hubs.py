@@ -7,12 +7,12 @@ from __future__ import annotations
 from typing import Any
 
 from switchboard import clock
-from switchboard.api.auth import AuthContext
-from switchboard.api.pagination import cursor_page, query_fingerprint
+from switchboard.access import AuthContext
 from switchboard.audit import audit_put
 from switchboard.errors import Conflict, ValidationFailed
 from switchboard.groups import common, models, service
 from switchboard.ids import new_id
+from switchboard.paging import cursor_page, query_fingerprint
 from switchboard.store import Put, Store, TxOp, Update
 
 Item = dict[str, Any]

@@ -6,12 +6,12 @@ from __future__ import annotations
 from typing import Any
 
 from switchboard import clock
-from switchboard.api.auth import AuthContext
-from switchboard.api.pagination import cursor_page, decode_cursor, encode_cursor, query_fingerprint
+from switchboard.access import AuthContext
 from switchboard.audit import audit_put
 from switchboard.errors import Conflict, NotFound, ValidationFailed
 from switchboard.groups import common, models
 from switchboard.ids import new_id
+from switchboard.paging import cursor_page, query_fingerprint, read_page
 from switchboard.store import Put, Store, TxOp, keys
 
 Item = dict[str, Any]
@@ -213,10 +213,14 @@ def messages(
     _, provider = common.adapter(store, org, channel_id, "newsletters")
     item = resolve(store, org, jid, channel_id)
     fingerprint = query_fingerprint("newsletter-messages", {"jid": item["jid"], "channel_id": channel_id})
-    start = decode_cursor(cursor, org, fingerprint)
-    answer = provider.newsletters("messages", {"jid": item["jid"], "limit": limit, "cursor": (start or {}).get("p")})
-    rows = [models.NewsletterMessage.model_validate(m) for m in (answer.get("messages") or [])[:limit]]
-    nxt = answer.get("next_cursor")
-    return models.NewsletterMessages(
-        messages=rows, next_cursor=(encode_cursor(org, fingerprint, {"p": nxt}) or "") if nxt is not None else ""
-    )
+
+    def read(start: dict | None) -> tuple[list[models.NewsletterMessage], dict | None]:
+        answer = provider.newsletters(
+            "messages", {"jid": item["jid"], "limit": limit, "cursor": (start or {}).get("p")}
+        )
+        rows = [models.NewsletterMessage.model_validate(m) for m in (answer.get("messages") or [])[:limit]]
+        nxt = answer.get("next_cursor")
+        return rows, ({"p": nxt} if nxt is not None else None)
+
+    rows, next_cursor = read_page(org, fingerprint, cursor, read)
+    return models.NewsletterMessages(messages=rows, next_cursor=next_cursor or "")

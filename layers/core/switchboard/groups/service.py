@@ -10,12 +10,14 @@ from __future__ import annotations
 from typing import Any
 
 from switchboard import clock
-from switchboard.api.auth import AuthContext
-from switchboard.api.pagination import cursor_page, query_fingerprint
+from switchboard import media as s3_media
+from switchboard.access import AuthContext
 from switchboard.audit import audit_put
 from switchboard.errors import Conflict, NotFound, ValidationFailed
 from switchboard.groups import common, models
+from switchboard.groups.keys import group_key, invite_key, jid_key, request_key
 from switchboard.ids import new_id
+from switchboard.paging import cursor_page, query_fingerprint
 from switchboard.providers.base import GroupEvent, Provider
 from switchboard.store import Put, Store, TxOp, keys
 
@@ -23,23 +25,6 @@ Item = dict[str, Any]
 MAX_PARTICIPANTS = 1023  # WhatsApp's 1024 members, the channel itself included
 ADMINS = ("admin", "superadmin")
 DONE = {"add": "added", "remove": "removed", "promote": "promoted", "demote": "demoted"}
-
-
-def group_key(org: str, group_id: str) -> dict[str, str]:
-    return common.org_key(org, f"GROUP#{group_id}")
-
-
-def jid_key(org: str, jid: str, channel_id: str) -> dict[str, str]:
-    return common.org_key(org, f"GROUPJID#{jid}#{channel_id}")
-
-
-def invite_key(org: str, code: str) -> dict[str, str]:
-    return common.org_key(org, f"GROUPINVITE#{code}")
-
-
-def request_key(org: str, channel_id: str, request_id: str) -> dict[str, str]:
-    """Pointer from a provider's asynchronous create request to the group record it completes."""
-    return common.org_key(org, f"GROUPREQ#{channel_id}#{request_id}")
 
 
 def _changed() -> Conflict:
@@ -298,6 +283,7 @@ def describe(
 def set_photo(
     store: Store, auth: AuthContext, ref: str, body: models.PhotoChange, channel_id: str | None = None
 ) -> models.Group:
+    # on first use: keeps switchboard.messaging.media off the cold start
     from switchboard.messaging import media
 
     group, provider = _active(store, auth, ref, channel_id)
@@ -306,7 +292,7 @@ def set_photo(
         media.get_asset(store, auth, body.asset_id)  # 404 unless it is the organization's upload
         asset = store.get(common.org_key(auth.org_id, f"ASSET#{body.asset_id}"))
         if asset and asset.get("object_key") and provider.platform == "whatsapp_cloud":  # Meta takes the file itself
-            from switchboard import media as s3_media
+            # on first use: keeps switchboard.providers.whatsapp_cloud off the cold start
             from switchboard.providers.whatsapp_cloud import GROUP_PHOTO_MAX
 
             data = s3_media.read_object(str(asset["object_key"]), GROUP_PHOTO_MAX)
@@ -314,8 +300,6 @@ def set_photo(
                 raise ValidationFailed.field("body.asset_id", "has no uploaded file yet")
             payload["image_bytes"], payload["mime_type"] = data, str(asset.get("content_type") or "")
         elif asset and asset.get("object_key") and provider.platform != "sandbox":  # engines fetch it by URL
-            from switchboard import media as s3_media
-
             payload["asset_url"] = s3_media.presign_download(str(asset["object_key"]))[0]
     answer = provider.groups("set_photo", payload)
     photo = None

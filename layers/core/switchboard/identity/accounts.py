@@ -6,7 +6,7 @@ from datetime import timedelta
 from typing import Any
 
 from switchboard import clock
-from switchboard.api.auth import AuthContext
+from switchboard.access import AuthContext
 from switchboard.config import get_settings
 from switchboard.errors import Conflict, Forbidden, NotFound, Unauthenticated, ValidationFailed
 from switchboard.identity import models, otp, repository, sessions

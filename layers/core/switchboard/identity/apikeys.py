@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from switchboard.api.auth import ROLE_RANK, AuthContext
+from switchboard.access import ROLE_RANK, AuthContext
 from switchboard.audit import audit_put
 from switchboard.config import get_settings
 from switchboard.errors import Conflict, Forbidden, NotFound

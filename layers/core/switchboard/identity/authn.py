@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from switchboard import clock
-from switchboard.api.auth import ROLE_RANK, AuthContext
+from switchboard.access import ROLE_RANK, AuthContext
 from switchboard.errors import Unauthenticated
 from switchboard.identity import repository, sessions
 from switchboard.identity.credentials import extract_credential, hash_token

@@ -20,11 +20,12 @@ from datetime import timedelta
 from typing import Any
 
 from switchboard import clock
-from switchboard.api.auth import AuthContext
+from switchboard.access import AuthContext
 from switchboard.audit import audit_put
 from switchboard.errors import Conflict, NotFound, ValidationFailed
 from switchboard.identity import models
 from switchboard.store import Store, Update, keys
+from switchboard.webhooks import repository as webhooks
 
 PURGE_WINDOW = timedelta(days=30)
 PENDING = "pending_deletion"
@@ -121,8 +122,6 @@ class _Gone(NotFound):
 
 
 def _suspend(store: Store, org_id: str, *, suspended: bool) -> None:
-    from switchboard.webhooks import repository as webhooks
-
     for rec in store.query_all(keys.org_pk(org_id), sk_prefix="APIKEY#", consistent=True):
         _quiet_update(
             store,

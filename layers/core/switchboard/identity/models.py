@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import ipaddress
 from typing import Annotated, Any, Literal
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from pydantic import ConfigDict, Field, ValidationInfo, field_validator
 from pydantic_core import PydanticCustomError
 
+from switchboard.identity.passwords import password_problem
 from switchboard.models import BaseModel, EmailStr, Name, Storable, Strict, Timestamp
 
 RoleName = Literal["owner", "admin", "member", "viewer"]
@@ -70,8 +72,6 @@ NEW_PASSWORD_RULES = (
 
 def _strong_password(password: str, info: ValidationInfo) -> str:
     """A new password passes `passwords.password_problem` (400 `validation_failed` on `body.password` otherwise)."""
-    from switchboard.identity.passwords import password_problem
-
     problem = password_problem(password, info.data.get("email"))
     if problem is not None:
         raise PydanticCustomError("weak_password", f"The password {problem}.")
@@ -158,7 +158,6 @@ class ProfileUpdate(Strict):
     def _known_zone(cls, value: str | None) -> str | None:
         if value is None:
             return value
-        from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
         try:
             ZoneInfo(value)

@@ -8,7 +8,7 @@ from datetime import timedelta
 from typing import Any
 
 from switchboard import clock, ratelimit
-from switchboard.api.auth import ROLE_RANK, AuthContext
+from switchboard.access import ROLE_RANK, AuthContext
 from switchboard.audit import audit_put
 from switchboard.config import get_settings
 from switchboard.errors import Conflict, Forbidden, NotFound, ValidationFailed

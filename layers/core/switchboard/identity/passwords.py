@@ -3,6 +3,7 @@ rules a new password must pass (`password_problem`, applied by the request model
 
 from __future__ import annotations
 
+import secrets
 from functools import lru_cache
 from itertools import pairwise
 from typing import Any
@@ -10,6 +11,7 @@ from typing import Any
 
 @lru_cache(maxsize=1)
 def _hasher() -> Any:
+    # on first use: keeps argon2 off the cold start
     from argon2 import PasswordHasher
 
     # Lambda-friendly cost: ~50 ms at 1 GB, memory-hard (19 MiB), per OWASP's argon2id minimums.
@@ -24,12 +26,11 @@ def hash_password(password: str) -> str:
 def dummy_hash() -> str:
     """A hash of a random password with the same parameters: what an unknown e-mail's login is checked against,
     so that it costs the same time as a known one's."""
-    import secrets
-
     return hash_password(secrets.token_urlsafe(24))
 
 
 def verify_password(stored_hash: str, password: str) -> bool:
+    # on first use: keeps argon2 off the cold start
     from argon2.exceptions import InvalidHashError, VerificationError
 
     try:

@@ -11,7 +11,7 @@ import ipaddress
 from typing import Any
 
 from switchboard import clock
-from switchboard.api.auth import AuthContext
+from switchboard.access import AuthContext
 from switchboard.audit import audit_put
 from switchboard.errors import Conflict
 from switchboard.identity import models

@@ -7,7 +7,7 @@ from typing import Any, Literal
 from pydantic import Field
 
 from switchboard import clock, media
-from switchboard.api.auth import AuthContext
+from switchboard.access import AuthContext
 from switchboard.errors import Conflict, NotFound, ValidationFailed
 from switchboard.identity import repository
 from switchboard.identity.accounts import get_user, normalize_email, require_user
@@ -295,6 +295,8 @@ def lookup(store: Store, auth: AuthContext, body: LookupRequest) -> LookupInfo:
         raise ValidationFailed.field("body.channel_id", "is required to look up a phone on a channel")
     # A phone is an account on the channel's network: its provider answers (400 unsupported_by_provider if it can't).
     from switchboard.contacts.identifiers import normalize_phone
+
+    # on first use: keeps switchboard.messaging.channels off the cold start
     from switchboard.messaging import channels
 
     phone = normalize_phone(body.phone or "", "body.phone")

@@ -32,6 +32,7 @@ from switchboard.errors import Conflict
 from switchboard.identity.lifecycle import PENDING, PURGING, purge_due_sk
 from switchboard.jobs import service
 from switchboard.jobs.service import Chunk
+from switchboard.messaging import claims
 from switchboard.store import Delete, Store, Update, keys
 
 KIND = "organization.purge"
@@ -57,9 +58,7 @@ def _cloud_claims(org_id: str, item: Item) -> list[dict[str, str]]:
     """A Cloud API channel's platform-wide `phone_number_id` claim and verify-token index row."""
     if item.get("entity") != "Channel" or item.get("platform") != "whatsapp_cloud":
         return []
-    from switchboard.messaging import cloud_webhook
-
-    return [op.key for op in cloud_webhook.claim_ops(item, None) if isinstance(op, Delete)]
+    return [op.key for op in claims.claim_ops(item, None) if isinstance(op, Delete)]
 
 
 POINTERS: tuple[tuple[str, Callable[[str, Item], dict[str, str] | list[dict[str, str]] | None]], ...] = (

@@ -58,7 +58,7 @@ KINDS: dict[str, str] = {
     "contacts.merge": "switchboard.contacts.merge:run_chunk",
     "webhooks.recover": "switchboard.webhooks.service:recover_chunk",
     "webhooks.move_legacy": "switchboard.webhooks.service:move_legacy_chunk",
-    "segments.window_expiry": "switchboard.cdp.segment_windows:run_chunk",
+    "segments.window_expiry": "switchboard.cdp.segment_window_job:run_chunk",
     # backfills (switchboard.jobs.backfills), started by an operator per organization
     "contacts.consent_backfill": "switchboard.jobs.backfills:run_chunk",
     "contacts.search_reindex": "switchboard.jobs.backfills:run_chunk",

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from switchboard import clock, ratelimit
-from switchboard.api.auth import AuthContext
+from switchboard.access import AuthContext
 from switchboard.config import get_settings
 from switchboard.contacts.identifiers import normalize_phone
 from switchboard.errors import NotFound, UnsupportedByProvider, ValidationFailed
@@ -85,14 +85,17 @@ def provider_callback(store: Store, channel_id: str, headers: dict[str, str], bo
         elif isinstance(event, SessionStatus):  # the linked-device session moved: the channel follows
             channel = channels.record_session_status(store, channel, event)
         elif isinstance(event, GroupEvent):  # a group changed at the provider: its record follows
+            # on first use: keeps switchboard.groups.service off the cold start
             from switchboard.groups import service as groups
 
             groups.apply_event(store, channel, event)
         elif isinstance(event, LabelEvent):  # a chat label set on the phone: the conversation's labels follow
+            # on first use: keeps switchboard.catalog.labels off the cold start
             from switchboard.catalog import labels
 
             labels.apply_engine_chat_label(store, channel, event.name, event.chat_phone, attach=event.attach)
         elif isinstance(event, LabelCatalogEvent):  # a label made, changed or deleted on the phone
+            # on first use: keeps switchboard.catalog.labels off the cold start
             from switchboard.catalog import labels
 
             labels.apply_engine_label(

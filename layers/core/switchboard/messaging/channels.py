@@ -8,16 +8,18 @@ import re
 from typing import Any
 
 from switchboard import clock, sealed
-from switchboard.api.auth import AuthContext
-from switchboard.api.pagination import decode_cursor, encode_cursor, query_fingerprint
+from switchboard.access import AuthContext
 from switchboard.audit import audit_put
+from switchboard.config import get_settings
 from switchboard.contacts.identifiers import normalize_phone
 from switchboard.errors import Conflict, NotFound, UnsupportedByProvider, ValidationFailed
 from switchboard.ids import new_id, new_ulid
-from switchboard.messaging import cloud_webhook, models
+from switchboard.messaging import claims, models
+from switchboard.paging import cursor_page, query_fingerprint
 from switchboard.providers import ProviderRejected, ProviderUnavailable, provider_for
 from switchboard.providers.base import Provider, SessionStatus
-from switchboard.store import Delete, Put, Store, TxOp, keys
+from switchboard.providers.registry import adapter_class
+from switchboard.store import Delete, Put, Store, TxOp, keys, versioned
 
 Item = dict[str, Any]
 _SECRET = re.compile(r"(token|secret|password|api_key|apikey|key|pin)$", re.IGNORECASE)
@@ -112,9 +114,6 @@ def log_entry(org: str, channel_id: str, event: str, detail: dict[str, Any] | No
 def check_config(item: Item) -> None:
     """The channel's adapter (its platform's, its engine's) accepts its config (400 `validation_failed` otherwise;
     an unknown platform or engine too)."""
-    from switchboard.config import get_settings
-    from switchboard.providers.registry import adapter_class
-
     adapter_class(item).check_config(item.get("config") or {}, local=get_settings().is_local)
 
 
@@ -148,7 +147,7 @@ def create(store: Store, auth: AuthContext, body: models.ChannelCreate) -> model
         [
             Put(item=item, condition="attribute_not_exists(PK)"),
             Put(item={**pointer_key(channel_id), "entity": "ChannelPointer", "organization_id": org}),
-            *cloud_webhook.claim_ops(None, item),
+            *claims.claim_ops(None, item),
             log_entry(org, channel_id, "created", {"platform": body.platform}),
             audit_put(
                 auth, "channel.created", "channel", channel_id, after={"name": body.name, "platform": body.platform}
@@ -178,9 +177,7 @@ def _save(
         [
             Put(
                 item=new,
-                condition="#v = :v",
-                names={"#v": "version"},
-                values={":v": old.get("version", 1)},
+                **versioned(old.get("version", 1)),
                 error=Conflict("The channel changed meanwhile; retry."),
             ),
             log_entry(auth.org_id, old["id"], event, detail),
@@ -204,8 +201,8 @@ def update(store: Store, auth: AuthContext, channel_id: str, body: models.Channe
     audit = audit_put(
         auth, "channel.updated", "channel", channel_id, after={k: v for k, v in changes.items() if k != "config"}
     )
-    claims = cloud_webhook.claim_ops(item, {**item, **changes})
-    return view(_save(store, auth, item, changes, "updated", {"fields": sorted(changes)}, [audit, *claims]))
+    claim_writes = claims.claim_ops(item, {**item, **changes})
+    return view(_save(store, auth, item, changes, "updated", {"fields": sorted(changes)}, [audit, *claim_writes]))
 
 
 def delete(store: Store, auth: AuthContext, channel_id: str) -> None:
@@ -217,7 +214,7 @@ def delete(store: Store, auth: AuthContext, channel_id: str) -> None:
         [
             Delete(key=channel_key(auth.org_id, channel_id), condition="attribute_exists(PK)", error=NotFound()),
             Delete(key=pointer_key(channel_id)),
-            *cloud_webhook.claim_ops(item, None),
+            *claims.claim_ops(item, None),
             audit_put(auth, "channel.deleted", "channel", channel_id, before={"name": item["name"]}),
         ]
     )
@@ -337,14 +334,10 @@ def logs(
     org = auth.org_id
     get_item(store, org, channel_id)
     fingerprint = query_fingerprint(f"channel-logs:{channel_id}", {})
-    page = store.query(
-        keys.org_pk(org),
-        sk_prefix=log_prefix(channel_id),
-        forward=False,
-        limit=limit,
-        start_key=decode_cursor(cursor, org, fingerprint),
+    rows, next_cursor = cursor_page(
+        store, org, fingerprint, cursor, sk_prefix=log_prefix(channel_id), forward=False, limit=limit
     )
-    return [models.ChannelLog.model_validate(i) for i in page.items], encode_cursor(org, fingerprint, page.last_key)
+    return [models.ChannelLog.model_validate(i) for i in rows], next_cursor
 
 
 # Settings documents: stored on the channel, applied through the provider where it has the notion -------------------

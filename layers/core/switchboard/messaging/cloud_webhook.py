@@ -29,107 +29,26 @@ import hmac
 import json
 from typing import Any
 
-from switchboard import clock
+from switchboard import aws, clock, sealed
+from switchboard.config import get_settings
 from switchboard.errors import Conflict, Forbidden, ServiceUnavailable, Unauthenticated, ValidationFailed
+from switchboard.identity import repository as identity_repository
+from switchboard.messaging import channels
+from switchboard.messaging.claims import PLATFORM, claim_key, config_text, opened_config, token_pk
 from switchboard.providers.base import InboundMessage, StatusCallback
-from switchboard.store import Delete, Put, Store, TxOp, keys
+from switchboard.store import Put, Store, TxOp, keys
 
 Item = dict[str, Any]
-PLATFORM = "whatsapp_cloud"
-
-
-def claim_key(phone_number_id: str) -> dict[str, str]:
-    return keys.key(f"WAPHONE#{phone_number_id}", "WAPHONE")
-
-
-def _token_pk(token: str) -> str:
-    return f"WAVERIFY#{hashlib.sha256(token.encode()).hexdigest()}"
-
-
-def verify_key(token: str, channel_id: str) -> dict[str, str]:
-    return keys.key(_token_pk(token), f"CHANNEL#{channel_id}")
-
-
-def _config(channel: Item | None) -> dict[str, Any]:
-    """The channel's config with sealed values opened, read through the adapter (the one accessor of its secrets)."""
-    if not channel or channel.get("platform") != PLATFORM:
-        return {}
-    from switchboard.providers.whatsapp_cloud import WhatsAppCloudProvider
-
-    return WhatsAppCloudProvider(channel).config
-
-
-def _text(config: dict[str, Any], key: str) -> str:
-    value = config.get(key)
-    return value.strip() if isinstance(value, str) else ""
-
-
-def claim_ops(old: Item | None, new: Item | None) -> list[TxOp]:
-    """The claim and index writes that move a channel from `old` to `new` (None: created / deleted), to be put in
-    the channel's own transaction."""
-    before, after = _config(old), _config(new)
-    channel = new or old or {}
-    channel_id, org = str(channel.get("id") or ""), str(channel.get("organization_id") or "")
-    ops: list[TxOp] = []
-    old_number, new_number = _text(before, "phone_number_id"), _text(after, "phone_number_id")
-    if old_number != new_number:
-        if old_number:
-            ops.append(
-                Delete(
-                    key=claim_key(old_number),
-                    condition="attribute_not_exists(PK) OR channel_id = :c",
-                    values={":c": channel_id},
-                )
-            )
-        if new_number:
-            ops.append(
-                Put(
-                    item={
-                        **claim_key(new_number),
-                        "entity": "WhatsAppNumberClaim",
-                        "organization_id": org,
-                        "channel_id": channel_id,
-                    },
-                    condition="attribute_not_exists(PK)",
-                    error=Conflict(
-                        "This phone_number_id already belongs to a channel.",
-                        details=[{"field": "body.config.phone_number_id", "phone_number_id": new_number}],
-                    ),
-                )
-            )
-    old_token, new_token = _text(before, "verify_token"), _text(after, "verify_token")
-    if old_token != new_token:
-        if old_token:
-            ops.append(Delete(key=verify_key(old_token, channel_id)))
-        if new_token:
-            ops.append(
-                Put(item={**verify_key(new_token, channel_id), "entity": "WhatsAppVerifyToken", "organization_id": org})
-            )
-    return ops
-
-
-def flow_token_put(org: str, progress_id: str, token: str) -> Put:
-    """The index row of an onboarding flow's verify token (Meta checks the callback while the flow subscribes,
-    before the channel exists); it expires with the flow."""
-    return Put(
-        item={
-            **keys.key(_token_pk(token), f"WABAFLOW#{progress_id}"),
-            "entity": "WhatsAppVerifyToken",
-            "organization_id": org,
-            "ttl": clock.epoch(clock.now()) + 7 * 86400,
-        }
-    )
 
 
 def _token_of(store: Store, row: Item) -> str:
     """The verify token an index row stands for, read from its channel (opened config) or onboarding flow."""
-    from switchboard.messaging import channels
-
     org, sk = row["organization_id"], str(row["SK"])
     if sk.startswith("CHANNEL#"):
-        return _text(_config(store.get(channels.channel_key(org, sk.removeprefix("CHANNEL#")))), "verify_token")
+        channel = store.get(channels.channel_key(org, sk.removeprefix("CHANNEL#")))
+        return config_text(opened_config(channel), "verify_token")
     if sk.startswith("WABAFLOW#"):
-        from switchboard import sealed
+        # on first use: keeps switchboard.waba.service off the cold start
         from switchboard.waba import service as waba
 
         flow = store.get(waba.flow_key(org, sk.removeprefix("WABAFLOW#")))
@@ -142,8 +61,6 @@ def _token_of(store: Store, row: Item) -> str:
 
 
 def channel_for_number(store: Store, phone_number_id: str) -> Item | None:
-    from switchboard.messaging import channels
-
     claim = store.get(claim_key(phone_number_id))
     if not claim:
         return None
@@ -165,7 +82,7 @@ def subscription(store: Store, params: dict[str, str]) -> str:
         raise ValidationFailed("Expected hub.mode=subscribe with hub.verify_token and hub.challenge.")
     given = str(params.get("hub.verify_token") or "")
     if given:
-        for row in store.query(_token_pk(given), limit=5).items:
+        for row in store.query(token_pk(given), limit=5).items:
             token = _token_of(store, row)
             if token and hmac.compare_digest(given.encode(), token.encode()):
                 return str(params["hub.challenge"])
@@ -183,12 +100,13 @@ def route(
 ) -> list[tuple[Item, list[Change]]]:
     """Each channel the body speaks for, with its changes; every channel's signature is checked before any is
     returned. `default` receives changes without `metadata.phone_number_id` (the per-channel URL)."""
+    # on first use: keeps switchboard.providers.whatsapp_cloud off the cold start
     from switchboard.providers.whatsapp_cloud import WhatsAppCloudProvider, changes_by_number, signature_of
 
     grouped = changes_by_number(body)  # a body that is not Meta's shape is 400 before anything else
     if not signature_of(headers):
         raise Unauthenticated("Missing or malformed X-Hub-Signature-256 header.")
-    own = _text(_config(default), "phone_number_id")
+    own = config_text(opened_config(default), "phone_number_id")
     routed: list[tuple[Item, list[Change]]] = []
     for number, changes in grouped.items():
         channel = default if default is not None and number in ("", own) else None
@@ -219,8 +137,7 @@ def receive(store: Store, headers: dict[str, str], body: bytes, *, default: Item
     """Meta's callback, answered fast: the signature is checked here (401, nothing stored or queued, when it fails
     for any channel the body speaks for), then each verified change is queued (`CloudWebhookQueue`) for the
     `cloud_webhook` consumer, which processes it once (`process`)."""
-    from switchboard import aws
-    from switchboard.config import get_settings
+    # on first use: keeps switchboard.providers.whatsapp_cloud off the cold start
     from switchboard.providers.whatsapp_cloud import WhatsAppCloudProvider
 
     messages: list[str] = []
@@ -257,8 +174,6 @@ MAX_LOGGED_UPDATE = 8 * 1024  # characters of an update's JSON kept in the chann
 
 def _update_log(channel: Item, field: str, value: dict[str, Any]) -> Put:
     """A group, template or account update of the number, as a channel log entry (`GET /v1/channels/{id}/logs`)."""
-    from switchboard.messaging import channels
-
     detail: dict[str, Any] = {"field": field}
     kept = {k: v for k, v in value.items() if k not in ("messaging_product", "metadata")}
     if len(json.dumps(kept, default=str)) <= MAX_LOGGED_UPDATE:
@@ -281,8 +196,10 @@ def process(store: Store, org: str, channel_id: str, field: str, value: dict[str
     id) and apply their statuses; group updates follow into the channel's group records; every other update is a
     channel log entry. A change already processed (Meta retried it) changes nothing; a channel gone, of another
     platform, or of an organization pending deletion receives nothing."""
-    from switchboard.identity import repository as identity_repository
+    # on first use: keeps switchboard.messaging.channels, switchboard.messaging.messages off the cold start
     from switchboard.messaging import channels, messages
+
+    # on first use: keeps switchboard.providers.whatsapp_cloud off the cold start
     from switchboard.providers.whatsapp_cloud import GROUP_FIELDS, WhatsAppCloudProvider, group_events
 
     counts = {"received": 0, "statuses_applied": 0}
@@ -300,6 +217,7 @@ def process(store: Store, org: str, channel_id: str, field: str, value: dict[str
             elif isinstance(event, StatusCallback):
                 counts["statuses_applied"] += int(messages.status_callback(store, org, channel, event))
     elif field in GROUP_FIELDS:
+        # on first use: keeps switchboard.groups.service off the cold start
         from switchboard.groups import service as groups
 
         for group_event in group_events(field, value):

@@ -7,13 +7,14 @@ from datetime import timedelta
 from typing import Any
 
 from switchboard import clock
-from switchboard.api.auth import AuthContext
-from switchboard.api.pagination import cursor_page, decode_cursor, encode_cursor, query_fingerprint
+from switchboard.access import AuthContext
 from switchboard.errors import Conflict, Forbidden, NotFound, ValidationFailed
 from switchboard.events.outbox import outbox_put
+from switchboard.groups.keys import jid_key
 from switchboard.ids import new_id
 from switchboard.messaging import models
-from switchboard.store import Put, Store, TxOp, keys
+from switchboard.paging import cursor_page, query_fingerprint
+from switchboard.store import Put, Store, TxOp, keys, versioned
 
 Item = dict[str, Any]
 LOCK_TTL = timedelta(seconds=120)
@@ -116,9 +117,7 @@ def get_or_create(
 
 def _group_id(store: Store, org: str, channel_id: str, group_jid: str) -> str | None:
     """Our group record of that WhatsApp group on the channel, when we have one."""
-    from switchboard.groups import service as groups
-
-    pointer = store.get(groups.jid_key(org, group_jid.lower(), channel_id))
+    pointer = store.get(jid_key(org, group_jid.lower(), channel_id))
     return str(pointer["group_id"]) if pointer else None
 
 
@@ -176,9 +175,7 @@ def touch_ops(org: str, conv: Item, *, at: str, preview: str, inbound: bool) -> 
     return [
         Put(
             item=new,
-            condition="#v = :v",
-            names={"#v": "version"},
-            values={":v": conv.get("version", 1)},
+            **versioned(conv.get("version", 1)),
             error=Conflict("The conversation changed meanwhile; retry."),
         )
     ]
@@ -222,16 +219,12 @@ def messages(
     org = auth.org_id
     get_item(store, org, conv_id)
     fingerprint = query_fingerprint(f"conversation-messages:{conv_id}", {})
-    page = store.query(
-        messages_pk(org, conv_id),
-        index="GSI2",
-        forward=False,
-        limit=limit,
-        start_key=decode_cursor(cursor, org, fingerprint),
+    rows, next_cursor = cursor_page(
+        store, org, fingerprint, cursor, pk=messages_pk(org, conv_id), index="GSI2", forward=False, limit=limit
     )
     return (
-        [models.ConversationMessage.model_validate(i) for i in page.items],
-        encode_cursor(org, fingerprint, page.last_key),
+        [models.ConversationMessage.model_validate(i) for i in rows],
+        next_cursor,
     )
 
 
@@ -248,9 +241,7 @@ def _change(store: Store, auth: AuthContext, conv_id: str, changes: Item) -> mod
         [
             Put(
                 item=new,
-                condition="#v = :v",
-                names={"#v": "version"},
-                values={":v": item.get("version", 1)},
+                **versioned(item.get("version", 1)),
                 error=Conflict("The conversation changed meanwhile; retry."),
             ),
             outbox_put(

@@ -8,14 +8,17 @@ from typing import Any, Literal
 from pydantic import Field
 
 from switchboard import aws, clock, media
-from switchboard.api.auth import AuthContext
-from switchboard.api.pagination import decode_cursor, encode_cursor, query_fingerprint
+from switchboard.access import AuthContext
 from switchboard.config import get_settings
-from switchboard.contacts.identifiers import normalize_phone
+from switchboard.contacts import repository as contacts_repo
+from switchboard.contacts import service as contacts
+from switchboard.contacts.identifiers import Identifier, normalize_phone
 from switchboard.errors import Conflict, NotFound, UnsupportedByProvider, ValidationFailed
 from switchboard.ids import new_id
-from switchboard.messaging import channels, messages
+from switchboard.messaging import channels, conversations, messages
+from switchboard.messaging.models import BlockedOnChannel
 from switchboard.models import MEDIA_ID_MAX, MEDIA_ID_PATTERN, BaseModel, Strict, Timestamp
+from switchboard.paging import cursor_page, query_fingerprint
 from switchboard.store import Put, Store, keys
 
 Item = dict[str, Any]
@@ -188,10 +191,6 @@ def presence(store: Store, auth: AuthContext, body: PresenceRequest) -> dict[str
 def _last_inbound(store: Store, org: str, channel_id: str, phone: str) -> str:
     """The provider id of the chat's latest inbound message: phone sentinel → conversation key → the newest 20
     messages of the conversation (GSI2, descending); 3 round trips."""
-    from switchboard.contacts import repository as contacts_repo
-    from switchboard.contacts.identifiers import Identifier
-    from switchboard.messaging import conversations
-
     none = Conflict("This chat has no message from the customer to show typing against.")
     owner = store.get(contacts_repo.sentinel_key(org, Identifier("phone", phone).sentinel_sk))
     pointer = store.get(conversations.pair_key(org, channel_id, owner["contact_id"])) if owner else None
@@ -308,14 +307,8 @@ def create_upload(store: Store, auth: AuthContext, body: UploadRequest) -> Uploa
 def list_assets(store: Store, auth: AuthContext, limit: int, cursor: str | None) -> tuple[list[Asset], str | None]:
     org = auth.org_id
     fingerprint = query_fingerprint("assets", {})
-    page = store.query(
-        keys.org_pk(org),
-        sk_prefix="ASSET#",
-        forward=False,
-        limit=limit,
-        start_key=decode_cursor(cursor, org, fingerprint),
-    )
-    return [Asset.model_validate(i) for i in page.items], encode_cursor(org, fingerprint, page.last_key)
+    rows, next_cursor = cursor_page(store, org, fingerprint, cursor, sk_prefix="ASSET#", forward=False, limit=limit)
+    return [Asset.model_validate(i) for i in rows], next_cursor
 
 
 def get_asset(store: Store, auth: AuthContext, asset_id: str) -> Asset:
@@ -333,8 +326,6 @@ def delete_asset(store: Store, auth: AuthContext, asset_id: str) -> None:
 
 # Channel-level blocks and contacts -----------------------------------------------------------------------------------
 def blocked_on_channel(store: Store, auth: AuthContext, channel_id: str) -> list[Any]:
-    from switchboard.messaging.models import BlockedOnChannel
-
     channels.get_item(store, auth.org_id, channel_id)
     rows = store.query_all(keys.org_pk(auth.org_id), sk_prefix=channels.block_key(auth.org_id, channel_id, "")["SK"])
     return [BlockedOnChannel.model_validate(r) for r in rows]
@@ -357,18 +348,11 @@ def channel_contacts(
 ) -> tuple[list[dict[str, Any]], str | None]:
     """A page of the stored contacts that have a conversation on this channel, by contact id: one Query page of the
     channel's conversation keys (`CONVKEY#<channel>#<contact>`) and one BatchGet of their contacts."""
-    from switchboard.contacts import service as contacts
-
     org = auth.org_id
     channels.get_item(store, org, channel_id)
     fingerprint = query_fingerprint("channel_contacts", {"channel": channel_id})
-    page = store.query(
-        keys.org_pk(org),
-        sk_prefix=f"CONVKEY#{channel_id}#",
-        limit=limit,
-        start_key=decode_cursor(cursor, org, fingerprint),
-    )
-    ids = [p["SK"].rsplit("#", 1)[1] for p in page.items]
+    rows, next_cursor = cursor_page(store, org, fingerprint, cursor, sk_prefix=f"CONVKEY#{channel_id}#", limit=limit)
+    ids = [p["SK"].rsplit("#", 1)[1] for p in rows]
     found = store.batch_get([keys.key(keys.org_pk(org), f"CONTACT#{i}") for i in ids])
     contacts_page = [contacts.view(c).model_dump() for c in sorted(found, key=lambda c: c["id"])]
-    return contacts_page, encode_cursor(org, fingerprint, page.last_key)
+    return contacts_page, next_cursor

@@ -10,9 +10,11 @@ from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
 from switchboard import aws, clock, ratelimit
-from switchboard.api.auth import AuthContext
+from switchboard import media as s3_media
+from switchboard.access import AuthContext
 from switchboard.billing.usage import usage_record_put
 from switchboard.config import get_settings
+from switchboard.contacts import children
 from switchboard.contacts import service as contacts
 from switchboard.contacts.identifiers import Identifier, normalize_phone
 from switchboard.errors import Conflict, DomainError, ServiceUnavailable, UnsupportedByProvider, ValidationFailed
@@ -26,7 +28,7 @@ from switchboard.store import Delete, Put, Store, TxOp, Update, keys
 if TYPE_CHECKING:
     from switchboard.contacts import models as contact_models
 else:  # loaded by the first send to a number (contact upsert), not at the messaging function's init
-    from switchboard.api.lazy import lazy_module
+    from switchboard.lazy import lazy_module
 
     contact_models = lazy_module("switchboard.contacts.models")
 
@@ -159,6 +161,7 @@ def send(store: Store, auth: AuthContext, body: models.SendMessage) -> models.Me
     text, payload, preview = _content(body)
     channel = channels.get_item(store, org, body.channel_id)
     if body.type == "template" and body.template:  # an approved template of this channel, with its parameters
+        # on first use: keeps switchboard.catalog.templates off the cold start
         from switchboard.catalog.templates import validate_template_message
 
         validate_template_message(store, org, channel["id"], body.template)
@@ -446,7 +449,6 @@ def _provider_media(store: Store, org: str, content: dict[str, Any]) -> dict[str
     asset = store.get(keys.key(keys.org_pk(org), f"ASSET#{media_part['asset_id']}"))
     if asset is None:
         raise ProviderRejected("The media asset no longer exists.")
-    from switchboard import media as s3_media
 
     url, _ = s3_media.presign_download(asset["object_key"])
     return {
@@ -495,7 +497,6 @@ def _sender(store: Store, auth: AuthContext, channel: Item, inbound: InboundMess
     except contacts.IdentityConflict:
         if len(idents) < 2:
             raise
-    from switchboard.contacts import children
 
     phone_owner = contacts.resolve(store, auth, [idents[0]])
     user_owner = contacts.resolve(store, auth, [idents[1]])

@@ -34,7 +34,7 @@ __all__ = [
 
 def __getattr__(name: str) -> Any:
     if name in ("PLATFORMS", "provider_for"):
-        from switchboard.providers import registry
+        from switchboard.providers import registry  # on first use: the adapters stay off the cold start (see above)
 
         return getattr(registry, name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -27,6 +27,7 @@ from typing import Any
 from urllib.parse import quote
 
 from switchboard import netguard
+from switchboard.config import get_settings
 from switchboard.providers.base import ProviderRejected, ProviderUnavailable, SendUncertain
 
 DEFAULT_TIMEOUT = 10.0
@@ -89,8 +90,6 @@ def _shown(reply: Reply, error: ProviderError) -> ProviderError:
 def check_destination(url: str, provider: str) -> tuple[netguard.Target, str]:
     """The URL and the checked address to connect to (`switchboard.netguard`, the rules of webhook endpoints; the
     local and test stages may also use `127.0.0.1`)."""
-    from switchboard.config import get_settings
-
     allow_local = get_settings().is_local
     try:
         target = netguard.parse(url, allow_local=allow_local)
@@ -136,7 +135,7 @@ class HttpApi:
         `delivers`: the request hands a message over, so an answer lost after the request left (a read timeout, a
         dropped connection, an answer cut short) is `SendUncertain` — the provider may have it — rather than
         `ProviderUnavailable`, which says nothing was sent."""
-        import httpx
+        import httpx  # on first use: keeps httpx off the cold start
 
         url = path if path.startswith(("https://", "http://")) else f"{self.base_url}{path}"
         target, address = check_destination(url, self.provider)

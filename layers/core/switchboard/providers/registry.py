@@ -45,6 +45,7 @@ def adapter_class(channel: Channel) -> type[Provider]:
     if platform not in _ADAPTERS:
         raise ValidationFailed.field("platform", f"unknown platform {channel.get('platform')!r}")
     if platform == "whatsapp_web":  # one platform, several engines (config.engine)
+        # on first use: keeps switchboard.providers.whatsapp_web off the cold start
         from switchboard.providers import whatsapp_web
 
         return whatsapp_web.adapter_class(channel)

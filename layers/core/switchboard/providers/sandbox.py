@@ -23,6 +23,9 @@ from __future__ import annotations
 import hashlib
 from typing import Any
 
+from switchboard import clock
+from switchboard.config import get_settings
+from switchboard.errors import NotFound
 from switchboard.ids import new_ulid
 from switchboard.providers.base import (
     ConnectResult,
@@ -41,16 +44,12 @@ RECATEGORIZED_TEMPLATE_PREFIX = "promo_"
 
 
 def _template_review_delay() -> float:
-    from switchboard.config import get_settings
-
     settings = get_settings()
     return settings.sandbox_status_delay * settings.local_time_scale
 
 
 def _template_decision(template: dict[str, Any], *, submitted_at: str | None) -> dict[str, Any]:
     """The sandbox reviewer: PENDING until the review delay has passed, then APPROVED or REJECTED by name."""
-    from switchboard import clock
-
     name, category = str(template.get("name") or ""), str(template.get("category") or "UTILITY").upper()
     elapsed = (clock.now() - clock.parse_iso(submitted_at)).total_seconds() if submitted_at else 0.0
     base = {"id": template.get("id"), "name": name, "language": template.get("language"), "category": category}
@@ -170,8 +169,6 @@ class SandboxProvider(Provider):
 
     def _unknown_code(self, code: str) -> None:
         if code.endswith(REFUSED_SUFFIX):
-            from switchboard.errors import NotFound
-
             raise NotFound("The invite link is not valid, or it was reset.")
 
     def _people(self, phones: list[str], role: str = "member") -> tuple[list[dict[str, str]], list[dict[str, str]]]:

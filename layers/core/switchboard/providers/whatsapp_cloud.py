@@ -38,6 +38,7 @@ import contextlib
 import hashlib
 import hmac
 import json
+import mimetypes
 import re
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -45,6 +46,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from switchboard import clock
+from switchboard.config import get_settings
 from switchboard.errors import Forbidden, Unauthenticated, ValidationFailed
 from switchboard.providers.base import (
     Channel,
@@ -160,6 +162,7 @@ def _open_secrets(channel: Channel) -> dict[str, Any]:
     config = dict(channel.get("config") or {})
     sealed_keys = [k for k, v in config.items() if isinstance(v, str) and v.startswith("sealed:")]
     if sealed_keys:
+        # on first use: keeps switchboard.sealed off the cold start
         from switchboard import sealed
 
         org = str(channel.get("organization_id") or "")
@@ -194,8 +197,6 @@ class WhatsAppCloudProvider(Provider):
         """Meta's Graph root with the stack's pinned version (a channel naming Meta's root, with any version, gets
         that); a channel's own `base_url` elsewhere counts only on the local stage, checked again before each call
         (a stored item cannot send the access token elsewhere)."""
-        from switchboard.config import get_settings
-
         settings = get_settings()
         given = str(self.config.get("base_url") or "").strip()
         if not given or base_url_refusal(given, local=False) is None:
@@ -833,6 +834,4 @@ def _file_name(payload: str, media_id: str, mime: str) -> str:
 
 
 def _extension(mime: str) -> str | None:
-    import mimetypes
-
     return mimetypes.guess_extension(mime)

@@ -20,9 +20,11 @@ from __future__ import annotations
 import hashlib
 import hmac
 from datetime import UTC, datetime
+from importlib import import_module
 from typing import Any
 
 from switchboard import clock
+from switchboard.config import get_settings
 from switchboard.errors import ValidationFailed
 from switchboard.providers.base import Channel, Provider, ProviderRejected
 from switchboard.providers.http import DEFAULT_TIMEOUT, HttpApi, segment
@@ -48,8 +50,6 @@ def engine_of(channel: Channel) -> str:
 
 
 def adapter_class(channel: Channel) -> type[Provider]:
-    from importlib import import_module
-
     module, attr = ENGINES[engine_of(channel)]
     cls: type[Provider] = getattr(import_module(module), attr)
     return cls
@@ -94,15 +94,11 @@ def header(headers: dict[str, str], name: str) -> str | None:
 
 def callback_secret(channel_id: str) -> str:
     """The channel's webhook secret: derived, never stored (HMAC-SHA256 of the channel id under the server secret)."""
-    from switchboard.config import get_settings
-
     key = get_settings().cursor_secret.get_secret_value().encode()
     return hmac.new(key, f"whatsapp_web.callback:{channel_id}".encode(), hashlib.sha256).hexdigest()
 
 
 def callback_url(channel_id: str) -> str:
-    from switchboard.config import get_settings
-
     base = (get_settings().public_base_url or "").rstrip("/")
     if not base:
         raise ProviderRejected(

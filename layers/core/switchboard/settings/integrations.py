@@ -13,14 +13,16 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
+from urllib.parse import urlsplit
 
 from switchboard import clock, sealed
-from switchboard.api.auth import AuthContext
+from switchboard.access import AuthContext
 from switchboard.audit import audit_put
 from switchboard.errors import Conflict, NotFound, ValidationFailed
 from switchboard.ids import new_id
+from switchboard.models import _valid_email
 from switchboard.settings import models
-from switchboard.store import Delete, Put, Store, keys
+from switchboard.store import Delete, Put, Store, keys, versioned
 
 Item = dict[str, Any]
 MAX_PER_ORG = 50
@@ -43,8 +45,6 @@ def _text(pattern: str, hint: str, *, lower: bool = False) -> Callable[[Any], An
 
 def _https_url(host_suffix: str) -> Callable[[Any], Any]:
     def check(value: Any) -> Any:
-        from urllib.parse import urlsplit
-
         if not isinstance(value, str) or len(value) > 2048:
             raise ValueError("must be a URL")
         parts = urlsplit(value.strip())
@@ -75,8 +75,6 @@ def _bool(value: Any) -> Any:
 
 
 def _email(value: Any) -> Any:
-    from switchboard.models import _valid_email
-
     if not isinstance(value, str):
         raise ValueError("must be an e-mail address")
     return _valid_email(value.strip())
@@ -346,9 +344,7 @@ def update(store: Store, auth: AuthContext, integration_id: str, body: models.In
         [
             Put(
                 item=new,
-                condition="#v = :v",
-                names={"#v": "version"},
-                values={":v": item["version"]},
+                **versioned(item["version"]),
                 error=Conflict("The integration changed meanwhile; retry."),
             ),
             audit_put(

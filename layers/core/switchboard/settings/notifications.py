@@ -11,11 +11,11 @@ from __future__ import annotations
 from typing import Any
 
 from switchboard import clock
-from switchboard.api.auth import ROLE_RANK, AuthContext
+from switchboard.access import ROLE_RANK, AuthContext
 from switchboard.audit import audit_put
 from switchboard.errors import Conflict, NotFound
 from switchboard.settings import models
-from switchboard.store import ConditionCheck, Put, Store, keys
+from switchboard.store import ConditionCheck, Put, Store, keys, versioned
 
 Item = dict[str, Any]
 # The minimum role that gets a topic by default (None: nobody until they opt in).
@@ -122,9 +122,7 @@ def put(
         [
             Put(
                 item=new,
-                condition="#v = :v" if version else "attribute_not_exists(PK)",
-                names={"#v": "version"} if version else None,
-                values={":v": version} if version else None,
+                **versioned(version or None),
                 error=Conflict("The preferences changed meanwhile; retry."),
             ),
             ConditionCheck(

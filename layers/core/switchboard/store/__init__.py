@@ -9,6 +9,7 @@ from switchboard.store.table import (
     TxOp,
     Update,
     get_store,
+    versioned,
 )
 
-__all__ = ["ConditionCheck", "Delete", "Page", "Put", "Store", "TxOp", "Update", "get_store"]
+__all__ = ["ConditionCheck", "Delete", "Page", "Put", "Store", "TxOp", "Update", "get_store", "versioned"]

@@ -19,6 +19,7 @@ from boto3.dynamodb.types import TypeDeserializer, TypeSerializer
 from botocore.exceptions import ClientError
 
 from switchboard import aws
+from switchboard.config import get_settings
 from switchboard.errors import Conflict, DomainError, NotFound, ServiceUnavailable
 
 Item = dict[str, Any]
@@ -622,11 +623,25 @@ def _reasons_from_message(message: str, count: int) -> list[dict[str, str]]:
     return [{"Code": p} for p in parts[:count]]
 
 
-def versioned(condition_version: int | None) -> tuple[str, dict[str, str], dict[str, Any]]:
-    """Condition for optimistic concurrency: the stored `version` still equals what the caller read."""
-    if condition_version is None:
-        return "attribute_not_exists(PK)", {}, {}
-    return "#version = :expected_version", {"#version": "version"}, {":expected_version": condition_version}
+def versioned(
+    expected: Any,
+    *,
+    condition: str | None = None,
+    names: dict[str, str] | None = None,
+    values: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    """The `condition`, `names` and `values` of an optimistic write, to splat into a `Put`, `Update` or `Delete`: the
+    stored `version` still equals `expected`, what the caller read (None: the item must not exist yet). `condition`
+    (its placeholders in `names` and `values`) must hold as well; `names` and `values` also carry an Update's own."""
+    if expected is None:
+        check, own_names, own_values = "attribute_not_exists(PK)", {}, {}
+    else:
+        check, own_names, own_values = "#v = :v", {"#v": "version"}, {":v": expected}
+    return {
+        "condition": f"{check} AND {condition}" if condition else check,
+        "names": {**(names or {}), **own_names},
+        "values": {**(values or {}), **own_values},
+    }
 
 
 @lru_cache(maxsize=4)
@@ -635,6 +650,4 @@ def _store_for(table_name: str) -> Store:
 
 
 def get_store() -> Store:
-    from switchboard.config import get_settings
-
     return _store_for(get_settings().table_name)

@@ -37,14 +37,16 @@ from typing import Any
 from urllib.parse import urlencode, urlsplit
 
 from switchboard import clock, sealed
-from switchboard.api.auth import AuthContext
-from switchboard.api.pagination import cursor_page, query_fingerprint
+from switchboard.access import AuthContext
 from switchboard.audit import audit_put
+from switchboard.config import get_settings
 from switchboard.errors import Conflict, DomainError, ValidationFailed
 from switchboard.events.outbox import outbox_put
 from switchboard.ids import new_id, new_ulid
+from switchboard.messaging import claims
+from switchboard.paging import cursor_page, query_fingerprint
 from switchboard.providers.base import ProviderRejected, ProviderUnavailable
-from switchboard.store import Put, Store, TxOp, keys
+from switchboard.store import Put, Store, TxOp, keys, versioned
 from switchboard.waba import models, support
 from switchboard.waba.graph import MANAGEMENT, Graph
 
@@ -128,8 +130,6 @@ def _check_redirect(uri: str) -> str:
 
 
 def _base_url(body: models.OAuthStart) -> str:
-    from switchboard.config import get_settings
-
     settings = get_settings()
     if body.graph_base_url is None:
         return settings.graph_root
@@ -143,8 +143,6 @@ def _base_url(body: models.OAuthStart) -> str:
 
 def _app_credentials(org: str, body: models.OAuthStart) -> tuple[str, str | None]:
     """The app id and, when the flow brings its own app, its secret sealed for the record."""
-    from switchboard.config import get_settings
-
     settings = get_settings()
     if body.app_secret and not body.app_id:
         raise ValidationFailed.field("body.app_secret", "needs app_id: a secret belongs to one app")
@@ -161,8 +159,6 @@ def _app_credentials(org: str, body: models.OAuthStart) -> tuple[str, str | None
 def _authorize_url(base_url: str, app_id: str, config_id: str | None, redirect_uri: str | None, state: str) -> str:
     version = base_url.rsplit("/", 1)[-1]
     if not re.fullmatch(r"v[0-9]+\.[0-9]+", version):
-        from switchboard.config import get_settings
-
         version = get_settings().graph_api_version
     params = {"client_id": app_id, "state": state, "response_type": "code", "override_default_response_type": "true"}
     if redirect_uri:
@@ -174,8 +170,6 @@ def _authorize_url(base_url: str, app_id: str, config_id: str | None, redirect_u
 
 
 def start(store: Store, auth: AuthContext, body: models.OAuthStart) -> models.OAuthStarted:
-    from switchboard.config import get_settings
-
     org = auth.org_id
     redirect_uri = _check_redirect(body.redirect_uri) if body.redirect_uri else None
     base_url = _base_url(body)
@@ -260,9 +254,7 @@ def _put_flow(old: Item, new: Item, extra: list[TxOp] | None = None) -> list[TxO
     return [
         Put(
             item=new,
-            condition="#v = :v",
-            names={"#v": "version"},
-            values={":v": old["version"]},
+            **versioned(old["version"]),
             error=Conflict("The onboarding changed meanwhile; read its progress and retry."),
         ),
         *(extra or []),
@@ -460,7 +452,6 @@ def _finish_event(item: Item, body: models.SignupEvent, events: list[dict[str, A
 def _app_secret(item: Item) -> str:
     if item.get("app_secret_sealed"):
         return sealed.unseal(item["app_secret_sealed"], item["organization_id"])
-    from switchboard.config import get_settings
 
     secret = get_settings().meta_app_secret
     if secret is None:
@@ -550,8 +541,6 @@ def subscribe_webhook(
     this deployment) Meta sends the account's traffic there, checked with a fresh verify token. The token is stored
     sealed on the flow (then in the channel's config), and indexed by its hash first, so Meta's handshake during
     the subscription finds it (`messaging.cloud_webhook.subscription`)."""
-    from switchboard.messaging import cloud_webhook
-
     org = auth.org_id
     item = get_item(store, org, body.progress_id, consistent=True)
     _check_step(item, "subscribe_webhook")
@@ -559,7 +548,7 @@ def subscribe_webhook(
     token = secrets.token_urlsafe(32) if callback_url else None
     if token:
         saved = _next_version(item, {"verify_token_sealed": sealed.seal(token, org)})
-        store.transact([*_put_flow(item, saved), cloud_webhook.flow_token_put(org, item["id"], token)])
+        store.transact([*_put_flow(item, saved), claims.flow_token_put(org, item["id"], token)])
         item = saved
     try:
         graph = _graph(item)
@@ -577,6 +566,7 @@ def subscribe_webhook(
 
 # sync-meta ------------------------------------------------------------------------------------------------------------
 def sync_meta(store: Store, auth: AuthContext, body: models.ProgressStep) -> models.Progress:
+    # on first use: keeps switchboard.messaging.channels off the cold start
     from switchboard.messaging import channels
 
     org = auth.org_id
@@ -628,7 +618,10 @@ def sync_meta(store: Store, auth: AuthContext, body: models.ProgressStep) -> mod
 
 
 def _channel_request(item: Item, phone: dict[str, Any]) -> Any:
+    # on first use: keeps switchboard.contacts.identifiers off the cold start
     from switchboard.contacts.identifiers import normalize_phone
+
+    # on first use: keeps switchboard.messaging.models off the cold start
     from switchboard.messaging import models as messaging_models
 
     org = item["organization_id"]

@@ -34,7 +34,7 @@ from typing import Any
 from aws_lambda_powertools import Logger
 
 from switchboard import aws, clock, metrics, netguard
-from switchboard.api.auth import AuthContext
+from switchboard.access import AuthContext
 from switchboard.audit import audit_put
 from switchboard.config import get_settings
 from switchboard.errors import Conflict

@@ -8,15 +8,15 @@ from datetime import timedelta
 from typing import Any
 
 from switchboard import clock, netguard, ratelimit, sealed
-from switchboard.api.auth import AuthContext
-from switchboard.api.pagination import decode_cursor, encode_cursor, query_fingerprint
+from switchboard.access import AuthContext
 from switchboard.audit import audit_put
 from switchboard.config import get_settings
 from switchboard.errors import Conflict, NotFound, Unauthenticated, ValidationFailed
 from switchboard.events.outbox import outbox_put
 from switchboard.identity import repository as identity_repository
 from switchboard.ids import new_id, token_urlsafe
-from switchboard.store import ConditionCheck, Delete, Put, Store, Update, keys
+from switchboard.paging import cursor_page, query_fingerprint, read_page
+from switchboard.store import ConditionCheck, Delete, Put, Store, Update, keys, versioned
 from switchboard.webhooks import dispatch, models, signing
 from switchboard.webhooks import repository as repo
 from switchboard.webhooks.catalogue import EVENT_TYPES, TEST_EVENT
@@ -81,12 +81,7 @@ def _get_endpoint(store: Store, org: str, endpoint_id: str, *, consistent: bool 
 
 
 def _version_condition(item: Item) -> dict[str, Any]:
-    return {
-        "condition": "#version = :expected_version",
-        "names": {"#version": "version"},
-        "values": {":expected_version": item.get("version", 1)},
-        "error": Conflict("The endpoint changed meanwhile; retry."),
-    }
+    return {**versioned(item.get("version", 1)), "error": Conflict("The endpoint changed meanwhile; retry.")}
 
 
 # Endpoints --------------------------------------------------------------------------------------------------------
@@ -353,17 +348,22 @@ def list_deliveries(
         index, pks = "GSI2", repo.shard_pks(lambda n: repo.endpoint_deliveries_pk(org, endpoint_id, n))
     else:
         index, pks = "GSI1", repo.shard_pks(lambda n: repo.deliveries_pk(org, n))
-    items, nxt = repo.merged_page(
-        repo.deliveries_store(),
+    items, next_cursor = read_page(
         org,
-        pks,
-        index,
-        limit=limit,
-        positions=decode_cursor(cursor, org, fingerprint),
-        low=low,
-        filters={"event_type": event_type or None, "endpoint_id": endpoint_id if status else None},
+        fingerprint,
+        cursor,
+        lambda positions: repo.merged_page(
+            repo.deliveries_store(),
+            org,
+            pks,
+            index,
+            limit=limit,
+            positions=positions,
+            low=low,
+            filters={"event_type": event_type or None, "endpoint_id": endpoint_id if status else None},
+        ),
     )
-    return delivery_views(org, items), encode_cursor(org, fingerprint, nxt)
+    return delivery_views(org, items), next_cursor
 
 
 def _get_delivery(store: Store, org: str, msg_id: str, *, consistent: bool = False) -> Item:
@@ -384,14 +384,17 @@ def list_attempts(
     org = auth.org_id
     _get_delivery(store, org, msg_id)
     fingerprint = query_fingerprint(f"webhook-attempts:{msg_id}", {})
-    page = repo.deliveries_store().query(
-        repo.delivery_pk(org, msg_id),
+    rows, next_cursor = cursor_page(
+        repo.deliveries_store(),
+        org,
+        fingerprint,
+        cursor,
+        pk=repo.delivery_pk(org, msg_id),
         sk_prefix=repo.ATTEMPT_PREFIX,
         forward=False,
         limit=limit,
-        start_key=decode_cursor(cursor, org, fingerprint),
     )
-    return [models.Attempt.model_validate(i) for i in page.items], encode_cursor(org, fingerprint, page.last_key)
+    return [models.Attempt.model_validate(i) for i in rows], next_cursor
 
 
 def _deliverable_endpoint(store: Store, org: str, endpoint_id: str) -> Item:
@@ -452,6 +455,7 @@ def retry_delivery(store: Store, auth: AuthContext, msg_id: str) -> models.Deliv
 def recover(store: Store, auth: AuthContext, endpoint_id: str, since: str) -> models.RecoverResult:
     """Start the job that retries every failed (retrying, exhausted or canceled) delivery of the endpoint created
     since `since` (job kind `RECOVER_KIND`, `recover_chunk`); answers at once."""
+    # on first use: keeps switchboard.jobs.service off the cold start
     from switchboard.jobs import service as jobs
 
     org = auth.org_id
@@ -476,6 +480,7 @@ def recover_chunk(store: Store, job: Item) -> Any:
     redelivered chunk never sends a delivery a second time; one it requeued whose message may have been lost (a
     crash between the write and the send) is still `pending` with the job's mark and gets the message again, with
     the same generation (the sender's claim makes two messages of one generation one attempt)."""
+    # on first use: keeps switchboard.jobs.service off the cold start
     from switchboard.jobs.service import Chunk
 
     org, cp = str(job["organization_id"]), dict(job.get("checkpoint") or {})
