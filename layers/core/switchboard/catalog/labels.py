@@ -17,7 +17,7 @@ from switchboard.errors import Conflict, DomainError, NotFound, UnsupportedByPro
 from switchboard.events.outbox import outbox_put
 from switchboard.ids import new_id
 from switchboard.providers import ProviderUnavailable, provider_for
-from switchboard.store import ConditionCheck, Delete, Put, Store, TxOp, Update, keys
+from switchboard.store import ConditionCheck, Delete, Put, Store, TxOp, Update, keys, shards
 
 if TYPE_CHECKING:
     from switchboard.messaging import channels, conversations, status
@@ -350,10 +350,13 @@ def add_to_conversation(
 
 # Messages ----------------------------------------------------------------------------------------------------------
 def _set_message_label(store: Store, auth: AuthContext, message_id: str, label: Item, *, attach: bool) -> bool:
-    """A link item (the change detector: conditional) and the message's `labels` string set, in one transaction."""
+    """A link item (the change detector: conditional) and the message's `labels` string set, in one transaction; the
+    message is addressed where it is stored (its shard or the legacy partition)."""
     org, label_id = auth.org_id, label["id"]
     link = msg_link_key(org, label_id, message_id)
     missing = NotFound("No such message.")
+    stored = status.get_message(store, org, message_id)
+    message_key = shards.key_of(stored) if stored else status.message_key(org, message_id)
     ops: list[TxOp]
     if attach:
         ops = [
@@ -366,7 +369,7 @@ def _set_message_label(store: Store, auth: AuthContext, message_id: str, label: 
                 error=_Changed(),
             ),
             Update(
-                key=status.message_key(org, message_id),
+                key=message_key,
                 expression="ADD #l :l",
                 condition="attribute_exists(PK)",
                 names={"#l": "labels"},
@@ -378,7 +381,7 @@ def _set_message_label(store: Store, auth: AuthContext, message_id: str, label: 
         ops = [
             Delete(key=link, condition="attribute_exists(PK)", error=_Changed()),
             Update(
-                key=status.message_key(org, message_id),
+                key=message_key,
                 expression="DELETE #l :l",
                 condition="attribute_exists(PK)",
                 names={"#l": "labels"},
@@ -398,7 +401,7 @@ def message_label(
 ) -> models.LabelAttachment:
     org = auth.org_id
     label = get_item(store, org, body.label_id)
-    message = store.get(status.message_key(org, body.message_id))
+    message = status.get_message(store, org, body.message_id)
     if message is None or message.get("entity") != "Message":
         raise NotFound("No such message.")
     changed = _set_message_label(store, auth, body.message_id, label, attach=attach)
@@ -412,7 +415,7 @@ def message_label(
             "chat_id": message.get("to_phone") if message.get("direction") == "outbound" else message.get("from_phone"),
         }
         sync = _mirror(store, org, message["channel_id"], "attach_message" if attach else "detach_message", payload)
-    after = store.get(status.message_key(org, body.message_id), consistent=True) or {}
+    after = status.get_message(store, org, body.message_id, consistent=True) or {}
     return models.LabelAttachment(
         label_id=label["id"],
         message_id=body.message_id,

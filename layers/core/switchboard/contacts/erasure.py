@@ -40,7 +40,7 @@ from switchboard.config import get_settings
 from switchboard.errors import DomainError
 from switchboard.events.outbox import outbox_put
 from switchboard.ids import ulid_bound
-from switchboard.store import Delete, Put, Store, TxOp, Update, keys
+from switchboard.store import Delete, Put, Store, TxOp, Update, keys, shards
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -237,7 +237,7 @@ def _messages(store: Store, org: str, contact_id: str, checkpoint: Checkpoint) -
         return {"stage": "messages", "conversations": queue, "cursor": page.last_key}
     with contextlib.suppress(DomainError):  # the conversation itself was deleted meanwhile
         store.update(
-            conversations.conv_key(org, conv_id),
+            conversations.stored_key(store, org, conv_id),
             "SET last_message_preview = :none",
             condition="attribute_exists(PK)",
             values={":none": None},
@@ -258,7 +258,7 @@ def _group_messages(store: Store, org: str, contact_id: str, checkpoint: Checkpo
     for conv_id in {m["conversation_id"] for m in page.items if m.get("conversation_id")}:
         with contextlib.suppress(DomainError):
             store.update(
-                conversations.conv_key(org, conv_id),
+                conversations.stored_key(store, org, conv_id),
                 "SET last_message_preview = :none",
                 condition="attribute_exists(PK)",
                 values={":none": None},
@@ -288,7 +288,11 @@ def _outbox(store: Store, org: str, contact_id: str, checkpoint: Checkpoint) -> 
     tombstone = _tombstone(store, org, contact_id)
     needles = tombstone.get("needles") or [contact_id]
     before = "EVENT#" + ulid_bound(clock.parse_iso(tombstone.get("deleted_at") or clock.now_iso()), high=False)
-    page = store.query(keys.org_pk(org), sk_between=("EVENT#", before), limit=CHUNK, start_key=checkpoint.get("cursor"))
+    partitions = shards.all_pks(org)  # every shard of the outbox, then the legacy partition
+    part = int(checkpoint.get("partition", 0))
+    page = store.query(
+        partitions[part], sk_between=("EVENT#", before), limit=CHUNK, start_key=checkpoint.get("cursor")
+    )
     ops: list[TxOp] = [
         Delete(key={"PK": e["PK"], "SK": e["SK"]})
         for e in page.items
@@ -296,7 +300,9 @@ def _outbox(store: Store, org: str, contact_id: str, checkpoint: Checkpoint) -> 
     ]
     if ops:
         store.transact(ops)
-    return {"stage": "outbox", "cursor": page.last_key} if page.last_key else _next("outbox")
+    if page.last_key:
+        return {"stage": "outbox", "partition": part, "cursor": page.last_key}
+    return {"stage": "outbox", "partition": part + 1} if part + 1 < len(partitions) else _next("outbox")
 
 
 def _deliveries(store: Store, org: str, contact_id: str, checkpoint: Checkpoint) -> Checkpoint | None:

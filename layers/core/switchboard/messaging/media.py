@@ -16,7 +16,7 @@ from switchboard.errors import Conflict, NotFound, UnsupportedByProvider, Valida
 from switchboard.ids import new_id
 from switchboard.messaging import channels, messages
 from switchboard.models import MEDIA_ID_MAX, MEDIA_ID_PATTERN, BaseModel, Strict
-from switchboard.store import Put, Store, keys
+from switchboard.store import Put, Store, keys, shards
 
 Item = dict[str, Any]
 UPLOAD_TYPES = {
@@ -113,17 +113,13 @@ def message_action(store: Store, auth: AuthContext, action: str, body: MessageRe
         changes = {"read_at": clock.now_iso()}
     sets = ", ".join(f"{k} = :{k}" for k in changes) + ", updated_at = :now"
     store.update(
-        status_key(org, body.message_id),
+        shards.key_of(message),
         f"SET {sets}",
         condition="attribute_exists(PK)",
         values={**{f":{k}": v for k, v in changes.items()}, ":now": clock.now_iso()},
         return_values="NONE",
     )
     return {"message_id": body.message_id, "action": action, **changes}
-
-
-def status_key(org: str, message_id: str) -> dict[str, str]:
-    return keys.key(keys.org_pk(org), f"MSG#{message_id}")
 
 
 def presence(store: Store, auth: AuthContext, body: PresenceRequest) -> dict[str, Any]:
