@@ -290,9 +290,7 @@ def _outbox(store: Store, org: str, contact_id: str, checkpoint: Checkpoint) -> 
     before = "EVENT#" + ulid_bound(clock.parse_iso(tombstone.get("deleted_at") or clock.now_iso()), high=False)
     partitions = shards.all_pks(org)  # every shard of the outbox, then the legacy partition
     part = int(checkpoint.get("partition", 0))
-    page = store.query(
-        partitions[part], sk_between=("EVENT#", before), limit=CHUNK, start_key=checkpoint.get("cursor")
-    )
+    page = store.query(partitions[part], sk_between=("EVENT#", before), limit=CHUNK, start_key=checkpoint.get("cursor"))
     ops: list[TxOp] = [
         Delete(key={"PK": e["PK"], "SK": e["SK"]})
         for e in page.items

@@ -13,8 +13,7 @@ from typing import Any
 
 from switchboard import clock
 from switchboard.ids import new_ulid
-from switchboard.store import keys
-from switchboard.store import shards
+from switchboard.store import keys, shards
 from switchboard.store.table import Put, Store
 
 EVENT_SOURCE = "switchboard"

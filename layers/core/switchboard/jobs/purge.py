@@ -11,9 +11,10 @@ Chunks, in this order, each at most one page, each safe to run twice:
    starts again from the prefix each time: what was deleted is no longer listed).
 2. `items`: one Query page (`PAGE` items, consistent) of one of the organization's partitions — each write shard
    `ORG#<org>#<n>` (switchboard.store.shards), then `ORG#<org>` — from the checkpoint's `partition` (its place in
-   that list) and `cursor` (the page's LastEvaluatedKey), and BatchWriteItem deletes of those items and of the platform-wide items that point at them
-   (`POINTERS`: API key credentials, users' membership mirrors, invitation and channel pointers). The organization
-   item itself is kept until the last chunk, which deletes it and completes the job.
+   that list) and `cursor` (the page's LastEvaluatedKey), and BatchWriteItem deletes of those items and of the
+   platform-wide items that point at them (`POINTERS`: API key credentials, users' membership mirrors, invitation and
+   channel pointers). The organization item (in `ORG#<org>`, the last partition) is kept until the last chunk, which
+   deletes it and completes the job.
 Items that live outside the partition and are not derivable from an item in it expire by TTL well within the 30-day
 window (portal links and sessions ≤ 60 min, rate windows, idempotency records 24 h).
 """
@@ -144,9 +145,7 @@ def _objects_chunk(org_id: str, index: int) -> Chunk:
     return Chunk({"phase": "objects", "prefix": index if more else index + 1}, {"objects_deleted": len(names)})
 
 
-def _items_chunk(
-    store: Store, org_id: str, partitions: list[str], part: int, cursor: dict[str, Any] | None
-) -> Chunk:
+def _items_chunk(store: Store, org_id: str, partitions: list[str], part: int, cursor: dict[str, Any] | None) -> Chunk:
     page = store.query(partitions[part], limit=PAGE, start_key=cursor, consistent=True)
     doomed: list[dict[str, str]] = []
     for item in page.items:

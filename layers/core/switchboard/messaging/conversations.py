@@ -231,8 +231,17 @@ def list_conversations(
     # An assignee filter reads that assignee's own list (GSI2), however rare its conversations are; either list is
     # an ordered merge of its shards and the legacy partition.
     index, pk = ("GSI2", assignee_pk(org, assignee)) if assignee else ("GSI1", list_pk(org))
+    filtered = bool(status or label or channel_id) or unread is not None  # an assignee list needs no filter
     items, nxt = shards.merged_cursor_page(
-        store, org, fingerprint, cursor, pks=shards.index_pks(pk), index=index, limit=limit, forward=False, keep=keep
+        store,
+        org,
+        fingerprint,
+        cursor,
+        pks=shards.index_pks(pk),
+        index=index,
+        limit=limit,
+        forward=False,
+        keep=keep if filtered else None,
     )
     return [view(i) for i in items], nxt
 

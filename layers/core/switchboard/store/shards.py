@@ -21,7 +21,10 @@ migration is needed; the organization purge walks every shard partition.
 
 from __future__ import annotations
 
+import base64
 import hashlib
+import json
+import zlib
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -110,16 +113,17 @@ def query_all(store: Store, pks: Sequence[str], **query: Any) -> list[Item]:
 
 # Ordered merge over shards -------------------------------------------------------------------------------------
 DONE = 0  # a shard's position once it has nothing left
+LOW, HIGH = " ", "~"  # below and above every index sort key these lists use (times, ids)
 
 
 class _Shard:
-    def __init__(self, pk: str, start: dict[str, Any] | None) -> None:
+    def __init__(self, pk: str, start: str | None) -> None:
         self.pk = pk
-        self.start = start  # where this page began (None: the shard's start)
+        self.start = start  # the index sort key this page continues after (None: the partition's start)
+        self.after = start  # ... and after the last item read
         self.buffer: list[Item] = []
-        self.next_key: dict[str, Any] | None = start
         self.exhausted = False
-        self.emitted: Item | None = None
+        self.emitted: str | None = None
         self.fetches = 0
 
 
@@ -133,70 +137,74 @@ def merged_page(
     forward: bool = True,
     keep: Callable[[Item], bool] | None = None,
     max_reads: int | None = None,
-    **query: Any,
 ) -> tuple[list[Item], list[Any] | None]:
-    """Up to `limit` items of the index partitions `pks` in one order (the index sort key, then the partition's
-    place in `pks`), and each partition's position to continue from (None when every partition is done).
+    """Up to `limit` items of the index partitions `pks` in the order of the index sort key (unique per item: these
+    lists end it with the item's id), and each partition's position to continue from (None when every partition is
+    done).
 
-    A position is None (from the start), DONE (0), or the index key of the last item answered from that partition.
-    Each partition is read lazily in small pages (about `limit / len(pks)`, four times larger at each further read),
-    so a page reads about `limit` items plus one short page per partition; an item is answered only once every
-    partition not done has an item buffered to compare with it. `keep` filters while reading; after `max_reads`
-    queries (default: three per partition + 10) the page ends short, with its cursor."""
+    A position is None (from the start), DONE (0), or the index sort key of the last item answered from (or read in)
+    that partition: the next read is the key condition `sort key BETWEEN` that key and the end of the range, without
+    the item at the bound itself (so a cursor holds one short string per partition, no table keys). Each partition is
+    read lazily in pages of `limit / len(pks) + 2` items (with `keep`, four times larger at each further read of that
+    partition), so a page reads about `limit` items plus one short page per partition; an item is answered only
+    once every partition not done has an item buffered to compare with it. `keep` filters while reading; after
+    `max_reads` queries (default: three per partition + 10) the page ends short, with its cursor."""
     sk_attr = f"{index}SK"
-    pk_attr = f"{index}PK"
     starts = list(positions) if positions is not None else [None] * len(pks)
-    shards = [_Shard(p, s if isinstance(s, dict) else None) for p, s in zip(pks, starts, strict=True)]
+    shards = [_Shard(p, s if isinstance(s, str) else None) for p, s in zip(pks, starts, strict=True)]
     for shard, s in zip(shards, starts, strict=True):
-        if s == DONE:
-            shard.exhausted = True
+        shard.exhausted = s == DONE
     budget = max_reads if max_reads is not None else 3 * len(pks) + 10
     reads = 0
-    base = max(2, -(-limit // max(1, len(pks))) + 1)
+    base = -(-limit // max(1, len(pks))) + 2
     out: list[Item] = []
     short = False
-    while len(out) < limit:
+    while len(out) < limit and not short:
         for shard in shards:
             while not shard.buffer and not shard.exhausted:
                 if reads >= budget:
                     short = True
                     break
-                size = min(200, base * 4**shard.fetches)  # thin filters or an uneven spread: larger reads
-                start = {**shard.next_key, pk_attr: shard.pk} if shard.next_key else None
-                page = store.query(shard.pk, index=index, limit=size, start_key=start, forward=forward, **query)
+                # a filter thins the reads: each further one is larger; unfiltered, a shard is rarely read twice
+                size = base if keep is None else min(200, base * 4**shard.fetches)
+                rows, more = _read_after(store, shard.pk, index, shard.after, size, forward)
                 reads += 1
                 shard.fetches += 1
-                shard.buffer = [i for i in page.items if keep is None or keep(i)]
-                shard.next_key = _position(page.last_key, pk_attr) if page.last_key else None
-                shard.exhausted = page.last_key is None
-            if short:
-                break
-        if short:
+                if rows:
+                    shard.after = str(rows[-1][sk_attr])
+                shard.buffer = [i for i in rows if keep is None or keep(i)]
+                shard.exhausted = not more
+        heads = [s for s in shards if s.buffer]
+        if short or not heads:
             break
-        heads = [(i, s) for i, s in enumerate(shards) if s.buffer]
-        if not heads:
-            break
-        _, shard = (min if forward else max)(heads, key=lambda h: str(h[1].buffer[0][sk_attr]))
+        shard = (min if forward else max)(heads, key=lambda s: str(s.buffer[0][sk_attr]))
         item = shard.buffer.pop(0)
-        shard.emitted = item
+        shard.emitted = str(item[sk_attr])
         out.append(item)
     cursor: list[Any] = []
     for shard in shards:
-        if shard.buffer:
-            cursor.append(_position(shard.emitted, pk_attr) if shard.emitted else shard.start)
+        if shard.buffer:  # read ahead: continue after the last item answered
+            cursor.append(shard.emitted or shard.start)
         elif shard.exhausted:
             cursor.append(DONE)
         else:
-            cursor.append(shard.next_key)
+            cursor.append(shard.after)
     if all(c == DONE for c in cursor):
         return out, None
     return out, cursor
 
 
-def _position(item: Item, pk_attr: str) -> dict[str, Any]:
-    """An index continuation key without the index partition (the shard's own): table PK and SK, index SK."""
-    sk_attr = pk_attr[:-2] + "SK"
-    return {k: item[k] for k in ("PK", "SK", sk_attr)}
+def _read_after(
+    store: Store, pk: str, index: str, after: str | None, size: int, forward: bool
+) -> tuple[list[Item], bool]:
+    """Up to `size` items of one index partition after the sort key `after` in the list's direction; and whether
+    the partition may hold more."""
+    bounds = None
+    if after is not None:
+        bounds = (after, HIGH) if forward else (LOW, after)
+    page = store.query(pk, index=index, limit=size + (after is not None), sk_between=bounds, forward=forward)
+    rows = [i for i in page.items if str(i[f"{index}SK"]) != after]
+    return rows[:size], page.last_key is not None
 
 
 def merged_cursor_page(
@@ -210,18 +218,23 @@ def merged_cursor_page(
     limit: int,
     forward: bool = True,
     keep: Callable[[Item], bool] | None = None,
-    **query: Any,
 ) -> tuple[list[Item], str | None]:
     """`merged_page` from an opaque cursor (switchboard.api.pagination: sealed, bound to the organization and the
-    query), answering the items and the next cursor."""
+    query; the positions deflated inside it), answering the items and the next cursor."""
     from switchboard.api.pagination import decode_cursor, encode_cursor
     from switchboard.errors import ValidationFailed
 
     state = decode_cursor(cursor, org, fingerprint)
     positions = None
     if state is not None:
-        positions = state.get("shards")
+        try:
+            positions = json.loads(zlib.decompress(base64.urlsafe_b64decode(str(state.get("z", "")))))
+        except (ValueError, zlib.error):
+            positions = None
         if not isinstance(positions, list) or len(positions) != len(pks):
             raise ValidationFailed.field("query.cursor", "is not a valid cursor for this list")
-    items, nxt = merged_page(store, pks, positions, index=index, limit=limit, forward=forward, keep=keep, **query)
-    return items, encode_cursor(org, fingerprint, {"shards": nxt} if nxt is not None else None)
+    items, nxt = merged_page(store, pks, positions, index=index, limit=limit, forward=forward, keep=keep)
+    if nxt is None:
+        return items, None
+    packed = base64.urlsafe_b64encode(zlib.compress(json.dumps(nxt, separators=(",", ":")).encode(), 9)).decode()
+    return items, encode_cursor(org, fingerprint, {"z": packed})
