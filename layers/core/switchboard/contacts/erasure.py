@@ -18,7 +18,8 @@ and ~25 writes), in this order:
                  lock (a draft) deleted: the conversation row stays, anonymised
   group_messages the person's messages in group conversations (GSI1 `ORG#<org>#CONTACTGROUPMSG#<ct>`), 12 per
                  chunk, redacted the same way (and taken off that list); their conversations' previews cleared
-  outbox         outbox events from before the deletion that mention the person: deleted (25 per page)
+  outbox         outbox events from before the deletion that mention the person: deleted (25 per page; each write
+                 shard of the outbox in turn, then `ORG#<org>`)
   deliveries     webhook deliveries of events from before the deletion whose body mentions the person: the body is
                  cut to its ids and `redacted: true` (25 per page)
 
