@@ -187,3 +187,22 @@ def test_the_shard_count_is_a_power_of_two(monkeypatch: pytest.MonkeyPatch):
         get_settings()
     monkeypatch.setenv("TENANT_SHARDS", "16")
     reset_settings()
+
+
+def test_the_send_window_is_spread_over_counters_and_still_refuses_past_its_limit(
+    api: Api, channel: dict, monkeypatch: pytest.MonkeyPatch
+):
+    monkeypatch.setattr(messages, "SENDS_PER_MINUTE", 32)
+    codes = []
+    for n in range(40):
+        body = {"channel_id": channel["id"], "to": f"+1415556{n:03d}7", "text": {"body": "hi"}}
+        resp = api.post("/v1/messages", json=body)
+        codes.append(resp.status_code)
+        if resp.status_code == 429:
+            assert resp.json()["error"]["code"] == "rate_limited" and int(resp.headers["Retry-After"]) >= 1
+    accepted = codes.count(202)
+    # 16 counters of 2 each: never more than the limit; two random choices fill them nearly evenly first
+    assert 20 <= accepted <= 32 and codes.count(429) == 40 - accepted
+    store = get_store()
+    windows = [i for i in store.client.scan(TableName=store.table_name)["Items"] if i["PK"]["S"].startswith("RATE#")]
+    assert len({i["PK"]["S"] for i in windows}) >= 12  # the organization's window and ≥ 11 of the send counters

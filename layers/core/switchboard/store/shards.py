@@ -32,7 +32,6 @@ from switchboard.store.keys import key, org_pk
 from switchboard.store.table import Store
 
 Item = dict[str, Any]
-MAX_SHARDS = 64  # the stack parameter's largest value: what the purge and the erasure walk
 
 
 def count() -> int:
