@@ -45,6 +45,7 @@ RARE = 5  # contacts / deliveries matching the rare filters, at any N
 BURST = 100_000
 QUICK_BURST = 200
 SHARE_FACTOR = 1.5  # hottest key's share ≤ 1 / shards x 1.5
+TOP_KEYS = 6  # partition-key values listed per phase
 
 FUNCTIONS = {
     "contacts": "functions.contacts.app",
@@ -683,6 +684,7 @@ class Spread:
     keys: int
     hottest: str
     share: float
+    top: list[tuple[str, int]] = field(default_factory=list)  # the hottest partition-key values and their writes
 
 
 def _shape(key: str, org: str) -> str:
@@ -746,7 +748,8 @@ def key_distribution(burst: int, size: int) -> list[Spread]:
 def _spread(phase: str, meter: Meter, org: str) -> Spread:
     writes = sum(v for k, v in meter.keys.items() if ":" not in k.split("#")[0])  # table writes (index keys aside)
     hottest, count = max(meter.keys.items(), key=lambda kv: kv[1]) if meter.keys else ("-", 0)
-    return Spread(phase, writes, len(meter.keys), _shape(hottest, org), count / writes if writes else 0.0)
+    top = [(_shape(k, org), n) for k, n in meter.keys.most_common(TOP_KEYS)]
+    return Spread(phase, writes, len(meter.keys), _shape(hottest, org), count / writes if writes else 0.0, top)
 
 
 def shard_count() -> int:
@@ -768,6 +771,10 @@ def report_spread(spreads: list[Spread], burst: int, out: Callable[[str], None] 
     for s in spreads:
         verdict = "PASS" if s.share <= limit else "FAIL"
         out(f"{s.phase} | {s.writes} | {s.keys} | {s.hottest} | {s.share:.3f} | {verdict}")
+    for s in spreads:
+        writes = max(s.writes, 1)
+        counts = ", ".join(f"{k} {n} ({n / writes:.3f})" for k, n in s.top)
+        out(f"  {s.phase}, writes per partition-key value: {counts}")
     return max((s.share for s in spreads), default=0.0)
 
 
