@@ -206,3 +206,33 @@ def test_the_send_window_is_spread_over_counters_and_still_refuses_past_its_limi
     store = get_store()
     windows = [i for i in store.client.scan(TableName=store.table_name)["Items"] if i["PK"]["S"].startswith("RATE#")]
     assert len({i["PK"]["S"] for i in windows}) >= 12  # the organization's window and ≥ 11 of the send counters
+
+
+@pytest.mark.parametrize("forward", [False, True])
+def test_a_rare_filter_over_shards_pages_short_and_resumes_to_every_match(aws_resources, forward: bool):
+    store = get_store()
+    pks = [f"ORG#o_rare#T#{k}" for k in range(5)]
+    for n in range(300):
+        item_id = f"it{n:04d}"
+        store.put(
+            {
+                "PK": f"ORG#o_rare#{n % 3}",
+                "SK": f"T#{item_id}",
+                "GSI1PK": pks[shards.shard_of(item_id, 5)],
+                "GSI1SK": f"2026-11-{1 + n // 20:02d}T00:00:00.000Z#{item_id}",
+                "rare": n % 37 == 0,
+            }
+        )
+    want = sorted((f"it{n:04d}" for n in range(300) if n % 37 == 0), reverse=not forward)
+    got, position, pages = [], None, 0
+    while True:
+        items, position = shards.merged_page(
+            store, pks, position, index="GSI1", limit=3, forward=forward, keep=lambda i: i["rare"], max_reads=7
+        )
+        got += [i["SK"].removeprefix("T#") for i in items]
+        pages += 1
+        assert pages < 200
+        if position is None:
+            break
+    assert got == want  # in order, each once, short pages included
+    assert pages > len(want) // 3 + 1  # the budget ended some pages short

@@ -8,7 +8,7 @@ under `ORG#<org>`. Each one has an id; its partition is
 
 with N the stack parameter `TenantShards` (`TENANT_SHARDS`, a power of two, default 16). Time-ordered tenant lists
 on an index get the same suffix on their index partition key (`ORG#<org>#CONVS#<shard>`), and are read with an
-ordered merge over the shards (`merged_page`), whose cursor carries every shard's position.
+ordered merge over the shards (`merged_page`), whose cursor is a position valid in every shard.
 
 Older items and a changed count. Items written before sharding live under the legacy partition `ORG#<org>` (and
 the legacy index partitions); N may only grow, by powers of two, so an item written under an earlier count M < N is
@@ -21,11 +21,9 @@ migration is needed; the organization purge walks every shard partition.
 
 from __future__ import annotations
 
-import base64
 import hashlib
-import json
-import zlib
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from switchboard.store.keys import key, org_pk
@@ -111,99 +109,109 @@ def query_all(store: Store, pks: Sequence[str], **query: Any) -> list[Item]:
 
 
 # Ordered merge over shards -------------------------------------------------------------------------------------
-DONE = 0  # a shard's position once it has nothing left
 LOW, HIGH = " ", "~"  # below and above every index sort key these lists use (times, ids)
 
 
+@dataclass(frozen=True)
+class Position:
+    """Where a merged list continues: the items after the sort key `key` in the list's order (`inclusive`: from it).
+    One key for every partition: the sort keys are unique (these lists end them with the item's id), so what lies
+    before it in the order has been answered or passed over in every partition, and nothing after it has."""
+
+    key: str
+    inclusive: bool = False
+
+
 class _Shard:
-    def __init__(self, pk: str, start: str | None) -> None:
+    def __init__(self, pk: str) -> None:
         self.pk = pk
-        self.start = start  # the index sort key this page continues after (None: the partition's start)
-        self.after = start  # ... and after the last item read
+        self.last_read: str | None = None
         self.buffer: list[Item] = []
         self.exhausted = False
-        self.emitted: str | None = None
         self.fetches = 0
 
 
 def merged_page(
     store: Store,
     pks: Sequence[str],
-    positions: Sequence[Any] | None,
+    start: Position | None,
     *,
     index: str,
     limit: int,
     forward: bool = True,
     keep: Callable[[Item], bool] | None = None,
     max_reads: int | None = None,
-) -> tuple[list[Item], list[Any] | None]:
-    """Up to `limit` items of the index partitions `pks` in the order of the index sort key (unique per item: these
-    lists end it with the item's id), and each partition's position to continue from (None when every partition is
-    done).
+) -> tuple[list[Item], Position | None]:
+    """Up to `limit` items of the index partitions `pks` in the order of the index sort key, from `start`, and the
+    position to continue from (None when every partition is done).
 
-    A position is None (from the start), DONE (0), or the index sort key of the last item answered from (or read in)
-    that partition: the next read is the key condition `sort key BETWEEN` that key and the end of the range, without
-    the item at the bound itself (so a cursor holds one short string per partition, no table keys). Each partition is
-    read lazily in pages of `limit / len(pks) + 2` items (with `keep`, four times larger at each further read of that
-    partition), so a page reads about `limit` items plus one short page per partition; an item is answered only
-    once every partition not done has an item buffered to compare with it. `keep` filters while reading; after
-    `max_reads` queries (default: three per partition + 10) the page ends short, with its cursor."""
+    The next item is the first head among the partitions' read items; it is answered once no partition could still
+    hold an earlier one — each partition not done has read past it or has an item buffered. Partitions are read from
+    the position (key condition `sort key BETWEEN`) only when they stand in the way, a round at a time, in pages of
+    `limit / len(pks) + 2` items (with `keep`, four times larger at each further read of that partition): a page
+    reads about `limit` items plus one short page per partition. So the next position is simply after the last
+    item answered. `keep` filters while reading; after `max_reads` queries (default: three per partition + 10) the
+    page ends short — after the last item answered, or, when none was, at the furthest point every partition has
+    been read to (always past `start`: the first round reads every partition)."""
     sk_attr = f"{index}SK"
-    starts = list(positions) if positions is not None else [None] * len(pks)
-    shards = [_Shard(p, s if isinstance(s, str) else None) for p, s in zip(pks, starts, strict=True)]
-    for shard, s in zip(shards, starts, strict=True):
-        shard.exhausted = s == DONE
+    shards = [_Shard(p) for p in pks]
     budget = max_reads if max_reads is not None else 3 * len(pks) + 10
     reads = 0
     base = -(-limit // max(1, len(pks))) + 2
     out: list[Item] = []
-    short = False
-    while len(out) < limit and not short:
-        for shard in shards:
-            while not shard.buffer and not shard.exhausted:
-                if reads >= budget:
-                    short = True
-                    break
-                # a filter thins the reads: each further one is larger; unfiltered, a shard is rarely read twice
-                size = base if keep is None else min(200, base * 4**shard.fetches)
-                rows, more = _read_after(store, shard.pk, index, shard.after, size, forward)
-                reads += 1
-                shard.fetches += 1
-                if rows:
-                    shard.after = str(rows[-1][sk_attr])
-                shard.buffer = [i for i in rows if keep is None or keep(i)]
-                shard.exhausted = not more
+
+    def past(shard: _Shard, key: str) -> bool:  # the partition has read beyond `key` in the list's order
+        return shard.last_read is not None and (shard.last_read > key if forward else shard.last_read < key)
+
+    while len(out) < limit:
         heads = [s for s in shards if s.buffer]
-        if short or not heads:
-            break
-        shard = (min if forward else max)(heads, key=lambda s: str(s.buffer[0][sk_attr]))
-        item = shard.buffer.pop(0)
-        shard.emitted = str(item[sk_attr])
-        out.append(item)
-    cursor: list[Any] = []
-    for shard in shards:
-        if shard.buffer:  # read ahead: continue after the last item answered
-            cursor.append(shard.emitted or shard.start)
-        elif shard.exhausted:
-            cursor.append(DONE)
-        else:
-            cursor.append(shard.after)
-    if all(c == DONE for c in cursor):
+        first = (min if forward else max)(heads, key=lambda s: str(s.buffer[0][sk_attr])) if heads else None
+        key = str(first.buffer[0][sk_attr]) if first else None
+        blocking = [s for s in shards if not s.buffer and not s.exhausted and (key is None or not past(s, key))]
+        if not blocking:
+            if first is None:
+                break  # every partition done
+            out.append(first.buffer.pop(0))
+            continue
+        if reads + len(blocking) > budget and reads >= len(pks):
+            break  # a short page
+        for shard in blocking:
+            # a filter thins the reads: each further one is larger; unfiltered, a shard is rarely read twice
+            size = base if keep is None else min(200, base * 4**shard.fetches)
+            bound = Position(shard.last_read) if shard.last_read is not None else start
+            rows, more = _read_from(store, shard.pk, index, bound, size, forward)
+            reads += 1
+            shard.fetches += 1
+            if rows:
+                shard.last_read = str(rows[-1][sk_attr])
+            shard.buffer = [i for i in rows if keep is None or keep(i)]
+            shard.exhausted = not more
+    if all(s.exhausted and not s.buffer for s in shards):
         return out, None
-    return out, cursor
+    if out:
+        return out, Position(str(out[-1][sk_attr]))
+    # a short page with nothing to answer: continue at the nearest point not read in every partition
+    reached = [
+        Position(str(s.buffer[0][sk_attr]), inclusive=True) if s.buffer else Position(str(s.last_read))
+        for s in shards
+        if s.buffer or (not s.exhausted and s.last_read is not None)
+    ]
+    return out, (min if forward else max)(reached, key=lambda p: p.key)
 
 
-def _read_after(
-    store: Store, pk: str, index: str, after: str | None, size: int, forward: bool
+def _read_from(
+    store: Store, pk: str, index: str, bound: Position | None, size: int, forward: bool
 ) -> tuple[list[Item], bool]:
-    """Up to `size` items of one index partition after the sort key `after` in the list's direction; and whether
-    the partition may hold more."""
-    bounds = None
-    if after is not None:
-        bounds = (after, HIGH) if forward else (LOW, after)
-    page = store.query(pk, index=index, limit=size + (after is not None), sk_between=bounds, forward=forward)
-    rows = [i for i in page.items if str(i[f"{index}SK"]) != after]
-    return rows[:size], page.last_key is not None
+    """Up to `size` items of one index partition from `bound` on in the list's order, and whether the partition may
+    hold more."""
+    if bound is None:
+        page = store.query(pk, index=index, limit=size, forward=forward)
+        return page.items, page.last_key is not None
+    between = (bound.key, HIGH) if forward else (LOW, bound.key)
+    extra = 0 if bound.inclusive else 1
+    page = store.query(pk, index=index, limit=size + extra, sk_between=between, forward=forward)
+    rows = [i for i in page.items if bound.inclusive or str(i[f"{index}SK"]) != bound.key]
+    return rows[:size], page.last_key is not None or len(rows) > size
 
 
 def merged_cursor_page(
@@ -219,21 +227,15 @@ def merged_cursor_page(
     keep: Callable[[Item], bool] | None = None,
 ) -> tuple[list[Item], str | None]:
     """`merged_page` from an opaque cursor (switchboard.api.pagination: sealed, bound to the organization and the
-    query; the positions deflated inside it), answering the items and the next cursor."""
+    query; one sort key whatever the number of shards), answering the items and the next cursor."""
     from switchboard.api.pagination import decode_cursor, encode_cursor
     from switchboard.errors import ValidationFailed
 
     state = decode_cursor(cursor, org, fingerprint)
-    positions = None
+    start = None
     if state is not None:
-        try:
-            positions = json.loads(zlib.decompress(base64.urlsafe_b64decode(str(state.get("z", "")))))
-        except (ValueError, zlib.error):
-            positions = None
-        if not isinstance(positions, list) or len(positions) != len(pks):
+        if not isinstance(state.get("after"), str) or not isinstance(state.get("from"), bool):
             raise ValidationFailed.field("query.cursor", "is not a valid cursor for this list")
-    items, nxt = merged_page(store, pks, positions, index=index, limit=limit, forward=forward, keep=keep)
-    if nxt is None:
-        return items, None
-    packed = base64.urlsafe_b64encode(zlib.compress(json.dumps(nxt, separators=(",", ":")).encode(), 9)).decode()
-    return items, encode_cursor(org, fingerprint, {"z": packed})
+        start = Position(state["after"], state["from"])
+    items, nxt = merged_page(store, pks, start, index=index, limit=limit, forward=forward, keep=keep)
+    return items, encode_cursor(org, fingerprint, {"after": nxt.key, "from": nxt.inclusive} if nxt else None)
