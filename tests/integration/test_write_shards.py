@@ -167,8 +167,12 @@ def test_a_raised_shard_count_still_finds_and_lists_what_the_smaller_one_wrote(
     reset_settings()
     small = [_send(api, channel, n) for n in range(12)]
     assert {status.message_key(api.org_id, m["id"])["PK"] for m in small} <= set(shards.all_pks(api.org_id)[:4])
+    first = api.get("/v1/conversations", params={"limit": "5"}).json()
     monkeypatch.setenv("TENANT_SHARDS", "16")
     reset_settings()
+    rest = api.get("/v1/conversations", params={"limit": "100", "cursor": first["meta"]["cursor"]}).json()["data"]
+    resumed = [c["id"] for c in first["data"]] + [c["id"] for c in rest]  # a cursor from before the change continues
+    assert sorted(resumed) == sorted({m["conversation_id"] for m in small}) and len(resumed) == 12
     moved = [
         m for m in small if shards.pk(api.org_id, m["id"]) != shards.pk_at(api.org_id, shards.shard_of(m["id"], 4))
     ]
