@@ -53,9 +53,10 @@ def provider_key(org: str, channel_id: str, provider_message_id: str) -> dict[st
 
 
 def get_pointer(store: Store, org: str, channel_id: str, provider_message_id: str) -> Item | None:
-    """The provider-id pointer wherever it is (its shard, else an earlier count's or the legacy partition)."""
+    """The provider-id pointer wherever it is (its shard, an earlier count's or the legacy partition): one
+    BatchGetItem, as an inbound message's lookup usually finds none."""
     pid = f"{channel_id}#{provider_message_id}"
-    return shards.get(store, org, pid, f"PMSG#{pid}", consistent=True)
+    return shards.get(store, org, pid, f"PMSG#{pid}", consistent=True, often_absent=True)
 
 
 def provider_sentinel(

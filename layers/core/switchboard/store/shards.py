@@ -92,15 +92,21 @@ def index_pks(base: str) -> list[str]:
     return [*(f"{base}#{s}" for s in range(count())), base]
 
 
-def get(store: Store, org: str, item_id: str, sk: str, *, consistent: bool = False) -> Item | None:
+def get(
+    store: Store, org: str, item_id: str, sk: str, *, consistent: bool = False, often_absent: bool = False
+) -> Item | None:
     """The item `sk` of the id's shard: one GetItem; when absent there, one BatchGetItem of the other candidates
-    (a smaller earlier count, the legacy partition)."""
+    (a smaller earlier count, the legacy partition). `often_absent` (a lookup that usually finds nothing, e.g. a
+    dedupe pointer): every candidate in one BatchGetItem, one round trip either way."""
     pks = candidate_pks(org, item_id)
-    item = store.get(key(pks[0], sk), consistent=consistent)
-    if item is not None:
-        return item
-    found = {i["PK"]: i for i in store.batch_get([key(p, sk) for p in pks[1:]], consistent=consistent)}
-    return next((found[p] for p in pks[1:] if p in found), None)
+    rest = pks
+    if not often_absent:
+        item = store.get(key(pks[0], sk), consistent=consistent)
+        if item is not None:
+            return item
+        rest = pks[1:]
+    found = {i["PK"]: i for i in store.batch_get([key(p, sk) for p in rest], consistent=consistent)}
+    return next((found[p] for p in rest if p in found), None)
 
 
 def query_all(store: Store, pks: Sequence[str], **query: Any) -> list[Item]:
