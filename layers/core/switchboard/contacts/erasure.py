@@ -290,7 +290,9 @@ def _outbox(store: Store, org: str, contact_id: str, checkpoint: Checkpoint) -> 
     needles = tombstone.get("needles") or [contact_id]
     before = "EVENT#" + ulid_bound(clock.parse_iso(tombstone.get("deleted_at") or clock.now_iso()), high=False)
     partitions = shards.all_pks(org)  # every shard of the outbox, then the legacy partition
-    part = int(checkpoint.get("partition", 0))
+    # a checkpoint from before sharding (a cursor, no partition) continues in `ORG#<org>`: its events all predate
+    # the shards
+    part = int(checkpoint.get("partition", len(partitions) - 1 if checkpoint.get("cursor") else 0))
     page = store.query(partitions[part], sk_between=("EVENT#", before), limit=CHUNK, start_key=checkpoint.get("cursor"))
     ops: list[TxOp] = [
         Delete(key={"PK": e["PK"], "SK": e["SK"]})
