@@ -154,11 +154,11 @@ def merged_page(
     The next item is the first head among the partitions' read items; it is answered once no partition could still
     hold an earlier one — each partition not done has read past it or has an item buffered. Partitions are read from
     the position (key condition `sort key BETWEEN`) only when they stand in the way, a round at a time, in pages of
-    `limit / len(pks) + 2` items (with `keep`, four times larger at each further read of that partition): a page
-    reads about `limit` items plus one short page per partition. So the next position is simply after the last
-    item answered. `keep` filters while reading; after `max_reads` queries (default: three per partition + 10) the
-    page ends short — after the last item answered, or, when none was, at the furthest point every partition has
-    been read to (always past `start`: the first round reads every partition)."""
+    `limit / len(pks) + 2` items (further reads of a partition: half that; with `keep`, four times larger at each
+    further read): a page reads about `limit` items plus one short page per partition. So the next position is
+    simply after the last item answered. `keep` filters while reading; after `max_reads` queries (default: three per
+    partition + 10) the page ends short — after the last item answered, or, when none was, at the furthest point
+    every partition has been read to (always past `start`: the first round reads every partition)."""
     sk_attr = f"{index}SK"
     shards = [_Shard(p) for p in pks]
     budget = max_reads if max_reads is not None else 3 * len(pks) + 10
@@ -182,8 +182,12 @@ def merged_page(
         if reads + len(blocking) > budget and reads >= len(pks):
             break  # a short page
         for shard in blocking:
-            # a filter thins the reads: each further one is larger; unfiltered, a shard is rarely read twice
-            size = base if keep is None else min(200, base * 4**shard.fetches)
+            # a filter thins the reads: each further one is larger; unfiltered, a shard is rarely read twice, and
+            # then for the one or two items it is ahead of the others
+            if keep is None:
+                size = base if shard.fetches == 0 else max(2, base // 2)
+            else:
+                size = min(200, base * 4**shard.fetches)
             bound = Position(shard.last_read) if shard.last_read is not None else start
             rows, more = _read_from(store, shard.pk, index, bound, size, forward)
             reads += 1
