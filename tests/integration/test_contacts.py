@@ -16,11 +16,7 @@ from tests.integration.support import Api, run_jobs
 
 
 def events(api: Api) -> list[dict]:
-    return [
-        e
-        for e in stored_events(get_store(), api.org_id)
-        if e["event_type"] == "contact.updated"
-    ]
+    return [e for e in stored_events(get_store(), api.org_id) if e["event_type"] == "contact.updated"]
 
 
 def create(api: Api, **body) -> dict:
