@@ -119,8 +119,8 @@ def _operations(ids: dict[str, str]) -> list[Operation]:
             "GET",
             "/v1/conversations?limit=20",
             200,
-            {RATE: 1, "dynamodb.Query": 1},
-            "rate limit; one page of the conversations index",
+            {RATE: 1, "dynamodb.Query": 16 + 1},
+            "rate limit; one page of the conversations index: one Query per write shard (16) and the legacy one",
         ),
     ]
 

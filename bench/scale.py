@@ -45,6 +45,7 @@ RARE = 5  # contacts / deliveries matching the rare filters, at any N
 BURST = 100_000
 QUICK_BURST = 200
 SHARE_FACTOR = 1.5  # hottest key's share ≤ 1 / shards x 1.5
+TOP_KEYS = 6  # partition-key values listed per phase
 
 FUNCTIONS = {
     "contacts": "functions.contacts.app",
@@ -206,10 +207,34 @@ class Cloner:
         def sub(text: str) -> str:
             return self.pattern.sub(replace, text)
 
-        return [{k: p(sub) if callable(p) else p for k, p in plan.items()} for plan in self.plans]
+        return [_reshard({k: p(sub) if callable(p) else p for k, p in plan.items()}) for plan in self.plans]
 
     def new_id(self, old: str, n: int) -> str:
         return self.subs[old](n)
+
+
+_SHARDED = re.compile(r"^(ORG#[^#]+)#\d+$")
+
+
+def _reshard(raw: dict[str, Any]) -> dict[str, Any]:
+    """A copy's write-sharded keys (switchboard.store.shards) for its new id: table PK and conversation list keys."""
+    from switchboard.store import shards
+
+    pk = raw["PK"]["S"]
+    m = _SHARDED.match(pk)
+    if not m:
+        return raw
+    sk = raw["SK"]["S"]
+    kind, _, rest = sk.partition("#")
+    item_id = rest if kind == "PMSG" else rest.split("#", 1)[0]
+    org = shards.org_of(pk)
+    out = {**raw, "PK": {"S": shards.pk(org, item_id)}}
+    if kind == "CONV" and "#" not in rest:
+        for attr in ("GSI1PK", "GSI2PK"):
+            if attr in raw:
+                base = raw[attr]["S"].rsplit("#", 1)[0]
+                out[attr] = {"S": shards.index_pk(base, item_id)}
+    return out
 
 
 def _template_contact(w: World, n: int, stage: str, tag: str, *, assign: bool, label: bool) -> tuple[str, str]:
@@ -220,7 +245,9 @@ def _template_contact(w: World, n: int, stage: str, tag: str, *, assign: bool, l
     msg = api(
         "messaging", "POST", "/v1/messages", {"channel_id": w.channel_id, "to": f"+{_phone(n)}", "text": {"body": "hi"}}
     )["data"]
-    conv_id = w.fake.items[(f"ORG#{w.org}", f"MSG#{msg['id']}")]["conversation_id"]["S"]
+    from switchboard.store import shards
+
+    conv_id = w.fake.items[(shards.pk(w.org, msg["id"]), f"MSG#{msg['id']}")]["conversation_id"]["S"]
     if assign:
         api("messaging", "POST", f"/v1/conversations/{conv_id}/assign", {"user_id": w.user_id})
     if label:
@@ -769,6 +796,7 @@ class Spread:
     keys: int
     hottest: str
     share: float
+    top: list[tuple[str, int]] = field(default_factory=list)  # the hottest partition-key values and their writes
 
 
 def _shape(key: str, org: str) -> str:
@@ -808,7 +836,7 @@ def key_distribution(burst: int, size: int) -> list[Spread]:
             for message_id in sent:
                 messages.deliver(store, w.org, message_id)
             for (pk, sk), raw in list(w.fake.items.items()):
-                if pk == org_pk and sk.startswith("USAGEREC#"):
+                if pk.startswith(f"{org_pk}#") and sk.startswith("USAGEREC#"):
                     from switchboard.store.table import deserialize
 
                     count_record(store, deserialize(raw))
@@ -819,13 +847,15 @@ def key_distribution(burst: int, size: int) -> list[Spread]:
 def _spread(phase: str, meter: Meter, org: str) -> Spread:
     writes = sum(v for k, v in meter.keys.items() if ":" not in k.split("#")[0])  # table writes (index keys aside)
     hottest, count = max(meter.keys.items(), key=lambda kv: kv[1]) if meter.keys else ("-", 0)
-    return Spread(phase, writes, len(meter.keys), _shape(hottest, org), count / writes if writes else 0.0)
+    top = [(_shape(k, org), n) for k, n in meter.keys.most_common(TOP_KEYS)]
+    return Spread(phase, writes, len(meter.keys), _shape(hottest, org), count / writes if writes else 0.0, top)
 
 
 def shard_count() -> int:
-    from switchboard.billing.usage import USAGE_SHARDS
+    from switchboard.store import shards
 
-    return USAGE_SHARDS
+    with _environment():
+        return shards.count()
 
 
 def report_spread(spreads: list[Spread], burst: int, out: Callable[[str], None] = print) -> float:
@@ -840,6 +870,10 @@ def report_spread(spreads: list[Spread], burst: int, out: Callable[[str], None] 
     for s in spreads:
         verdict = "PASS" if s.share <= limit else "FAIL"
         out(f"{s.phase} | {s.writes} | {s.keys} | {s.hottest} | {s.share:.3f} | {verdict}")
+    for s in spreads:
+        writes = max(s.writes, 1)
+        counts = ", ".join(f"{k} {n} ({n / writes:.3f})" for k, n in s.top)
+        out(f"  {s.phase}, writes per partition-key value: {counts}")
     return max((s.share for s in spreads), default=0.0)
 
 

@@ -37,6 +37,13 @@ MINIMUM = {"UpdateItem": 2, "GetItem": 3, "BatchGetItem": 2, "TransactWriteItems
 BODY = {"channel_id": CH, "to": "+1 415 555 2671", "type": "text", "text": {"body": "hello"}}
 
 
+def shard_of(item_id: str, shards: int = 16) -> int:
+    """switchboard.store.shards.shard_of at the default count, as a floor spells it by hand."""
+    import hashlib
+
+    return int.from_bytes(hashlib.blake2b(item_id.encode(), digest_size=8).digest(), "big") % shards
+
+
 def _items() -> list[dict[str, Any]]:
     pk = f"ORG#{ORG}"
     now = "2026-11-01T00:00:00.000Z"
@@ -77,7 +84,7 @@ def _items() -> list[dict[str, Any]]:
         },
         {"PK": pk, "SK": f"CONVKEY#{CH}#{CT}", "entity": "ConversationKey", "conversation_id": CV},
         {
-            "PK": pk,
+            "PK": f"{pk}#{shard_of(CV)}",  # its write shard (switchboard.store.shards)
             "SK": f"CONV#{CV}",
             "entity": "Conversation",
             "id": CV,
@@ -119,7 +126,8 @@ def build_floor(fake: FakeDynamoDB) -> APIGatewayRestResolver:
 
     floor = APIGatewayRestResolver(enable_validation=True)
     pk = f"ORG#{ORG}"
-    rate_pks = [f"RATE#{hashlib.sha256(b.encode()).hexdigest()[:32]}" for b in (f"api:{ORG}", f"send:{ORG}")]
+    # the send window is spread over 16 counters (`ratelimit.hit_spread`): the floor hits one of them
+    rate_pks = [f"RATE#{hashlib.sha256(b.encode()).hexdigest()[:32]}" for b in (f"api:{ORG}", f"send:{ORG}#3")]
 
     def key(sk: str) -> dict[str, Any]:
         return {"PK": {"S": pk}, "SK": {"S": sk}}
@@ -149,10 +157,11 @@ def build_floor(fake: FakeDynamoDB) -> APIGatewayRestResolver:
         ]
         state = fake.batch_get_item(RequestItems={"bench": {"Keys": state_keys, "ConsistentRead": True}})
         conv_id = state["Responses"]["bench"][0]["conversation_id"]["S"]
-        conv = deserialize(fake.get_item(TableName="bench", Key=key(f"CONV#{conv_id}"), ConsistentRead=True)["Item"])
+        conv_key = {"PK": {"S": f"{pk}#{shard_of(conv_id)}"}, "SK": {"S": f"CONV#{conv_id}"}}
+        conv = deserialize(fake.get_item(TableName="bench", Key=conv_key, ConsistentRead=True)["Item"])
         message_id = str(uuid7())
         message = {
-            "PK": pk,
+            "PK": f"{pk}#{shard_of(message_id)}",
             "SK": f"MSG#{message_id}",
             "entity": "Message",
             "id": message_id,
@@ -178,13 +187,13 @@ def build_floor(fake: FakeDynamoDB) -> APIGatewayRestResolver:
             "updated_at": now,
             "last_message_at": now,
             "last_message_preview": req.text.body,
-            "GSI1PK": f"{pk}#CONVS",
+            "GSI1PK": f"{pk}#CONVS#{shard_of(conv_id)}",
             "GSI1SK": f"{now}#{conv_id}",
-            "GSI2PK": f"{pk}#CONVS#A#{(conv.get('assignee') or {}).get('id') or 'none'}",
+            "GSI2PK": f"{pk}#CONVS#A#{(conv.get('assignee') or {}).get('id') or 'none'}#{shard_of(conv_id)}",
             "GSI2SK": f"{now}#{conv_id}",
         }
         history = {
-            "PK": pk,
+            "PK": message["PK"],
             "SK": f"MSG#{message_id}#STATUS#{ULID()}",
             "entity": "MessageStatus",
             "status": "pending",
@@ -193,7 +202,7 @@ def build_floor(fake: FakeDynamoDB) -> APIGatewayRestResolver:
         }
         event_ulid = str(ULID())
         event = {
-            "PK": pk,
+            "PK": f"{pk}#{shard_of(event_ulid)}",
             "SK": f"EVENT#{event_ulid}",
             "entity": "Event",
             "event_id": f"evt_{event_ulid.lower()}",

@@ -7,13 +7,14 @@ from typing import Any
 
 from local.pollers import lambda_sqs_record
 from switchboard import aws
+from switchboard.events.outbox import stored_events
 from switchboard.store import get_store
 from tests.helpers import FakeContext, stream_record
 from tests.integration.support import Api
 
 
 def outbox(org: str, event_type: str | None = None) -> list[dict[str, Any]]:
-    items = get_store().query_all(f"ORG#{org}", sk_prefix="EVENT#")
+    items = stored_events(get_store(), org)
     return [i for i in items if event_type is None or i["event_type"] == event_type]
 
 

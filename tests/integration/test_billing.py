@@ -10,6 +10,7 @@ from decimal import Decimal
 import pytest
 
 from switchboard import clock
+from switchboard.events.outbox import stored_events
 from switchboard.messaging import messages
 from switchboard.store import get_store
 from tests.helpers import run_usage_meter
@@ -276,7 +277,7 @@ def test_invoice_state_transitions_allowed_and_refused(api: Api):
         "invoice.uncollectible",
         "invoice.paid",
     ]
-    events = [e for e in get_store().query_all(f"ORG#{api.org_id}", sk_prefix="EVENT#") if "invoice" in e["event_type"]]
+    events = [e for e in stored_events(get_store(), api.org_id) if "invoice" in e["event_type"]]
     assert [e["payload"]["status"] for e in events][-1] == "paid"
 
 

@@ -12,6 +12,7 @@ import pytest
 from switchboard.catalog import label_jobs
 from switchboard.contacts import tag_jobs
 from switchboard.jobs import service
+from switchboard.messaging import status
 from switchboard.store import get_store
 from tests.integration.support import Api, JobsQueue, run_jobs
 from tests.integration.test_catalog_labels import channel, conv  # noqa: F401
@@ -117,6 +118,6 @@ def test_a_label_delete_detaches_it_everywhere_through_its_job(
     assert ok(api.get(f"/v1/conversations/{conv['id']}"))["labels"] == []
     org = f"ORG#{api.org_id}"
     for msg in messages:
-        assert "labels" not in get_store().get({"PK": org, "SK": f"MSG#{msg['id']}"})
+        assert "labels" not in status.get_message(get_store(), api.org_id, msg["id"])
     assert get_store().query_all(org, sk_prefix=f"LBLCONV#{label['id']}#") == []
     assert get_store().query_all(org, sk_prefix=f"LBLMSG#{label['id']}#") == []

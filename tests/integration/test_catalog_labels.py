@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from switchboard.events.outbox import stored_events
+from switchboard.messaging import status
 from switchboard.providers.sandbox import SandboxProvider
 from switchboard.store import get_store
 from tests.integration.support import Api, run_jobs
@@ -27,7 +29,7 @@ def conv(api: Api, channel: dict) -> dict:
 
 
 def _events(api: Api, kind: str) -> list[dict]:
-    return [e for e in get_store().query_all(f"ORG#{api.org_id}", sk_prefix="EVENT#") if e["event_type"] == kind]
+    return [e for e in stored_events(get_store(), api.org_id) if e["event_type"] == kind]
 
 
 def _label_events(api: Api) -> list[dict]:
@@ -180,7 +182,7 @@ def test_message_labels(api: Api, channel: dict, conv: dict):
     api.post("/v1/labels/messages/attach", json=ref)
     assert api.delete(f"/v1/labels/{label['id']}").status_code == 204
     run_jobs(api)
-    assert "labels" not in get_store().get({"PK": f"ORG#{api.org_id}", "SK": f"MSG#{msg['id']}"})
+    assert "labels" not in status.get_message(get_store(), api.org_id, msg["id"])
 
 
 def test_chat_actions_change_the_conversation(api: Api, channel: dict, conv: dict):

@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 from switchboard.config import reset_settings
+from switchboard.events.outbox import stored_events
 from switchboard.store import get_store
 from tests.integration.support import Api
 
@@ -29,7 +30,7 @@ def instant_review(monkeypatch):
 
 
 def _events(api: Api) -> list[dict]:
-    rows = get_store().query_all(f"ORG#{api.org_id}", sk_prefix="EVENT#")
+    rows = stored_events(get_store(), api.org_id)
     return [e["payload"] for e in rows if e["event_type"] == "template.status_update"]
 
 

@@ -7,13 +7,14 @@ from __future__ import annotations
 import os
 from typing import Any
 
+from switchboard.events.outbox import stored_events
 from switchboard.store import get_store
 from tests.helpers import run_counters
 from tests.integration.support import Api, run_jobs
 
 
 def events_of(api: Api, prefix: str) -> list[dict[str, Any]]:
-    rows = get_store().query_all(f"ORG#{api.org_id}", sk_prefix="EVENT#")
+    rows = stored_events(get_store(), api.org_id)
     return [e for e in rows if e["event_type"].startswith(prefix)]
 
 

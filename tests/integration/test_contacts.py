@@ -9,17 +9,14 @@ import pytest
 
 from switchboard.api.auth import AuthContext
 from switchboard.contacts import erasure, models, search, service
+from switchboard.events.outbox import stored_events
 from switchboard.store import get_store
 from tests.helpers import count_query_items
 from tests.integration.support import Api, run_jobs
 
 
 def events(api: Api) -> list[dict]:
-    return [
-        e
-        for e in get_store().query_all(f"ORG#{api.org_id}", sk_prefix="EVENT#")
-        if e["event_type"] == "contact.updated"
-    ]
+    return [e for e in stored_events(get_store(), api.org_id) if e["event_type"] == "contact.updated"]
 
 
 def create(api: Api, **body) -> dict:

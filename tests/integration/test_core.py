@@ -17,7 +17,7 @@ from switchboard.api.app import create_resolver, make_handler
 from switchboard.api.auth import requires
 from switchboard.config import get_settings
 from switchboard.errors import Conflict, NotFound
-from switchboard.events.outbox import outbox_put
+from switchboard.events.outbox import outbox_put, stored_events
 from switchboard.events.publisher import PendingEntry, outbox_events, publish
 from switchboard.identity.bootstrap import bootstrap_organization
 from switchboard.store import ConditionCheck, Put, get_store
@@ -74,7 +74,7 @@ def test_outbox_event_is_written_with_the_change():
     store = get_store()
     event_put = outbox_put("org_1", "contact.updated", {"contact_id": "ct_1", "name": "Ada"})
     store.transact([Put(item={"PK": "ORG#org_1", "SK": "CONTACT#ct_1", "name": "Ada"}), event_put])
-    events = store.query_all("ORG#org_1", sk_prefix="EVENT#")
+    events = stored_events(store, "org_1")
     assert len(events) == 1
     assert events[0]["event_type"] == "contact.updated" and events[0]["payload"]["name"] == "Ada"
     assert events[0]["event_id"].startswith("evt_") and events[0]["ttl"] > 0

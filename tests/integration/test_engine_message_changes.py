@@ -10,7 +10,8 @@ from typing import Any
 
 import pytest
 
-from switchboard.messaging import messages
+from switchboard.events.outbox import stored_events
+from switchboard.messaging import messages, status
 from switchboard.store import get_store
 from tests.fakes.evolution import FakeEvolution
 from tests.fakes.waha import FakeWaha
@@ -94,11 +95,11 @@ def engine(request: pytest.FixtureRequest, api: Api) -> Iterator[Engine]:
 
 
 def _events(api: Api, kind: str) -> list[dict[str, Any]]:
-    return [e for e in get_store().query_all(f"ORG#{api.org_id}", sk_prefix="EVENT#") if e["event_type"] == kind]
+    return [e for e in stored_events(get_store(), api.org_id) if e["event_type"] == kind]
 
 
 def _message(api: Api, message_id: str) -> dict[str, Any]:
-    item = get_store().get({"PK": f"ORG#{api.org_id}", "SK": f"MSG#{message_id}"}, consistent=True)
+    item = status.get_message(get_store(), api.org_id, message_id, consistent=True)
     assert item is not None
     return item
 

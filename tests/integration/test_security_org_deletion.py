@@ -16,7 +16,7 @@ from functions.jobs.app import handler as jobs_handler
 from switchboard import clock
 from switchboard.config import get_settings
 from switchboard.jobs import purge, service
-from switchboard.store import get_store
+from switchboard.store import get_store, shards
 from tests.fakes.graph_api import FakeGraphApi
 from tests.helpers import FakeContext, run_counters
 from tests.integration import cloud_queue
@@ -171,7 +171,7 @@ def test_after_the_request_nothing_acts_for_the_organization_but_its_owner(
     pipeline.fan_out()  # deliveries queued before the request, not sent yet
     queued = delivery_states(api.org_id)
     assert queued and set(queued.values()) == {"pending"}
-    messages_before = len(get_store().query_all(f"ORG#{api.org_id}", sk_prefix="MSG#"))
+    messages_before = len(shards.query_all(get_store(), shards.all_pks(api.org_id), sk_prefix="MSG#"))
 
     resp = delete_org(api, owner)
     assert resp.status_code == 202, resp.text
@@ -185,7 +185,7 @@ def test_after_the_request_nothing_acts_for_the_organization_but_its_owner(
     api.assert_error(api.get("/v1/contacts"), 401, "unauthenticated")
     # A signed provider callback stores nothing and emits nothing.
     assert inbound_callback(api, graph, channel, "after").status_code == 404
-    assert len(get_store().query_all(f"ORG#{api.org_id}", sk_prefix="MSG#")) == messages_before
+    assert len(shards.query_all(get_store(), shards.all_pks(api.org_id), sk_prefix="MSG#")) == messages_before
     # Webhooks: the queued delivery is not sent, a new event is not fanned out.
     pipeline.send()
     pipeline.emit("message.new", {"message_id": "msg_after"})

@@ -24,7 +24,7 @@ from local.pollers import lambda_sqs_record
 from switchboard import aws, clock, netguard
 from switchboard.config import reset_settings
 from switchboard.errors import Unauthenticated
-from switchboard.events.outbox import outbox_put
+from switchboard.events.outbox import outbox_put, stored_events
 from switchboard.jobs import service as jobs
 from switchboard.store import get_store
 from switchboard.store.table import serialize
@@ -75,7 +75,7 @@ class Pipeline:
 
     def publish(self) -> None:
         """The stream's part: new outbox items → event_publisher → bus → rules → queues."""
-        items = get_store().query_all(f"ORG#{self.api.org_id}", sk_prefix="EVENT#", consistent=True)
+        items = stored_events(get_store(), self.api.org_id, consistent=True)
         new = [i for i in items if i["SK"] not in self.published]
         if not new:
             return

@@ -12,7 +12,7 @@ import os
 from functools import lru_cache
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, SecretStr
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator
 
 Stage = Literal["dev", "staging", "prod", "local", "test"]
 
@@ -60,6 +60,9 @@ class Settings(BaseModel):
     organizations_per_user_per_day: int = Field(default=10, ge=1)
     callbacks_per_channel_per_minute: int = Field(default=1200, ge=1)
     portal_failures_per_ip: int = Field(default=20, ge=1)  # wrong portal tokens per client IP per auth window
+    # Partition-key shards of an organization's hot items (switchboard.store.shards): a power of two, only ever
+    # raised (stack parameter TenantShards).
+    tenant_shards: int = Field(default=16, ge=1, le=64)
     git_commit: str = "unknown"
     # Business-account onboarding (/v1/waba): the Graph API base URL and the platform's Meta app (a flow may bring
     # its own app id and secret instead; see switchboard/waba).
@@ -76,6 +79,13 @@ class Settings(BaseModel):
 
     def __init__(self, **values: Any) -> None:
         super().__init__(**{**_from_environ(type(self)), **values})
+
+    @field_validator("tenant_shards")
+    @classmethod
+    def _power_of_two(cls, value: int) -> int:
+        if value & (value - 1):
+            raise ValueError("must be a power of two (1, 2, 4, ..., 64)")
+        return value
 
     @property
     def is_local(self) -> bool:

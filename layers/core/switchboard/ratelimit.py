@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import secrets
 from functools import lru_cache
 from typing import NamedTuple
 
@@ -36,6 +37,23 @@ def hit(store: Store, bucket: str, *, limit: int, window_seconds: int, cost: int
     if hits > limit:
         raise RateLimited(reset_in, "Too many attempts; retry later.")
     return Window(limit, max(0, limit - hits), reset_in)
+
+
+def hit_spread(store: Store, bucket: str, *, limit: int, window_seconds: int, shards: int) -> Window:
+    """`hit` on a window split over `shards` counters (`<bucket>#<n>`, each its own partition key), for a limit that
+    a tenant may reach in bursts: no single key takes every hit. Each counter holds `ceil(limit / shards)` of the
+    budget; a hit goes to a random counter and, when that one is spent, to a second random one (two choices keep the
+    counters even, so the refusals start close to `limit` hits); 429 when both are spent."""
+    if shards <= 1:
+        return hit(store, bucket, limit=limit, window_seconds=window_seconds)
+    share = -(-limit // shards)
+    first = secrets.randbelow(shards)
+    try:
+        window = hit(store, f"{bucket}#{first}", limit=share, window_seconds=window_seconds)
+    except RateLimited:
+        second = (first + 1 + secrets.randbelow(shards - 1)) % shards
+        window = hit(store, f"{bucket}#{second}", limit=share, window_seconds=window_seconds)
+    return Window(limit, min(limit, window.remaining * shards), window.reset_in)
 
 
 def peek(store: Store, bucket: str, *, limit: int, window_seconds: int) -> None:

@@ -6,10 +6,12 @@ record per sent message (a redelivered queue message or a concurrent sender cann
 message none), and its key is the message's own, so concurrent sends never conflict on it. The usage meter
 (`functions/usage_meter`, a consumer of the table's stream filtered to these INSERTs) adds each record to a counter
 item `USAGE#<YYYY-MM-DD>#CH#<channel_id>#<shard>` in a transaction that also marks the record counted
-(`count_record`): a stream record delivered twice is counted once. The counter is split into `USAGE_SHARDS` items
-(by the message id's last digit) so that meter invocations on several stream shards rarely touch the same one; a
-billing period (a calendar month) is one Query on the `USAGE#<YYYY-MM>-` prefix that sums every shard. Records
-expire (TTL) after `RECORD_DAYS`.
+(`count_record`): a stream record delivered twice is counted once. Records and counters are write-sharded by the
+message id (`switchboard.store.shards`: the record and its counter live in the message's partition
+`ORG#<org>#<shard>`), so neither a burst of sends nor concurrent meter invocations put an organization's writes on
+one partition-key value; a billing period (a calendar month) is one Query on the `USAGE#<YYYY-MM>-` prefix per shard
+(and the legacy partition `ORG#<org>`, whose counters carry a `#<0-3>` suffix), all summed. Records expire (TTL)
+after `RECORD_DAYS`.
 
 Contacts stored are tracked, not counted per read: the organization's contact counter (`COUNTER#CONTACTS`, changed
 with `ADD` in the transactions that create and delete contacts) is one consistent GetItem; an organization without
@@ -23,17 +25,18 @@ from typing import Any
 
 from switchboard import clock
 from switchboard.contacts import counter
-from switchboard.store import Put, Store, Update, keys
+from switchboard.store import Put, Store, Update, keys, shards
 from switchboard.stream_counts import AlreadyCounted, mark_counted
 
 Item = dict[str, Any]
-USAGE_SHARDS = 4
 RECORD_DAYS = 40  # past the end of any billing period a record can belong to
 RECORD_PREFIX = "USAGEREC#"
 
 
-def usage_key(org: str, day: str, channel_id: str, shard: int) -> dict[str, str]:
-    return keys.key(keys.org_pk(org), f"USAGE#{day}#CH#{channel_id}#{shard}")
+def usage_key(org: str, day: str, channel_id: str, message_id: str) -> dict[str, str]:
+    """The day's counter of a channel in the message's shard (the shard's number ends the sort key)."""
+    partition = shards.pk(org, message_id)
+    return keys.key(partition, f"USAGE#{day}#CH#{channel_id}#{partition.rsplit('#', 1)[1]}")
 
 
 def usage_record_put(org: str, channel: Item, message_id: str, at: datetime | None = None) -> Put:
@@ -41,7 +44,7 @@ def usage_record_put(org: str, channel: Item, message_id: str, at: datetime | No
     moment = at or clock.now()
     return Put(
         item={
-            **keys.key(keys.org_pk(org), f"{RECORD_PREFIX}{message_id}"),
+            **keys.key(shards.pk(org, message_id), f"{RECORD_PREFIX}{message_id}"),
             "entity": "UsageRecord",
             "message_id": message_id,
             "channel_id": channel["id"],
@@ -54,14 +57,13 @@ def usage_record_put(org: str, channel: Item, message_id: str, at: datetime | No
 
 def count_record(store: Store, record: Item) -> bool:
     """Add one usage record to its day's counter, once: False when it was counted already (a redelivery)."""
-    org = record["PK"].removeprefix("ORG#")
-    shard = int(record["message_id"][-1], 16) % USAGE_SHARDS
+    org = shards.org_of(record["PK"])
     try:
         store.transact(
             [
                 mark_counted(record),
                 Update(
-                    key=usage_key(org, record["day"], record["channel_id"], shard),
+                    key=usage_key(org, record["day"], record["channel_id"], record["message_id"]),
                     expression="SET #e = :e, channel_id = :c, platform = :p, #d = :d ADD messages_sent :one",
                     names={"#e": "entity", "#d": "day"},
                     values={
@@ -81,9 +83,9 @@ def count_record(store: Store, record: Item) -> bool:
 
 def messages_sent(store: Store, org: str, period: str) -> list[Item]:
     """Per channel, messages sent in the calendar month `period` (`YYYY-MM`): `[{channel_id, platform, count}]`,
-    busiest first. One Query (continued past 1 MiB: days x channels x shards items)."""
+    busiest first. One Query per shard and the legacy partition (days x channels items each)."""
     totals: dict[str, Item] = {}
-    for row in store.query_all(keys.org_pk(org), sk_prefix=f"USAGE#{period}-", consistent=True):
+    for row in shards.query_all(store, shards.all_pks(org), sk_prefix=f"USAGE#{period}-", consistent=True):
         entry = totals.setdefault(row["channel_id"], {"channel_id": row["channel_id"], "platform": "", "count": 0})
         entry["count"] += int(row.get("messages_sent") or 0)
         entry["platform"] = row.get("platform") or entry["platform"]

@@ -18,7 +18,7 @@ from switchboard.jobs import service as jobs
 from switchboard.lazy import lazy_module
 from switchboard.paging import cursor_page, query_fingerprint
 from switchboard.providers import ProviderUnavailable, provider_for
-from switchboard.store import ConditionCheck, Delete, Put, Store, TxOp, Update, keys, versioned
+from switchboard.store import ConditionCheck, Delete, Put, Store, TxOp, Update, keys, shards, versioned
 
 if TYPE_CHECKING:
     from switchboard.messaging import channels, conversations, status
@@ -345,10 +345,13 @@ def add_to_conversation(
 
 # Messages ----------------------------------------------------------------------------------------------------------
 def _set_message_label(store: Store, auth: AuthContext, message_id: str, label: Item, *, attach: bool) -> bool:
-    """A link item (the change detector: conditional) and the message's `labels` string set, in one transaction."""
+    """A link item (the change detector: conditional) and the message's `labels` string set, in one transaction; the
+    message is addressed where it is stored (its shard or the legacy partition)."""
     org, label_id = auth.org_id, label["id"]
     link = msg_link_key(org, label_id, message_id)
     missing = NotFound("No such message.")
+    stored = status.get_message(store, org, message_id)
+    message_key = shards.key_of(stored) if stored else status.message_key(org, message_id)
     ops: list[TxOp]
     if attach:
         ops = [
@@ -361,7 +364,7 @@ def _set_message_label(store: Store, auth: AuthContext, message_id: str, label: 
                 error=_Changed(),
             ),
             Update(
-                key=status.message_key(org, message_id),
+                key=message_key,
                 expression="ADD #l :l",
                 condition="attribute_exists(PK)",
                 names={"#l": "labels"},
@@ -373,7 +376,7 @@ def _set_message_label(store: Store, auth: AuthContext, message_id: str, label: 
         ops = [
             Delete(key=link, condition="attribute_exists(PK)", error=_Changed()),
             Update(
-                key=status.message_key(org, message_id),
+                key=message_key,
                 expression="DELETE #l :l",
                 condition="attribute_exists(PK)",
                 names={"#l": "labels"},
@@ -393,7 +396,7 @@ def message_label(
 ) -> models.LabelAttachment:
     org = auth.org_id
     label = get_item(store, org, body.label_id)
-    message = store.get(status.message_key(org, body.message_id))
+    message = status.get_message(store, org, body.message_id)
     if message is None or message.get("entity") != "Message":
         raise NotFound("No such message.")
     changed = _set_message_label(store, auth, body.message_id, label, attach=attach)
@@ -407,7 +410,7 @@ def message_label(
             "chat_id": message.get("to_phone") if message.get("direction") == "outbound" else message.get("from_phone"),
         }
         sync = _mirror(store, org, message["channel_id"], "attach_message" if attach else "detach_message", payload)
-    after = store.get(status.message_key(org, body.message_id), consistent=True) or {}
+    after = status.get_message(store, org, body.message_id, consistent=True) or {}
     return models.LabelAttachment(
         label_id=label["id"],
         message_id=body.message_id,

@@ -18,7 +18,8 @@ and ~25 writes), in this order:
                  lock (a draft) deleted: the conversation row stays, anonymised
   group_messages the person's messages in group conversations (GSI1 `ORG#<org>#CONTACTGROUPMSG#<ct>`), 12 per
                  chunk, redacted the same way (and taken off that list); their conversations' previews cleared
-  outbox         outbox events from before the deletion that mention the person: deleted (25 per page)
+  outbox         outbox events from before the deletion that mention the person: deleted (25 per page; each write
+                 shard of the outbox in turn, then `ORG#<org>`)
   deliveries     webhook event payloads (DeliveriesTable, one per event, GSI1 shard by shard) from before the
                  deletion whose body mentions the person: the body is cut to its ids and `redacted: true` (25 per page)
 
@@ -46,7 +47,7 @@ from switchboard.contacts.identifiers import Identifier
 from switchboard.errors import Conflict, DomainError
 from switchboard.events.outbox import outbox_put
 from switchboard.ids import ulid_bound
-from switchboard.store import Delete, Put, Store, TxOp, Update, keys, versioned
+from switchboard.store import Delete, Put, Store, TxOp, Update, keys, shards, versioned
 from switchboard.webhooks import repository as webhooks
 
 if TYPE_CHECKING:
@@ -279,7 +280,7 @@ def _messages(store: Store, org: str, contact_id: str, checkpoint: Checkpoint) -
         return {"stage": "messages", "conversations": queue, "cursor": page.last_key}
     with contextlib.suppress(DomainError):  # the conversation itself was deleted meanwhile
         store.update(
-            conversations.conv_key(org, conv_id),
+            conversations.stored_key(store, org, conv_id),
             "SET last_message_preview = :none",
             condition="attribute_exists(PK)",
             values={":none": None},
@@ -301,7 +302,7 @@ def _group_messages(store: Store, org: str, contact_id: str, checkpoint: Checkpo
     for conv_id in {m["conversation_id"] for m in page.items if m.get("conversation_id")}:
         with contextlib.suppress(DomainError):
             store.update(
-                conversations.conv_key(org, conv_id),
+                conversations.stored_key(store, org, conv_id),
                 "SET last_message_preview = :none",
                 condition="attribute_exists(PK)",
                 values={":none": None},
@@ -331,7 +332,11 @@ def _outbox(store: Store, org: str, contact_id: str, checkpoint: Checkpoint) -> 
     tombstone = _tombstone(store, org, contact_id)
     needles = tombstone.get("needles") or [contact_id]
     before = "EVENT#" + ulid_bound(clock.parse_iso(tombstone.get("deleted_at") or clock.now_iso()), high=False)
-    page = store.query(keys.org_pk(org), sk_between=("EVENT#", before), limit=CHUNK, start_key=checkpoint.get("cursor"))
+    partitions = shards.all_pks(org)  # every shard of the outbox, then the legacy partition
+    # a checkpoint from before sharding (a cursor, no partition) continues in `ORG#<org>`: its events all predate
+    # the shards
+    part = int(checkpoint.get("partition", len(partitions) - 1 if checkpoint.get("cursor") else 0))
+    page = store.query(partitions[part], sk_between=("EVENT#", before), limit=CHUNK, start_key=checkpoint.get("cursor"))
     ops: list[TxOp] = [
         Delete(key={"PK": e["PK"], "SK": e["SK"]})
         for e in page.items
@@ -339,7 +344,9 @@ def _outbox(store: Store, org: str, contact_id: str, checkpoint: Checkpoint) -> 
     ]
     if ops:
         store.transact(ops)
-    return {"stage": "outbox", "cursor": page.last_key} if page.last_key else _next("outbox")
+    if page.last_key:
+        return {"stage": "outbox", "partition": part, "cursor": page.last_key}
+    return {"stage": "outbox", "partition": part + 1} if part + 1 < len(partitions) else _next("outbox")
 
 
 def _deliveries(store: Store, org: str, contact_id: str, checkpoint: Checkpoint) -> Checkpoint | None:

@@ -1,4 +1,5 @@
-"""The outbox: an `EVENT#<ulid>` item per domain event, written inside the transaction of the change itself.
+"""The outbox: an `EVENT#<ulid>` item per domain event, written inside the transaction of the change itself, in the
+ulid's write shard `ORG#<org>#<shard>` (switchboard.store.shards): an organization's events spread over its shards.
 
 No dual writes: the handler never calls EventBridge. The DynamoDB stream carries the INSERT of the outbox item to
 `event_publisher`, which puts it on the bus. The item expires (TTL) a day later; its REMOVE is filtered out.
@@ -12,8 +13,8 @@ from typing import Any
 
 from switchboard import clock
 from switchboard.ids import new_ulid
-from switchboard.store import keys
-from switchboard.store.table import Put
+from switchboard.store import keys, shards
+from switchboard.store.table import Put, Store
 
 EVENT_SOURCE = "switchboard"
 OUTBOX_TTL = timedelta(days=1)
@@ -46,6 +47,13 @@ class OutboxEvent:
             occurred_at=item["occurred_at"],
             data=item.get("payload") or {},
         )
+
+
+def stored_events(store: Store, org_id: str, **query: Any) -> list[dict[str, Any]]:
+    """The organization's outbox items still stored (each shard and the legacy partition), oldest first. For tools
+    and tests: a request never lists the outbox."""
+    rows = shards.query_all(store, shards.all_pks(org_id), sk_prefix="EVENT#", **query)
+    return sorted(rows, key=lambda r: r["SK"])
 
 
 def outbox_put(org_id: str, event_type: str, data: dict[str, Any], *, occurred: datetime | None = None) -> Put:

@@ -12,10 +12,12 @@ Chunks, in this order, each at most one page, each safe to run twice:
 2. `deliveries`: the organization's items in DeliveriesTable (`webhooks.service.purge_deliveries_chunk`: one page
    of one list shard per chunk, deliveries with their attempts, then event payloads, then the pacing item);
    checkpoint `{"phase", "list", "shard", "cursor"}`.
-3. `items`: one Query page (`PAGE` items, consistent) of `PK = ORG#<org>`, from the checkpoint's `cursor` (the page's
-   LastEvaluatedKey), and BatchWriteItem deletes of those items and of the platform-wide items that point at them
-   (`POINTERS`: API key credentials, users' membership mirrors, invitation and channel pointers). The organization
-   item itself is kept until the last chunk, which deletes it and completes the job.
+3. `items`: one Query page (`PAGE` items, consistent) of one of the organization's partitions — each write shard
+   `ORG#<org>#<n>` (switchboard.store.shards), then `ORG#<org>` — from the checkpoint's `partition` (its place in
+   that list) and `cursor` (the page's LastEvaluatedKey), and BatchWriteItem deletes of those items and of the
+   platform-wide items that point at them (`POINTERS`: API key credentials, users' membership mirrors, invitation and
+   channel pointers). The organization item (in `ORG#<org>`, the last partition) is kept until the last chunk, which
+   deletes it and completes the job.
 Items that live outside the partition and are not derivable from an item in it expire by TTL well within the 30-day
 window (portal links and sessions ≤ 60 min, rate windows, idempotency records 24 h).
 """
@@ -33,7 +35,7 @@ from switchboard.identity.lifecycle import PENDING, PURGING, purge_due_sk
 from switchboard.jobs import service
 from switchboard.jobs.service import Chunk
 from switchboard.messaging import claims
-from switchboard.store import Delete, Store, Update, keys
+from switchboard.store import Delete, Store, Update, keys, shards
 
 KIND = "organization.purge"
 PAGE = 100  # items per chunk (4 BatchWriteItem requests, plus their pointers)
@@ -128,7 +130,11 @@ def run_chunk(store: Store, job: Item) -> Chunk:
         after, deleted = purge_deliveries_chunk(org_id, checkpoint)
         progress = {"items_deleted": deleted}
         return Chunk({"phase": "deliveries", **after} if after else {"phase": "items"}, progress)
-    return _items_chunk(store, org_id, checkpoint.get("cursor"))
+    cursor = checkpoint.get("cursor")
+    partitions = shards.all_pks(org_id)
+    # a checkpoint from before sharding (a cursor, no partition) continues in the legacy partition
+    part = int(checkpoint.get("partition", len(partitions) - 1 if cursor else 0))
+    return _items_chunk(store, org_id, partitions, part, cursor)
 
 
 def _objects_chunk(org_id: str, index: int) -> Chunk:
@@ -147,8 +153,8 @@ def _objects_chunk(org_id: str, index: int) -> Chunk:
     return Chunk({"phase": "objects", "prefix": index if more else index + 1}, {"objects_deleted": len(names)})
 
 
-def _items_chunk(store: Store, org_id: str, cursor: dict[str, Any] | None) -> Chunk:
-    page = store.query(keys.org_pk(org_id), limit=PAGE, start_key=cursor, consistent=True)
+def _items_chunk(store: Store, org_id: str, partitions: list[str], part: int, cursor: dict[str, Any] | None) -> Chunk:
+    page = store.query(partitions[part], limit=PAGE, start_key=cursor, consistent=True)
     doomed: list[dict[str, str]] = []
     for item in page.items:
         if item["SK"] == "ORG":
@@ -158,7 +164,9 @@ def _items_chunk(store: Store, org_id: str, cursor: dict[str, Any] | None) -> Ch
     store.batch_delete(doomed)
     progress = {"items_deleted": len(doomed)}
     if page.last_key:
-        return Chunk({"phase": "items", "cursor": page.last_key}, progress)
+        return Chunk({"phase": "items", "partition": part, "cursor": page.last_key}, progress)
+    if part + 1 < len(partitions):
+        return Chunk({"phase": "items", "partition": part + 1}, progress)
     store.batch_delete([keys.organization(org_id)])
     progress["items_deleted"] += 1
     return Chunk({"phase": "done"}, progress, done=True)

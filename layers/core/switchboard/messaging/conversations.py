@@ -13,15 +13,23 @@ from switchboard.events.outbox import outbox_put
 from switchboard.groups.keys import jid_key
 from switchboard.ids import new_id
 from switchboard.messaging import models
-from switchboard.paging import cursor_page, query_fingerprint
-from switchboard.store import Put, Store, TxOp, keys, versioned
+from switchboard.paging import cursor_page, query_fingerprint, read_page
+from switchboard.store import Put, Store, TxOp, keys, shards, versioned
 
 Item = dict[str, Any]
 LOCK_TTL = timedelta(seconds=120)
 
 
 def conv_key(org: str, conv_id: str) -> dict[str, str]:
-    return keys.key(keys.org_pk(org), f"CONV#{conv_id}")
+    """Where a new conversation is written: its id's shard. A stored one is changed at its own key
+    (`shards.key_of`): it may be in the legacy partition."""
+    return keys.key(shards.pk(org, conv_id), f"CONV#{conv_id}")
+
+
+def stored_key(store: Store, org: str, conv_id: str) -> dict[str, str]:
+    """The key of a stored conversation (wherever it is), or of where it would be when there is none."""
+    item = shards.get(store, org, conv_id, f"CONV#{conv_id}")
+    return shards.key_of(item) if item else conv_key(org, conv_id)
 
 
 def pair_key(org: str, channel_id: str, contact_id: str) -> dict[str, str]:
@@ -37,6 +45,7 @@ def lock_key(org: str, conv_id: str) -> dict[str, str]:
 
 
 def list_pk(org: str) -> str:
+    """The organization's conversations (GSI1), unsharded: conversations written before sharding."""
     return f"ORG#{org}#CONVS"
 
 
@@ -51,7 +60,10 @@ def view(item: Item) -> models.Conversation:
 
 
 def get_item(store: Store, org: str, conv_id: str, *, consistent: bool = False) -> Item:
-    return store.require(conv_key(org, conv_id), "No such conversation.", consistent=consistent)
+    item = shards.get(store, org, conv_id, f"CONV#{conv_id}", consistent=consistent)
+    if item is None:
+        raise NotFound("No such conversation.")
+    return item
 
 
 def get_or_create(
@@ -127,10 +139,16 @@ def assignee_pk(org: str, assignee_id: str) -> str:
 
 
 def index_attributes(org: str, conv: Item, last_at: str) -> Item:
-    """Both lists of a conversation, newest activity first: the organization's (GSI1) and its assignee's (GSI2)."""
+    """Both lists of a conversation, newest activity first: the organization's (GSI1) and its assignee's (GSI2),
+    each in the conversation's shard (`<list>#<shard>`, read with an ordered merge)."""
     order = f"{last_at}#{conv['id']}"
     assignee = (conv.get("assignee") or {}).get("id") or "none"
-    return {"GSI1PK": list_pk(org), "GSI1SK": order, "GSI2PK": assignee_pk(org, assignee), "GSI2SK": order}
+    return {
+        "GSI1PK": shards.index_pk(list_pk(org), conv["id"]),
+        "GSI1SK": order,
+        "GSI2PK": shards.index_pk(assignee_pk(org, assignee), conv["id"]),
+        "GSI2SK": order,
+    }
 
 
 REINDEX_CHUNK = 100
@@ -138,8 +156,8 @@ REINDEX_CHUNK = 100
 
 def reindex_chunk(store: Store, org: str, start: dict[str, Any] | None) -> dict[str, Any] | None:
     """One resumable chunk of giving conversations written before the assignee list their GSI2 keys: a page of the
-    organization's list (GSI1), one conditional UpdateItem per conversation that lacks them. The checkpoint to
-    continue from, None when done."""
+    organization's list (GSI1; the legacy unsharded one, where every such conversation is), one conditional
+    UpdateItem per conversation that lacks them. The checkpoint to continue from, None when done."""
     page = store.query(list_pk(org), index="GSI1", limit=REINDEX_CHUNK, start_key=start)
     for conv in page.items:
         if conv.get("GSI2PK"):
@@ -147,7 +165,7 @@ def reindex_chunk(store: Store, org: str, start: dict[str, Any] | None) -> dict[
         attrs = index_attributes(org, conv, str(conv["GSI1SK"]).rsplit("#", 1)[0])
         with contextlib.suppress(Conflict):  # changed meanwhile: that write gave it its keys
             store.update(
-                conv_key(org, conv["id"]),
+                shards.key_of(conv),
                 "SET GSI2PK = :pk, GSI2SK = :sk",
                 condition="attribute_exists(PK) AND attribute_not_exists(GSI2PK)",
                 values={":pk": attrs["GSI2PK"], ":sk": attrs["GSI2SK"]},
@@ -207,9 +225,24 @@ def list_conversations(
             and (unread is None or (int(i.get("unread_count", 0)) > 0) == unread)
         )
 
-    # An assignee filter reads that assignee's own list (GSI2), however rare its conversations are.
+    # An assignee filter reads that assignee's own list (GSI2), however rare its conversations are; either list is
+    # an ordered merge of its shards and the legacy partition.
     index, pk = ("GSI2", assignee_pk(org, assignee)) if assignee else ("GSI1", list_pk(org))
-    items, nxt = cursor_page(store, org, fingerprint, cursor, pk=pk, limit=limit, index=index, forward=False, keep=keep)
+    filtered = bool(status or label or channel_id) or unread is not None  # an assignee list needs no filter
+    items, nxt = read_page(
+        org,
+        fingerprint,
+        cursor,
+        lambda state: shards.merged_state_page(
+            store,
+            state,
+            pks=shards.index_pks(pk),
+            index=index,
+            limit=limit,
+            forward=False,
+            keep=keep if filtered else None,
+        ),
+    )
     return [view(i) for i in items], nxt
 
 

@@ -19,7 +19,7 @@ from switchboard.messaging import channels, conversations, messages
 from switchboard.messaging.models import BlockedOnChannel
 from switchboard.models import MEDIA_ID_MAX, MEDIA_ID_PATTERN, BaseModel, Strict, Timestamp
 from switchboard.paging import cursor_page, query_fingerprint
-from switchboard.store import Put, Store, keys
+from switchboard.store import Put, Store, keys, shards
 
 Item = dict[str, Any]
 UPLOAD_TYPES = {
@@ -156,7 +156,7 @@ def message_action(store: Store, auth: AuthContext, action: str, body: MessageRe
     # Names go through placeholders: `text` is a DynamoDB reserved word.
     sets = ", ".join(f"#{k} = :{k}" for k in changes) + ", updated_at = :now"
     store.update(
-        status_key(org, body.message_id),
+        shards.key_of(message),
         f"SET {sets}",
         condition="attribute_exists(PK)",
         names={f"#{k}": k for k in changes},
@@ -164,10 +164,6 @@ def message_action(store: Store, auth: AuthContext, action: str, body: MessageRe
         return_values="NONE",
     )
     return {"message_id": body.message_id, "action": action, **changes}
-
-
-def status_key(org: str, message_id: str) -> dict[str, str]:
-    return keys.key(keys.org_pk(org), f"MSG#{message_id}")
 
 
 def presence(store: Store, auth: AuthContext, body: PresenceRequest) -> dict[str, Any]:

@@ -17,13 +17,20 @@ from switchboard.config import get_settings
 from switchboard.contacts import children
 from switchboard.contacts import service as contacts
 from switchboard.contacts.identifiers import Identifier, normalize_phone
-from switchboard.errors import Conflict, DomainError, ServiceUnavailable, UnsupportedByProvider, ValidationFailed
+from switchboard.errors import (
+    Conflict,
+    DomainError,
+    NotFound,
+    ServiceUnavailable,
+    UnsupportedByProvider,
+    ValidationFailed,
+)
 from switchboard.events.outbox import outbox_put
 from switchboard.ids import new_message_id
 from switchboard.messaging import channels, conversations, models, status
 from switchboard.providers import OutboundMessage, ProviderRejected, provider_for
 from switchboard.providers.base import InboundMessage, MessageChange, SendUncertain, StatusCallback
-from switchboard.store import Delete, Put, Store, TxOp, Update, keys
+from switchboard.store import Delete, Put, Store, TxOp, Update, keys, shards
 
 if TYPE_CHECKING:
     from switchboard.contacts import models as contact_models
@@ -43,7 +50,15 @@ def system_auth(org: str) -> AuthContext:
 
 
 def provider_key(org: str, channel_id: str, provider_message_id: str) -> dict[str, str]:
-    return keys.key(keys.org_pk(org), f"PMSG#{channel_id}#{provider_message_id}")
+    """Where a new pointer is written: the shard of `<channel>#<provider id>`."""
+    return keys.key(shards.pk(org, f"{channel_id}#{provider_message_id}"), f"PMSG#{channel_id}#{provider_message_id}")
+
+
+def get_pointer(store: Store, org: str, channel_id: str, provider_message_id: str) -> Item | None:
+    """The provider-id pointer wherever it is (its shard, an earlier count's or the legacy partition): one
+    BatchGetItem, as an inbound message's lookup usually finds none."""
+    pid = f"{channel_id}#{provider_message_id}"
+    return shards.get(store, org, pid, f"PMSG#{pid}", consistent=True, often_absent=True)
 
 
 def provider_sentinel(
@@ -63,7 +78,10 @@ def provider_sentinel(
 
 
 def get_item(store: Store, org: str, message_id: str, *, consistent: bool = False) -> Item:
-    return store.require(status.message_key(org, message_id), "No such message.", consistent=consistent)
+    item = status.get_message(store, org, message_id, consistent=consistent)
+    if item is None:
+        raise NotFound("No such message.")
+    return item
 
 
 def view(item: Item) -> models.Message:
@@ -169,7 +187,7 @@ def send(store: Store, auth: AuthContext, body: models.SendMessage) -> models.Me
         _check_type(channel, body.type)
     if channel["status"] != "connected" or not channel.get("is_active", True):
         raise Conflict("The channel is not connected.", details=[{"channel_status": channel["status"]}])
-    ratelimit.hit(store, f"send:{org}", limit=SENDS_PER_MINUTE, window_seconds=60)
+    ratelimit.hit_spread(store, f"send:{org}", limit=SENDS_PER_MINUTE, window_seconds=60, shards=shards.count())
     contact, phone = _recipient(store, auth, body)
     state = _recipient_state(store, org, channel["id"], contact["id"])
     if contact.get("blocked"):
@@ -224,7 +242,9 @@ def get(store: Store, auth: AuthContext, message_id: str) -> models.Message:
 
 def status_of(store: Store, auth: AuthContext, message_id: str) -> models.MessageStatus:
     item = get_item(store, auth.org_id, message_id)
-    rows = store.query_all(keys.org_pk(auth.org_id), sk_prefix=f"MSG#{message_id}#STATUS#")
+    # the rows are in the message's partition; a legacy message's later rows are in its shard
+    pks = dict.fromkeys([item["PK"], shards.pk(auth.org_id, message_id)])
+    rows = sorted(shards.query_all(store, list(pks), sk_prefix=f"MSG#{message_id}#STATUS#"), key=lambda r: r["SK"])
     history = [{k: r.get(k) for k in ("status", "applied", "error", "at")} for r in rows]
     return models.MessageStatus(
         message_id=message_id, status=item["status"], last_error=item.get("last_error"), history=history
@@ -240,13 +260,14 @@ SEND_LEASE = timedelta(seconds=60)  # longer than message_sender's timeout, shor
 SENT_WRITE_ATTEMPTS = 4
 
 
-def _claim_send(store: Store, org: str, message_id: str) -> Item | None:
+def _claim_send(store: Store, org: str, message_id: str, at: dict[str, str] | None = None) -> Item | None:
     """Claim a pending message for one provider hand-off (the read and the claim in one conditional update).
-    None when it is no longer pending; SendInProgress while another consumer's claim is live."""
+    None when it is no longer pending; SendInProgress while another consumer's claim is live. `at`: the message's
+    key when it is not where a new one is written (a legacy partition)."""
     now_ms = int(clock.now().timestamp() * 1000)
     try:
         return store.update(
-            status.message_key(org, message_id),
+            at or status.message_key(org, message_id),
             "SET send_lease_until = :lease",
             condition="#status = :pending AND (attribute_not_exists(send_lease_until) OR send_lease_until < :now)",
             names={"#status": "status"},
@@ -256,13 +277,15 @@ def _claim_send(store: Store, org: str, message_id: str) -> Item | None:
         current = get_item(store, org, message_id, consistent=True)  # NotFound when it does not exist
         if current["status"] != "pending":
             return None
+        if at is None and current["PK"] != status.message_key(org, message_id)["PK"]:
+            return _claim_send(store, org, message_id, shards.key_of(current))
         raise SendInProgress(message_id) from None
 
 
 def _release_send(store: Store, org: str, message: Item) -> None:
     with contextlib.suppress(DomainError):  # taken over or throttled: the lease runs out by itself
         store.update(
-            status.message_key(org, message["id"]),
+            shards.key_of(message),
             "REMOVE send_lease_until",
             condition="send_lease_until = :mine",
             values={":mine": message["send_lease_until"]},
@@ -359,7 +382,7 @@ def _write_sent(
                 continue
             with contextlib.suppress(DomainError):  # the redelivery may still send again only if this fails too
                 store.update(
-                    status.message_key(org, message["id"]),
+                    shards.key_of(message),
                     f"SET {handed_off[0]} = :h",
                     condition="#status = :pending",
                     names={"#status": "status"},
@@ -407,11 +430,14 @@ def _reconcile(store: Store, org: str, channel: Item, callback: StatusCallback) 
         return None
     pointer = page.items[0]
     message_id = pointer["message_id"]
+    message = status.get_message(store, org, message_id, consistent=True)
+    if message is None:
+        return None
     try:
         store.transact(
             [
                 Update(
-                    key=status.message_key(org, message_id),
+                    key=shards.key_of(message),
                     expression="SET provider_message_id = :pmid, uncertain = :no, last_error = :none",
                     condition="uncertain = :yes",
                     values={":pmid": callback.provider_message_id, ":no": False, ":yes": True, ":none": None},
@@ -432,7 +458,7 @@ def _provider_reply_to(store: Store, org: str, reply_to: str | None) -> str | No
     """Clients reply with our message id; providers need theirs."""
     if not reply_to:
         return None
-    original = store.get(status.message_key(org, reply_to))
+    original = status.get_message(store, org, reply_to)
     return (original or {}).get("provider_message_id") or None
 
 
@@ -512,7 +538,7 @@ def group_messages_pk(org: str, contact_id: str) -> str:
 def receive(store: Store, org: str, channel: Item, inbound: InboundMessage) -> models.InboundAccepted:
     """A customer's message: stored once (duplicate callbacks are no-ops), resolved or created as a contact,
     threaded into the conversation, announced as `message.new`."""
-    existing = store.get(provider_key(org, channel["id"], inbound.provider_message_id), consistent=True)
+    existing = get_pointer(store, org, channel["id"], inbound.provider_message_id)
     if existing:
         message = get_item(store, org, existing["message_id"])
         return models.InboundAccepted(
@@ -579,7 +605,7 @@ def receive(store: Store, org: str, channel: Item, inbound: InboundMessage) -> m
     try:
         store.transact(ops)
     except Conflict:
-        again = store.get(provider_key(org, channel["id"], inbound.provider_message_id), consistent=True)
+        again = get_pointer(store, org, channel["id"], inbound.provider_message_id)
         if again is None:
             raise
         return models.InboundAccepted(
@@ -590,7 +616,7 @@ def receive(store: Store, org: str, channel: Item, inbound: InboundMessage) -> m
 
 def status_callback(store: Store, org: str, channel: Item, callback: StatusCallback) -> bool:
     """A provider's status for one of our messages; unknown ids are ignored, order never moves a status back."""
-    pointer = store.get(provider_key(org, channel["id"], callback.provider_message_id), consistent=True)
+    pointer = get_pointer(store, org, channel["id"], callback.provider_message_id)
     if pointer is None:
         reconciled = _reconcile(store, org, channel, callback)
         if reconciled is None:
@@ -610,9 +636,9 @@ def apply_change(store: Store, org: str, channel: Item, change: MessageChange) -
     A repeat changes nothing. True when the message changed."""
     message: Item | None = None
     for target in change.targets:
-        pointer = store.get(provider_key(org, channel["id"], target), consistent=True)
+        pointer = get_pointer(store, org, channel["id"], target)
         if pointer:
-            message = store.get(status.message_key(org, pointer["message_id"]), consistent=True)
+            message = status.get_message(store, org, pointer["message_id"], consistent=True)
             break
     if message is None or message.get("deleted"):
         return False
@@ -632,7 +658,7 @@ def apply_change(store: Store, org: str, channel: Item, change: MessageChange) -
     sets = ", ".join(f"#{k} = :{k}" for k in changes) + ", updated_at = :now"
     try:  # conditional: a revoke is final, whatever arrives after it
         store.update(
-            status.message_key(org, message["id"]),
+            shards.key_of(message),
             f"SET {sets}",
             condition="attribute_exists(PK) AND (attribute_not_exists(#gone) OR #gone = :no)",
             names={**{f"#{k}": k for k in changes}, "#gone": "deleted"},

@@ -14,14 +14,21 @@ from switchboard import clock
 from switchboard.errors import Conflict
 from switchboard.events.outbox import outbox_put
 from switchboard.ids import new_ulid
-from switchboard.store import Put, Store, TxOp, Update, keys
+from switchboard.store import Put, Store, TxOp, Update, keys, shards
 
 RANK = {"pending": 0, "sent": 1, "delivered": 2, "read": 3, "played": 4}
 TERMINAL = {"failed"}
 
 
 def message_key(org: str, message_id: str) -> dict[str, str]:
-    return keys.key(keys.org_pk(org), f"MSG#{message_id}")
+    """Where a new message is written: its id's shard. A stored message is changed at its own key (`shards.key_of`):
+    it may be in the legacy partition."""
+    return keys.key(shards.pk(org, message_id), f"MSG#{message_id}")
+
+
+def get_message(store: Store, org: str, message_id: str, *, consistent: bool = False) -> dict[str, Any] | None:
+    """A message by id, wherever it is (its shard, else an earlier count's or the legacy partition)."""
+    return shards.get(store, org, message_id, f"MSG#{message_id}", consistent=consistent)
 
 
 def allowed_from(new_status: str) -> list[str]:
@@ -41,7 +48,7 @@ def history_put(
     """A status history row; `at` is the change's time when the caller already read the clock for it."""
     return Put(
         item={
-            "PK": keys.org_pk(org),
+            "PK": shards.pk(org, message_id),
             "SK": f"MSG#{message_id}#STATUS#{new_ulid()}",
             "entity": "MessageStatus",
             "status": status,
@@ -86,7 +93,7 @@ def apply(
         payload["error"] = error
     ops: list[TxOp] = [
         Update(
-            key=message_key(org, message["id"]),
+            key=shards.key_of(message),
             expression="SET " + ", ".join(sets),
             condition=f"#status IN ({', '.join(values_key for values_key in values if values_key.startswith(':s'))})",
             names={"#status": "status"},

@@ -31,7 +31,10 @@ def api_key_record(org_id: str, key_id: str) -> Key:
 
 
 def event(org_id: str, ulid: str) -> Key:
-    return key(org_pk(org_id), f"EVENT#{ulid}")
+    """An outbox event, in its id's shard (switchboard.store.shards)."""
+    from switchboard.store import shards
+
+    return key(shards.pk(org_id, ulid), f"EVENT#{ulid}")
 
 
 def idempotency(scope: str, digest: str) -> Key:
