@@ -13,7 +13,7 @@ from typing import Any
 
 from switchboard import clock
 from switchboard.ids import new_ulid
-from switchboard.store import keys, shards
+from switchboard.store import shards
 from switchboard.store.table import Put, Store
 
 EVENT_SOURCE = "switchboard"
@@ -62,7 +62,7 @@ def outbox_put(org_id: str, event_type: str, data: dict[str, Any], *, occurred: 
     ulid = new_ulid()
     occurred = occurred or clock.now()
     item = {
-        **keys.event(org_id, ulid),
+        **shards.event_key(org_id, ulid),
         "entity": "Event",
         "event_id": f"evt_{ulid.lower()}",
         "event_type": event_type,

@@ -30,13 +30,6 @@ def api_key_record(org_id: str, key_id: str) -> Key:
     return key(org_pk(org_id), f"APIKEY#{key_id}")
 
 
-def event(org_id: str, ulid: str) -> Key:
-    """An outbox event, in its id's shard (switchboard.store.shards)."""
-    from switchboard.store import shards
-
-    return key(shards.pk(org_id, ulid), f"EVENT#{ulid}")
-
-
 def idempotency(scope: str, digest: str) -> Key:
     return key(scope, f"IDEMP#{digest}")
 

@@ -50,6 +50,11 @@ def pk(org: str, item_id: str) -> str:
     return f"{org_pk(org)}#{shard_of(item_id)}"
 
 
+def event_key(org: str, ulid: str) -> dict[str, str]:
+    """An outbox event, in its id's shard."""
+    return key(pk(org, ulid), f"EVENT#{ulid}")
+
+
 def pk_at(org: str, shard: int) -> str:
     return f"{org_pk(org)}#{shard}"
 
