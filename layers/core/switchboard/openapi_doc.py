@@ -60,13 +60,9 @@ def _resolver_schema(resolver: Any) -> dict[str, Any]:
     resolver.configure_openapi(
         title="Switchboard API", version=__version__, security_schemes=security_schemes(), security=DEFAULT_SECURITY
     )
-    for route in resolver._static_routes + resolver._dynamic_routes:
-        # Powertools documents only `responses=` when a route gives it; the route's own status must stay documented.
-        if route.responses and route.status_code not in route.responses:
-            route.responses = {route.status_code: {"description": "Successful Response"}, **route.responses}
     public_ops = {
         (route.openapi_path, route.method.lower())
-        for route in resolver._static_routes + resolver._dynamic_routes
+        for route in resolver.routes
         if (access := route_access(route)) is not None and access.kind == "public"
     }
     schema: dict[str, Any] = json.loads(resolver.get_openapi_json_schema())
