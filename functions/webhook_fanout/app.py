@@ -7,21 +7,32 @@ from __future__ import annotations
 from typing import Any
 
 from aws_lambda_powertools import Logger
+from aws_lambda_powertools.utilities.batch import BatchProcessor, EventType, process_partial_response
+from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from switchboard import metrics, tracing
 from switchboard.logs import redact_logs
-from switchboard.webhooks.fanout import handle_batch
+from switchboard.webhooks.fanout import handle_record
 
 logger = Logger()
 redact_logs(logger)
+# A batch where every record failed is reported like any other (SQS retries each record, then the DLQ).
+processor = BatchProcessor(event_type=EventType.SQS, raise_on_entire_batch_failure=False)
 
 
 @tracing.traced
 @logger.inject_lambda_context(clear_state=True)
 @metrics.flushed
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
-    records = event.get("Records") or []
-    response = handle_batch(records)
-    metrics.dlq_moves("WebhookEventsQueue", records, [f["itemIdentifier"] for f in response["batchItemFailures"]])
+    endpoints_of: dict[str, Any] = {}  # each organization's endpoints, read once per batch
+
+    def record_handler(record: SQSRecord) -> list[str]:
+        return handle_record(record.raw_event, endpoints_of)
+
+    response = process_partial_response(
+        event=event, record_handler=record_handler, processor=processor, context=context
+    )
+    failed = [f["itemIdentifier"] for f in response["batchItemFailures"]]
+    metrics.dlq_moves("WebhookEventsQueue", event.get("Records") or [], failed)
     return response

@@ -7,22 +7,32 @@ from __future__ import annotations
 from typing import Any
 
 from aws_lambda_powertools import Logger
+from aws_lambda_powertools.utilities.batch import AsyncBatchProcessor, EventType, async_process_partial_response
+from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from switchboard import metrics, tracing
 from switchboard.logs import redact_logs
-from switchboard.webhooks.delivery import handle_batch
+from switchboard.webhooks.delivery import attempt_record_async
 
 logger = Logger()
 redact_logs(logger)
+# The records of a batch are attempted concurrently; a batch where every record failed is reported like any other
+# (SQS shows each message again once its visibility ends).
+processor = AsyncBatchProcessor(event_type=EventType.SQS, raise_on_entire_batch_failure=False)
+
+
+async def record_handler(record: SQSRecord) -> None:
+    await attempt_record_async(record.raw_event)
 
 
 @tracing.traced
 @logger.inject_lambda_context(clear_state=True)
 @metrics.flushed
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
-    records = event.get("Records") or []
-    response = handle_batch(records)
+    response = async_process_partial_response(
+        event=event, record_handler=record_handler, processor=processor, context=context
+    )
     failed = [f["itemIdentifier"] for f in response["batchItemFailures"]]
-    metrics.dlq_moves("WebhookDeliveriesQueue", records, failed)
+    metrics.dlq_moves("WebhookDeliveriesQueue", event.get("Records") or [], failed)
     return response

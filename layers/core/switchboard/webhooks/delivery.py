@@ -21,6 +21,7 @@ recorded; 2xx ends the delivery, 410 disables the endpoint, the last failure lea
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import functools
 import json
@@ -477,21 +478,26 @@ def _workers() -> ThreadPoolExecutor:
     return ThreadPoolExecutor(max_workers=BATCH_WORKERS, thread_name_prefix="webhook-attempt")
 
 
-def handle_batch(records: list[dict[str, Any]]) -> dict[str, Any]:
-    """Attempts of one batch run in parallel (each may take up to its timeouts); rescheduled and failed records are
-    reported as batch item failures, the rescheduled ones with their new visibility."""
-    if not records:
-        return {"batchItemFailures": []}
-    # A lone record needs no thread.
-    outcomes = [_one(records[0])] if len(records) == 1 else list(_workers().map(_one, records))
-    failures: list[dict[str, str]] = []
-    for record, outcome in zip(records, outcomes, strict=True):
-        if outcome.done:
-            continue
-        if outcome.visibility is not None:
-            reschedule(record["receiptHandle"], outcome.visibility)
-        failures.append({"itemIdentifier": record["messageId"]})
-    return {"batchItemFailures": failures}
+class AttemptPending(Exception):
+    """A delivery this attempt did not finish: its record is reported as a batch item failure."""
+
+
+def attempt_record(record: dict[str, Any]) -> None:
+    """One WebhookDeliveriesQueue record: its due attempt. A delivery not done raises `AttemptPending` (after its
+    message is rescheduled, when the attempt asked for a later retry), so the consumer's batch processor reports it
+    and SQS shows the message again once its visibility ends."""
+    outcome = _one(record)
+    if outcome.done:
+        return
+    if outcome.visibility is not None:
+        reschedule(record["receiptHandle"], outcome.visibility)
+    raise AttemptPending(record.get("messageId"))
+
+
+async def attempt_record_async(record: dict[str, Any]) -> None:
+    """`attempt_record` on the container's worker threads: the attempts of a batch run at once (each may take up to
+    its timeouts)."""
+    await asyncio.get_running_loop().run_in_executor(_workers(), attempt_record, record)
 
 
 def reschedule(receipt_handle: str, seconds: int) -> None:

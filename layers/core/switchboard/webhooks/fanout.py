@@ -84,27 +84,22 @@ def fan_out(store: Store, detail: dict[str, Any], endpoints: list[Item]) -> list
     return queued
 
 
-def handle_batch(records: list[dict[str, Any]]) -> dict[str, Any]:
-    """SQS records of WebhookEventsQueue (EventBridge events) → partial batch response."""
+def handle_record(record: dict[str, Any], endpoints_of: dict[str, list[Item]]) -> list[str]:
+    """One SQS record of WebhookEventsQueue (an EventBridge event) → the deliveries it queued. Raises when it fails:
+    the consumer's `BatchProcessor` reports the record alone (SQS retries it, then the DLQ). `endpoints_of` keeps
+    each organization's endpoints for the rest of the batch."""
     store = get_store()
-    endpoints_of: dict[str, list[Item]] = {}
-    failures: list[dict[str, str]] = []
-    for record in records:
-        try:
-            detail = json.loads(record["body"])["detail"]
-            org = detail["organization_id"]
-            if org not in endpoints_of:
-                endpoints_of[org] = repo.list_endpoints(store, org)
-            queued = fan_out(store, detail, endpoints_of[org])
-            logger.info(
-                "event fanned out",
-                extra={
-                    "event_id": detail.get("event_id"),
-                    "event_type": detail.get("event_type"),
-                    "deliveries": queued,
-                },
-            )
-        except Exception:  # one bad record must not fail the batch; SQS retries it, then the DLQ
-            logger.exception("fan-out failed; the event will be retried", extra={"message_id": record.get("messageId")})
-            failures.append({"itemIdentifier": record["messageId"]})
-    return {"batchItemFailures": failures}
+    try:
+        detail = json.loads(record["body"])["detail"]
+        org = detail["organization_id"]
+        if org not in endpoints_of:
+            endpoints_of[org] = repo.list_endpoints(store, org)
+        queued = fan_out(store, detail, endpoints_of[org])
+    except Exception:
+        logger.exception("fan-out failed; the event will be retried", extra={"message_id": record.get("messageId")})
+        raise
+    logger.info(
+        "event fanned out",
+        extra={"event_id": detail.get("event_id"), "event_type": detail.get("event_type"), "deliveries": queued},
+    )
+    return queued
