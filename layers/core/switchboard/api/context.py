@@ -34,8 +34,7 @@ def current_auth(app: Any) -> AuthContext:
 
 
 def header(app: Any, name: str) -> str | None:
-    """A request header, by case-insensitive name (the event's single-value `headers`, as Powertools' `headers`;
-    the resolver's event builds that map once per request, `switchboard.api.powertools.ProxyEvent`)."""
+    """A request header, by case-insensitive name (the event's single-value `headers`, as Powertools' `headers`)."""
     return app.current_event.headers.get(name)  # type: ignore[no-any-return]
 
 

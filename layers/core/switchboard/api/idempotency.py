@@ -5,7 +5,7 @@ key and the same body; the same key with another body is 409 `idempotency_key_re
 with that key is 409 `conflict`. A record belongs to the principal that made it (the API key, or the user of a
 session: `principal_of`); the same key from another principal of the organization is 409 `idempotency_key_reused`,
 never a replay and never a sign of what the first request was (CONVENTIONS "Tenant safety and data lifecycle"). The
-route's role requirement is checked before this middleware runs (`Resolver._call_route`). Validation failures (400),
+route's role requirement is checked before this middleware runs (`switchboard.api.app.RouteGate`). Validation failures (400),
 throttling (429) and server errors are not stored: the record is removed so that the client can retry. Runs after
 request validation, so invalid bodies never get here.
 
