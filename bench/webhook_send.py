@@ -154,9 +154,7 @@ def run(runs: int, per_round: int = 20) -> dict[str, Any]:
     with receiver() as url:
         fake = SenderTable(_items(url))
         with bench_env(fake):
-            from aws_lambda_powertools.utilities.batch import async_process_partial_response
-
-            from functions.webhook_sender.app import handler, processor, record_handler
+            from functions.webhook_sender.app import handler, process_batch
 
             event, ctx = sqs_event(), Ctx()
             body = json.dumps(BODY, separators=(",", ":")).encode()
@@ -167,9 +165,7 @@ def run(runs: int, per_round: int = 20) -> dict[str, Any]:
                 assert result == {"batchItemFailures": []}, result
 
             def core() -> None:  # the same work without the Lambda wrappers (log context, metrics flush)
-                result = async_process_partial_response(
-                    event=event, record_handler=record_handler, processor=processor, context=ctx
-                )
+                result = process_batch(event, ctx)
                 assert result == {"batchItemFailures": []}, result
 
             def floor() -> None:

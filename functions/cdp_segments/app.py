@@ -19,8 +19,13 @@ from switchboard.contacts import erasure
 from switchboard.store import get_store
 
 logger = Logger()
-# A batch where every record failed is reported like any other (SQS retries each record, then the DLQ).
-processor = BatchProcessor(event_type=EventType.SQS, raise_on_entire_batch_failure=False)
+
+
+def _processor() -> BatchProcessor:
+    """A processor per invocation: it holds the batch's state, and the local stack runs invocations of a function
+    concurrently in one process. A batch where every record failed is reported like any other (SQS retries each
+    record, then the DLQ)."""
+    return BatchProcessor(event_type=EventType.SQS, raise_on_entire_batch_failure=False)
 
 
 def record_handler(record: SQSRecord, lambda_context: LambdaContext) -> None:
@@ -34,7 +39,7 @@ def record_handler(record: SQSRecord, lambda_context: LambdaContext) -> None:
 @logger.inject_lambda_context(clear_state=True)
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     response = process_partial_response(
-        event=event, record_handler=record_handler, processor=processor, context=context
+        event=event, record_handler=record_handler, processor=_processor(), context=context
     )
     failed = [f["itemIdentifier"] for f in response["batchItemFailures"]]
     if failed:

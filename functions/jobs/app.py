@@ -15,8 +15,13 @@ from switchboard.jobs import purge, service
 from switchboard.store import get_store
 
 logger = Logger()
-# A batch where every record failed is reported like any other (SQS retries each record, then the DLQ).
-processor = BatchProcessor(event_type=EventType.SQS, raise_on_entire_batch_failure=False)
+
+
+def _processor() -> BatchProcessor:
+    """A processor per invocation: it holds the batch's state, and the local stack runs invocations of a function
+    concurrently in one process. A batch where every record failed is reported like any other (SQS retries each
+    record, then the DLQ)."""
+    return BatchProcessor(event_type=EventType.SQS, raise_on_entire_batch_failure=False)
 
 
 def record_handler(record: SQSRecord) -> str:
@@ -28,7 +33,7 @@ def record_handler(record: SQSRecord) -> str:
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     if "Records" in event:
         return process_partial_response(
-            event=event, record_handler=record_handler, processor=processor, context=context
+            event=event, record_handler=record_handler, processor=_processor(), context=context
         )
     action = event.get("action")
     if action == "start_due_purges":

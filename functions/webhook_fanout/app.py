@@ -17,8 +17,13 @@ from switchboard.webhooks.fanout import handle_record
 
 logger = Logger()
 redact_logs(logger)
-# A batch where every record failed is reported like any other (SQS retries each record, then the DLQ).
-processor = BatchProcessor(event_type=EventType.SQS, raise_on_entire_batch_failure=False)
+
+
+def _processor() -> BatchProcessor:
+    """A processor per invocation: it holds the batch's state, and the local stack runs invocations of a function
+    concurrently in one process. A batch where every record failed is reported like any other (SQS retries each
+    record, then the DLQ)."""
+    return BatchProcessor(event_type=EventType.SQS, raise_on_entire_batch_failure=False)
 
 
 @tracing.traced
@@ -31,7 +36,7 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
         return handle_record(record.raw_event, endpoints_of)
 
     response = process_partial_response(
-        event=event, record_handler=record_handler, processor=processor, context=context
+        event=event, record_handler=record_handler, processor=_processor(), context=context
     )
     failed = [f["itemIdentifier"] for f in response["batchItemFailures"]]
     metrics.dlq_moves("WebhookEventsQueue", event.get("Records") or [], failed)

@@ -13,26 +13,36 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from switchboard import metrics, tracing
 from switchboard.logs import redact_logs
-from switchboard.webhooks.delivery import attempt_record_async
+from switchboard.webhooks.delivery import attempt_record, attempt_record_async
 
 logger = Logger()
 redact_logs(logger)
-# The records of a batch are attempted concurrently; a batch where every record failed is reported like any other
-# (SQS shows each message again once its visibility ends).
-processor = AsyncBatchProcessor(event_type=EventType.SQS, raise_on_entire_batch_failure=False)
 
 
-async def record_handler(record: SQSRecord) -> None:
-    await attempt_record_async(record.raw_event)
+def process_batch(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
+    """The batch's attempts, reported partially. The records of a batch are attempted concurrently (a lone record in
+    the invoking thread: nothing else runs meanwhile); a batch where every record failed is reported like any other
+    (SQS shows each message again once its visibility ends). A processor per invocation: it holds the batch's state,
+    and the local stack runs invocations of a function concurrently in one process."""
+    lone = len(event.get("Records") or []) == 1
+
+    async def record_handler(record: SQSRecord) -> None:
+        if lone:
+            attempt_record(record.raw_event)
+        else:
+            await attempt_record_async(record.raw_event)
+
+    processor = AsyncBatchProcessor(event_type=EventType.SQS, raise_on_entire_batch_failure=False)
+    return async_process_partial_response(
+        event=event, record_handler=record_handler, processor=processor, context=context
+    )
 
 
 @tracing.traced
 @logger.inject_lambda_context(clear_state=True)
 @metrics.flushed
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
-    response = async_process_partial_response(
-        event=event, record_handler=record_handler, processor=processor, context=context
-    )
+    response = process_batch(event, context)
     failed = [f["itemIdentifier"] for f in response["batchItemFailures"]]
     metrics.dlq_moves("WebhookDeliveriesQueue", event.get("Records") or [], failed)
     return response

@@ -25,6 +25,7 @@ import asyncio
 import contextlib
 import functools
 import json
+import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -472,10 +473,17 @@ def _one(record: dict[str, Any]) -> Outcome:
 BATCH_WORKERS = 10  # the queue's BatchSize: every record of a batch is attempted at once
 
 
-@functools.lru_cache(maxsize=1)
+_pools = threading.local()
+
+
 def _workers() -> ThreadPoolExecutor:
-    """Kept for the container's life (its threads sleep between invocations), not started per batch."""
-    return ThreadPoolExecutor(max_workers=BATCH_WORKERS, thread_name_prefix="webhook-attempt")
+    """The invoking thread's pool, kept for the container's life (its threads sleep between invocations), not started
+    per batch. One per invoking thread: Lambda invokes a container from one thread, while the local stack runs many
+    invocations of this function at once in one process, which must not wait for each other's attempts."""
+    pool: ThreadPoolExecutor | None = getattr(_pools, "pool", None)
+    if pool is None:
+        pool = _pools.pool = ThreadPoolExecutor(max_workers=BATCH_WORKERS, thread_name_prefix="webhook-attempt")
+    return pool
 
 
 class AttemptPending(Exception):
