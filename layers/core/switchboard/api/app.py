@@ -195,11 +195,15 @@ class RouteGate:
     - a dynamic route never serves a path that is a static route's path (`GET /v1/contacts/block` is not the contact
       `block`): 405 with the static route's methods in `Allow`;
     - the route's declared access (`requires`, `authenticated`, `public`);
-    - a body the route refuses before validating it (`_refused_body`)."""
+    - a body the route refuses before validating it (`_refused_body`).
+    Then it runs Powertools' request validation, `_core_middleware` and (for a route without middlewares of its own)
+    Powertools' response validation through their public `handler` method, in this one frame of the route's
+    middleware stack: every frame costs each request its bookkeeping."""
 
-    def __init__(self, resolver: Resolver, spec: RouteSpec) -> None:
+    def __init__(self, resolver: Resolver, spec: RouteSpec, *, validates_response: bool) -> None:
         self.resolver = resolver
         self.spec = spec
+        self.validates_response = validates_response
         self.__name__ = f"gate_{spec.method}_{spec.rule}"
 
     def __call__(self, app: Any, next_middleware: Callable[[Any], Any]) -> Any:
@@ -214,7 +218,17 @@ class RouteGate:
             refusal = _refused_body(app, body_params)
             if refusal is not None:
                 return refusal
-        return next_middleware(app)
+        resolver = self.resolver
+        if self.validates_response:
+            after = next_middleware
+
+            def next_middleware(app: Any) -> Any:
+                return resolver.response_validation.handler(app, after)
+
+        def validated(app: Any) -> Any:
+            return _core_middleware(app, next_middleware)
+
+        return resolver.request_validation.handler(app, validated)
 
 
 _ROUTE_PARAMETERS = inspect.signature(APIGatewayRestResolver.route).parameters
@@ -223,7 +237,8 @@ _ROUTE_PARAMETERS = inspect.signature(APIGatewayRestResolver.route).parameters
 class Resolver(APIGatewayRestResolver):
     """`APIGatewayRestResolver` whose routes all run the same stack, in this order: `RouteGate` (static paths,
     access, refused bodies), Powertools' request validation, `_core_middleware` (size, rate limit, idempotency), the
-    route's own middlewares, Powertools' response validation. Powertools would validate the request before any
+    route's own middlewares, Powertools' response validation (`RouteGate` runs the ones before and after the route's
+    own middlewares). Powertools would validate the request before any
     middleware, so every route is registered with `enable_validation=False` and gets the validation middlewares in
     its own list (the OpenAPI document is the resolver's, with validation on). `routes` lists what was registered."""
 
@@ -254,8 +269,10 @@ class Resolver(APIGatewayRestResolver):
                 self.routes.append(spec)
                 if not spec.dynamic:
                     self.static_paths.setdefault(rule, []).append(spec.method)
-                stack = [RouteGate(self, spec), self.request_validation, _core_middleware, *own]
-                stack.append(self.response_validation)
+                if own:  # the route's own middlewares run after `_core_middleware`, before the response validation
+                    stack = [RouteGate(self, spec, validates_response=False), *own, self.response_validation]
+                else:
+                    stack = [RouteGate(self, spec, validates_response=True)]
                 registration = {**options, "middlewares": stack, "enable_validation": False}
                 super(Resolver, self).route(rule, item, **registration)(func)
             return func
