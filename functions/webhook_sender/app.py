@@ -7,7 +7,13 @@ from __future__ import annotations
 from typing import Any
 
 from aws_lambda_powertools import Logger
-from aws_lambda_powertools.utilities.batch import AsyncBatchProcessor, EventType, async_process_partial_response
+from aws_lambda_powertools.utilities.batch import (
+    AsyncBatchProcessor,
+    BatchProcessor,
+    EventType,
+    async_process_partial_response,
+    process_partial_response,
+)
 from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
@@ -20,22 +26,26 @@ redact_logs(logger)
 
 
 def process_batch(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
-    """The batch's attempts, reported partially. The records of a batch are attempted concurrently (a lone record in
-    the invoking thread: nothing else runs meanwhile); a batch where every record failed is reported like any other
-    (SQS shows each message again once its visibility ends). A processor per invocation: it holds the batch's state,
-    and the local stack runs invocations of a function concurrently in one process."""
-    lone = len(event.get("Records") or []) == 1
-
-    async def record_handler(record: SQSRecord) -> None:
-        if lone:
-            attempt_record(record.raw_event)
-        else:
-            await attempt_record_async(record.raw_event)
-
-    processor = AsyncBatchProcessor(event_type=EventType.SQS, raise_on_entire_batch_failure=False)
+    """The batch's attempts, reported partially; a batch where every record failed is reported like any other (SQS
+    shows each message again once its visibility ends). A lone record is attempted in the invoking thread
+    (`BatchProcessor`: no event loop to start); the records of a larger batch concurrently (`AsyncBatchProcessor`,
+    each attempt on a worker thread). A processor per invocation: it holds the batch's state, and the local stack
+    runs invocations of a function concurrently in one process."""
+    if len(event.get("Records") or []) <= 1:
+        processor = BatchProcessor(event_type=EventType.SQS, raise_on_entire_batch_failure=False)
+        return process_partial_response(event=event, record_handler=_attempt, processor=processor, context=context)
+    concurrent = AsyncBatchProcessor(event_type=EventType.SQS, raise_on_entire_batch_failure=False)
     return async_process_partial_response(
-        event=event, record_handler=record_handler, processor=processor, context=context
+        event=event, record_handler=_attempt_async, processor=concurrent, context=context
     )
+
+
+def _attempt(record: SQSRecord) -> None:
+    attempt_record(record.raw_event)
+
+
+async def _attempt_async(record: SQSRecord) -> None:
+    await attempt_record_async(record.raw_event)
 
 
 @tracing.traced
