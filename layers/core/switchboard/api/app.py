@@ -39,7 +39,7 @@ from switchboard.providers.base import ProviderUnavailable
 from switchboard.store import get_store
 
 if TYPE_CHECKING:
-    from aws_lambda_powertools.event_handler.openapi.models import Dependant
+    from aws_lambda_powertools.event_handler.openapi.params import Dependant
     from aws_lambda_powertools.utilities.typing import LambdaContext
 
 logger = Logger()
@@ -223,12 +223,12 @@ class RouteGate:
             after = next_middleware
 
             def next_middleware(app: Any) -> Any:
-                return resolver.response_validation.handler(app, after)
+                return resolver.response_validation.handler(app, after)  # type: ignore[arg-type]
 
         def validated(app: Any) -> Any:
             return _core_middleware(app, next_middleware)
 
-        return resolver.request_validation.handler(app, validated)
+        return resolver.request_validation.handler(app, validated)  # type: ignore[arg-type]
 
 
 _ROUTE_PARAMETERS = inspect.signature(APIGatewayRestResolver.route).parameters
