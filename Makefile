@@ -43,7 +43,8 @@ POWERTOOLS_MIN := $(shell sed -n 's/^aws-lambda-powertools>=\([0-9.]*\),.*/\1/p'
 POWERTOOLS_MIN_VENV := /tmp/switchboard-powertools-$(POWERTOOLS_MIN)
 POWERTOOLS_RANGE_TESTS := tests/unit/test_no_private_names.py tests/integration/test_contacts.py \
 	tests/integration/test_request_bodies.py tests/integration/test_access_matrix.py \
-	tests/integration/test_static_paths.py tests/integration/test_resolver.py tests/unit/test_metrics_emf.py
+	tests/integration/test_static_paths.py tests/integration/test_resolver.py tests/unit/test_metrics_emf.py \
+	tests/faults/test_queue_redelivery.py tests/integration/test_cdp_segments.py tests/unit/test_bench_webhook_send.py
 test-powertools-range: install
 	@test -n "$(POWERTOOLS_MIN)" || { echo "no aws-lambda-powertools>=X,<Y range in layers/core/requirements.txt"; exit 1; }
 	test -x $(POWERTOOLS_MIN_VENV)/bin/python || $(PYTHON) -m venv $(POWERTOOLS_MIN_VENV)
