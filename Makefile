@@ -8,7 +8,7 @@ SAM_VENV := .venv-sam
 PORT ?= 3000
 PYTEST_WORKERS ?= 2
 
-.PHONY: install chromium dev test test-unit test-integration test-e2e test-faults lint lint-openapi format typecheck openapi build validate bench fuzz load clean
+.PHONY: install chromium dev test test-unit test-integration test-e2e test-faults test-powertools-range lint lint-openapi format typecheck openapi build validate bench fuzz load clean
 
 $(STAMP): requirements-dev.txt layers/core/requirements.txt
 	@test -n "$(PYTHON)" || { echo "python3.13 not found (pyenv install 3.13.0, or set PYTHON=)"; exit 1; }
@@ -35,6 +35,28 @@ dev: $(STAMP)
 ## Every test: unit, integration (moto) and e2e (HTTP against the local stack, started by a fixture).
 test: install
 	$(BIN)/python -m pytest -n $(PYTEST_WORKERS) --dist loadgroup
+
+## The Powertools range of layers/core/requirements.txt, tested at both ends: the lower bound installed over the dev
+## venv in a throwaway venv under /tmp (it shadows the pinned Powertools; everything else is the dev venv's), then
+## the same tests with the pinned upper end.
+POWERTOOLS_MIN := $(shell sed -n 's/^aws-lambda-powertools>=\([0-9.]*\),.*/\1/p' layers/core/requirements.txt)
+POWERTOOLS_MIN_VENV := /tmp/switchboard-powertools-$(POWERTOOLS_MIN)
+POWERTOOLS_RANGE_TESTS := tests/unit/test_no_private_names.py tests/integration/test_contacts.py \
+	tests/integration/test_request_bodies.py tests/integration/test_access_matrix.py \
+	tests/integration/test_static_paths.py tests/integration/test_resolver.py tests/unit/test_metrics_emf.py \
+	tests/faults/test_queue_redelivery.py tests/integration/test_cdp_segments.py tests/unit/test_bench_webhook_send.py
+test-powertools-range: install
+	@test -n "$(POWERTOOLS_MIN)" || { echo "no aws-lambda-powertools>=X,<Y range in layers/core/requirements.txt"; exit 1; }
+	test -x $(POWERTOOLS_MIN_VENV)/bin/python || $(PYTHON) -m venv $(POWERTOOLS_MIN_VENV)
+	$(POWERTOOLS_MIN_VENV)/bin/pip install --quiet --disable-pip-version-check --no-deps \
+		aws-lambda-powertools==$(POWERTOOLS_MIN)
+	$(BIN)/python -c "import site; print(site.getsitepackages()[0])" \
+		> $$($(POWERTOOLS_MIN_VENV)/bin/python -c "import site; print(site.getsitepackages()[0])")/switchboard-dev.pth
+	$(POWERTOOLS_MIN_VENV)/bin/python -c "from aws_lambda_powertools.shared.version import VERSION; \
+		assert VERSION == '$(POWERTOOLS_MIN)', VERSION; print('lower bound:', VERSION)"
+	$(POWERTOOLS_MIN_VENV)/bin/python -m pytest -n 0 -q $(POWERTOOLS_RANGE_TESTS)
+	$(BIN)/python -c "from aws_lambda_powertools.shared.version import VERSION; print('upper end:', VERSION)"
+	$(BIN)/python -m pytest -n 0 -q $(POWERTOOLS_RANGE_TESTS)
 
 test-unit: install
 	$(BIN)/python -m pytest tests/unit

@@ -1,4 +1,5 @@
-"""Shared pieces of the handler benchmarks: a fake DynamoDB client (no network, no emulator), events, timing.
+"""Shared pieces of the handler benchmarks: a fake DynamoDB client (no network, no emulator), events, the floor's
+standard entry point, timing.
 
 The fake answers from a dict of items in DynamoDB JSON, so the measured cost is the handler's own work (routing,
 validation, auth context, serialisation, store code) — exactly what differs between a route and its floor.
@@ -146,6 +147,29 @@ def api_event(method: str, path: str, body: Any, org_id: str, role: str = "owner
         "body": raw,
         "isBase64Encoded": False,
     }
+
+
+def standard_handler(resolver: Any) -> Callable[[dict[str, Any], Any], dict[str, Any]]:
+    """The floor's Lambda entry point, as the Powertools examples write one: a `Logger` with
+    `inject_lambda_context(correlation_id_path=API_GATEWAY_REST, clear_state=True)`, the resolver, and the response
+    counted and flushed by the same EMF writer (`switchboard.metrics`) the functions use, so both sides write the
+    same metrics."""
+    from aws_lambda_powertools import Logger
+    from aws_lambda_powertools.logging import correlation_paths
+
+    from switchboard import metrics
+
+    logger = Logger(service="floor")
+
+    @logger.inject_lambda_context(correlation_id_path=correlation_paths.API_GATEWAY_REST, clear_state=True)
+    @metrics.flushed
+    def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
+        response: dict[str, Any] = resolver.resolve(event, context)
+        org = event["requestContext"]["authorizer"]["organization_id"]
+        metrics.count_response(response["statusCode"], organization=org)
+        return response
+
+    return handler
 
 
 class Ctx:

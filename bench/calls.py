@@ -142,16 +142,25 @@ class _Recorder:
 
 @contextmanager
 def _recording(recorder: _Recorder) -> Iterator[None]:
-    from botocore.client import BaseClient
+    """Every AWS call of a client made while recording is counted, through botocore's `before-call` event; the
+    functions' cached clients are dropped on entry and exit, so theirs are made (and counted) anew."""
+    from botocore.session import Session
 
     from local.functions import FunctionPool
+    from switchboard import aws
 
-    make_call: Callable[..., Any] = BaseClient._make_api_call
+    create_client: Callable[..., Any] = Session.create_client
     invoke: Callable[..., Any] = FunctionPool.invoke
 
-    def counted_call(self: Any, operation: str, params: dict[str, Any]) -> Any:
-        recorder.hit(self.meta.service_model.service_name, operation)
-        return make_call(self, operation, params)
+    def counted_client(self: Any, *args: Any, **kwargs: Any) -> Any:
+        client = create_client(self, *args, **kwargs)
+        service = client.meta.service_model.service_name
+
+        def count(model: Any, **_: Any) -> None:
+            recorder.hit(service, model.name)
+
+        client.meta.events.register("before-call", count)
+        return client
 
     def attributed_invoke(self: Any, event: dict[str, Any], context: Any = None) -> Any:
         previous = getattr(recorder.local, "function", None)
@@ -161,13 +170,15 @@ def _recording(recorder: _Recorder) -> Iterator[None]:
         finally:
             recorder.local.function = previous
 
-    BaseClient._make_api_call = counted_call  # type: ignore[method-assign]
+    Session.create_client = counted_client  # type: ignore[method-assign]
     FunctionPool.invoke = attributed_invoke  # type: ignore[method-assign]
+    aws.reset_clients()
     try:
         yield
     finally:
-        BaseClient._make_api_call = make_call  # type: ignore[method-assign]
+        Session.create_client = create_client  # type: ignore[method-assign]
         FunctionPool.invoke = invoke  # type: ignore[method-assign]
+        aws.reset_clients()
 
 
 def run() -> list[dict[str, Any]]:

@@ -2,14 +2,15 @@
 
 For each ``functions/<name>/app.py`` a fresh interpreter imports the module and takes its ``handler`` exactly as
 Lambda's init phase does (the function directory first on ``sys.path``, the core layer after it, the function's
-environment set). The floor is a fresh interpreter that imports Powertools' ``APIGatewayRestResolver``, ``boto3``
-and ``pydantic`` and builds a bare ``APIGatewayRestResolver(enable_validation=True)`` with one trivial route: the
-least any of our API functions could cost. Time is taken inside the child with ``time.perf_counter()`` around the
-import, so interpreter startup is excluded. Floor and functions run interleaved, round after round, and the ratio
-is median(function) / median(floor): on a noisy machine compare, don't quote absolute times. The portal, a FastAPI
-app run by Mangum (as the architecture requires), has a floor of its own, measured in the same rounds: a fresh
-interpreter importing FastAPI, Mangum, ``boto3`` and ``pydantic`` and building a bare FastAPI app with one route
-wrapped in ``Mangum`` (``FLOOR_OF``). Both floors are printed.
+environment set). The floor is a standard Powertools function in a fresh interpreter: it imports Powertools'
+``APIGatewayRestResolver``, ``Logger``, ``Metrics``, ``boto3`` and ``pydantic``, builds an
+``APIGatewayRestResolver(enable_validation=True)`` with one trivial route, and wraps its handler in
+``Logger.inject_lambda_context`` (API Gateway correlation id) and ``Metrics.log_metrics``. Time is taken inside
+the child with ``time.perf_counter()`` around the import, so interpreter startup is excluded. Floor and functions
+run interleaved, round after round, and the ratio is median(function) / median(floor): on a noisy machine compare,
+don't quote absolute times. The portal, a FastAPI app run by Mangum (as the architecture requires), has a floor of
+its own, measured in the same rounds: a fresh interpreter importing FastAPI, Mangum, ``boto3`` and ``pydantic`` and
+building a bare FastAPI app with one route wrapped in ``Mangum`` (``FLOOR_OF``). Both floors are printed.
 
     python -m bench.cold_start [--runs N] [--check] [--only NAME ...]
 
@@ -42,8 +43,8 @@ FLOOR = "floor"
 ASGI_FLOOR = "floor_asgi"
 FLOOR_OF = {"portal": ASGI_FLOOR}
 FLOOR_TEXT = {
-    FLOOR: "fresh process importing APIGatewayRestResolver, boto3 and pydantic, building\n"
-    "       APIGatewayRestResolver(enable_validation=True) with one route",
+    FLOOR: "fresh process importing APIGatewayRestResolver, Logger, Metrics, boto3 and pydantic, building\n"
+    "       APIGatewayRestResolver(enable_validation=True) with one route, inject_lambda_context, log_metrics",
     ASGI_FLOOR: "fresh process importing FastAPI, Mangum, boto3 and pydantic, building a bare\n"
     "       FastAPI app with one route run by Mangum (the floor of: {functions})",
 }
@@ -97,16 +98,22 @@ import sys, time
 target = sys.argv[1]
 if target == {FLOOR!r}:
     def init():
+        from aws_lambda_powertools import Logger, Metrics
         from aws_lambda_powertools.event_handler import APIGatewayRestResolver
+        from aws_lambda_powertools.logging import correlation_paths
         import boto3
         import pydantic
 
+        logger = Logger()
+        metrics = Metrics(namespace="Floor")
         app = APIGatewayRestResolver(enable_validation=True)
 
         @app.get("/ping")
         def ping() -> dict[str, str]:
             return {{"status": "ok"}}
 
+        @logger.inject_lambda_context(correlation_id_path=correlation_paths.API_GATEWAY_REST, clear_state=True)
+        @metrics.log_metrics
         def handler(event, context):
             return app.resolve(event, context)
 

@@ -29,13 +29,16 @@ def _child(route: str, side: str, warmup: int, requests: int) -> None:
     """Run `warmup + requests` requests of one side (called under valgrind)."""
     import importlib
 
-    from bench._harness import Ctx, FakeDynamoDB, api_event, bench_env
+    from bench._harness import Ctx, FakeDynamoDB, api_event, bench_env, standard_handler
 
     module_name, app_module, path, role = ROUTES[route]
     bench: Any = importlib.import_module(module_name)
     fake = FakeDynamoDB(bench._items())
     with bench_env(fake):
-        handler = importlib.import_module(app_module).handler if side == "route" else bench.build_floor(fake).resolve
+        if side == "route":
+            handler = importlib.import_module(app_module).handler
+        else:
+            handler = standard_handler(bench.build_floor(fake))
         event = api_event("POST", path, bench.BODY, bench.ORG, role=role)
         ctx = Ctx()
         for _ in range(warmup + requests):

@@ -29,6 +29,7 @@ from bench._harness import (
     rate_limit_request,
     shape,
     spread,
+    standard_handler,
 )
 
 TARGET_RATIO = 1.3
@@ -142,7 +143,7 @@ def run(runs: int) -> dict[str, Any]:
 def _measure(fake: FakeDynamoDB, runs: int) -> dict[str, Any]:
     from functions.contacts.app import handler
 
-    floor = build_floor(fake)
+    floor = standard_handler(build_floor(fake))
     event = api_event("POST", "/v1/contacts/resolve", BODY, ORG)
     ctx = Ctx()
 
@@ -152,7 +153,7 @@ def _measure(fake: FakeDynamoDB, runs: int) -> dict[str, Any]:
         return resp
 
     def bare() -> Any:
-        resp = floor.resolve(event, ctx)
+        resp = floor(event, ctx)
         assert resp["statusCode"] == 200, resp
         return resp
 

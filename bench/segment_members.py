@@ -6,8 +6,9 @@ docs/data-model.md). A members page is GetItem (the segment) + one Query of `lim
 their contacts, at any depth: the cursor is the last member key, so page 90 reads what page 1 reads (no scan, no
 skipping). The benchmark checks that by counting calls and items read per page, on the first page and on a deep one.
 
-Floor: a bare Powertools route (validation on) that reads the same number of items directly — one Query of `limit`
-contact items — on the same fake client and returns them. The route reads twice as many items (member rows, then
+Floor: a standard Powertools route (validation on, behind `bench._harness.standard_handler`: Logger context and
+EMF line) that reads the same number of items directly — one Query of `limit` contact items — on the same fake
+client and returns them. The route reads twice as many items (member rows, then
 the contacts), so the target is ≤ 2.5x the floor. Run: `python -m bench.segment_members [--runs N]`.
 """
 
@@ -22,7 +23,7 @@ from typing import Any
 
 from aws_lambda_powertools.event_handler import APIGatewayRestResolver
 
-from bench._harness import Ctx, FakeDynamoDB, api_event, bench_env, interleaved
+from bench._harness import Ctx, FakeDynamoDB, api_event, bench_env, interleaved, standard_handler
 
 TARGET_RATIO = 2.5
 SEGMENT_SIZE = 10_000
@@ -159,7 +160,7 @@ def _measure(fake: QueryableDynamoDB, runs: int, size: int) -> dict[str, Any]:
     from functions.cdp.app import handler
 
     ctx = Ctx()
-    floor = build_floor(fake)
+    floor = standard_handler(build_floor(fake))
     floor_event = _event(None)
 
     def page(cursor: str | None) -> dict[str, Any]:
@@ -197,7 +198,7 @@ def _measure(fake: QueryableDynamoDB, runs: int, size: int) -> dict[str, Any]:
         return handler(deep_event, ctx)
 
     def bare() -> Any:
-        resp = floor.resolve(floor_event, ctx)
+        resp = floor(floor_event, ctx)
         assert resp["statusCode"] == 200, resp
         return resp
 

@@ -27,6 +27,7 @@ from bench._harness import (
     rate_limit_request,
     shape,
     spread,
+    standard_handler,
 )
 
 ORG = "org_bench"
@@ -250,7 +251,7 @@ def run(runs: int) -> dict[str, Any]:
     with bench_env(fake):
         from functions.messaging.app import handler
 
-        floor = build_floor(fake)
+        floor = standard_handler(build_floor(fake))
         event = api_event("POST", "/v1/messages", BODY, ORG, role="member")
         ctx = Ctx()
 
@@ -260,7 +261,7 @@ def run(runs: int) -> dict[str, Any]:
             return resp
 
         def bare() -> Any:
-            resp = floor.resolve(event, ctx)
+            resp = floor(event, ctx)
             assert resp["statusCode"] == 202, resp
             return resp
 

@@ -170,8 +170,7 @@ def run(runs: int, per_round: int = 20) -> dict[str, Any]:
     with receiver() as url:
         fake = SenderTable(_items(url) + _payloads())
         with bench_env(fake):
-            from functions.webhook_sender.app import handler
-            from switchboard.webhooks.delivery import handle_batch
+            from functions.webhook_sender.app import handler, process_batch
 
             event, ctx = sqs_event(), Ctx()
             body = json.dumps(BODY, separators=(",", ":")).encode()
@@ -182,7 +181,7 @@ def run(runs: int, per_round: int = 20) -> dict[str, Any]:
                 assert result == {"batchItemFailures": []}, result
 
             def core() -> None:  # the same work without the Lambda wrappers (log context, metrics flush)
-                result = handle_batch(event["Records"])
+                result = process_batch(event, ctx)
                 assert result == {"batchItemFailures": []}, result
 
             def floor() -> None:

@@ -18,9 +18,10 @@ from __future__ import annotations
 import copy
 import threading
 from collections.abc import Callable, Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from moto.server import ThreadedMotoServer
+if TYPE_CHECKING:
+    from werkzeug.serving import BaseWSGIServer
 
 _patch_lock = threading.Lock()
 _patch_users = 0
@@ -48,35 +49,45 @@ class _SerializedDynamoDB:
         return [body]
 
 
-class LocalMotoServer(ThreadedMotoServer):
-    """`ThreadedMotoServer` with serialized DynamoDB requests and cheap, table-preserving transactions."""
+class LocalMotoServer:
+    """moto's server app (the one `ThreadedMotoServer` runs) on a werkzeug server thread of our own, with serialized
+    DynamoDB requests and cheap, table-preserving transactions. Same interface: `start`, `get_host_and_port`,
+    `stop`."""
 
     def __init__(self, ip_address: str = "127.0.0.1", port: int = 0) -> None:
-        super().__init__(ip_address=ip_address, port=port, verbose=False)
-        self._patched = False
+        self.ip_address = ip_address
+        self.port = port
+        self.server: BaseWSGIServer | None = None
+        self.thread: threading.Thread | None = None
+        self.patched = False
 
-    def _server_entry(self) -> None:
+    def start(self) -> None:
         from moto.moto_server.werkzeug_app import DomainDispatcherApplication, MotoRequestHandler, create_backend_app
         from werkzeug.serving import make_server
 
-        app = DomainDispatcherApplication(create_backend_app)
-        self._server = make_server(
-            self._ip_address, self._port, _SerializedDynamoDB(app), True, request_handler=MotoRequestHandler
-        )
-        self._server_ready_event.set()
-        self._server.serve_forever(poll_interval=0.05)
-
-    def start(self) -> None:
         patch_transactions()
-        self._patched = True
-        super().start()
+        self.patched = True
+        app = DomainDispatcherApplication(create_backend_app)
+        self.server = make_server(
+            self.ip_address, self.port, _SerializedDynamoDB(app), True, request_handler=MotoRequestHandler
+        )
+        self.thread = threading.Thread(target=self.server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+        self.thread.start()
+
+    def get_host_and_port(self) -> tuple[str, int]:
+        assert self.server is not None, "start() first"
+        host, port = self.server.server_address[:2]
+        return str(host), int(port)
 
     def stop(self) -> None:
         try:
-            super().stop()
+            if self.server is not None:
+                self.server.shutdown()
+            if self.thread is not None:
+                self.thread.join()
         finally:
-            if self._patched:
-                self._patched = False
+            if self.patched:
+                self.patched = False
                 unpatch_transactions()
 
 

@@ -20,7 +20,12 @@ from switchboard.store import get_store
 
 logger = Logger()
 redact_logs(logger)
-processor = BatchProcessor(event_type=EventType.SQS)
+
+
+def _processor() -> BatchProcessor:
+    """A processor per invocation: it holds the batch's state, and the local stack runs invocations of a function
+    concurrently in one process."""
+    return BatchProcessor(event_type=EventType.SQS)
 
 
 def record_handler(record: SQSRecord) -> dict[str, int]:
@@ -39,7 +44,7 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     records = event.get("Records") or []
     try:
         response = process_partial_response(
-            event=event, record_handler=record_handler, processor=processor, context=context
+            event=event, record_handler=record_handler, processor=_processor(), context=context
         )
     except BatchProcessingError:  # every record failed: Lambda retries the whole batch
         metrics.dlq_moves("CloudWebhookQueue", records, [r.get("messageId", "") for r in records])

@@ -7,6 +7,8 @@ from __future__ import annotations
 from typing import Any
 
 from aws_lambda_powertools import Logger
+from aws_lambda_powertools.utilities.batch import BatchProcessor, EventType, process_partial_response
+from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from switchboard import tracing
@@ -17,11 +19,24 @@ from switchboard.store import get_store
 logger = Logger()
 
 
+def _processor() -> BatchProcessor:
+    """A processor per invocation: it holds the batch's state, and the local stack runs invocations of a function
+    concurrently in one process. A batch where every record failed is reported like any other (SQS retries each
+    record, then the DLQ)."""
+    return BatchProcessor(event_type=EventType.SQS, raise_on_entire_batch_failure=False)
+
+
+def record_handler(record: SQSRecord) -> str:
+    return service.handle_record(get_store(), record.raw_event)
+
+
 @tracing.traced
 @logger.inject_lambda_context(clear_state=True)
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     if "Records" in event:
-        return service.handle_batch(get_store(), event["Records"])
+        return process_partial_response(
+            event=event, record_handler=record_handler, processor=_processor(), context=context
+        )
     action = event.get("action")
     if action == "start_due_purges":
         started = purge.start_due_purges(get_store())

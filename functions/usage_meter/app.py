@@ -31,7 +31,12 @@ from switchboard.store.table import deserialize
 
 logger = Logger()
 redact_logs(logger)
-processor = BatchProcessor(event_type=EventType.DynamoDBStreams)
+
+
+def _processor() -> BatchProcessor:
+    """A processor per invocation: it holds the batch's state, and the local stack runs invocations of a function
+    concurrently in one process."""
+    return BatchProcessor(event_type=EventType.DynamoDBStreams)
 
 
 def record_handler(record: DynamoDBRecord) -> bool:
@@ -62,4 +67,4 @@ def record_handler(record: DynamoDBRecord) -> bool:
 @logger.inject_lambda_context(clear_state=True)
 @metrics.flushed
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
-    return process_partial_response(event=event, record_handler=record_handler, processor=processor, context=context)
+    return process_partial_response(event=event, record_handler=record_handler, processor=_processor(), context=context)

@@ -56,7 +56,7 @@ def discover_routes() -> list[RouteInfo]:
             continue
         group = app_file.parent.name
         module = importlib.import_module(f"functions.{group}.app")
-        for route in module.app._static_routes + module.app._dynamic_routes:
+        for route in module.app.routes:
             body_params = route.dependant.body_params
             body = "none" if not body_params else ("required" if any(p.required for p in body_params) else "optional")
             routes.append(RouteInfo(group, route.method.upper(), route.openapi_path, route_access(route), body))

@@ -500,11 +500,12 @@ def _items_read(call: Any) -> tuple[Any, int]:
 
 def _stage_log(api: Api, at: str, src: str | None, dst: str | None, tail: int = 0) -> None:
     """A stage change made at `at` (as the stage-change transaction writes it; the stream counts it)."""
+    from ulid import ULID
+
     from switchboard import clock
-    from switchboard.ids import ulid_text
 
     moment = clock.parse_iso(at)
-    ulid = ulid_text(int(moment.timestamp() * 1000).to_bytes(6, "big") + os.urandom(9) + bytes([tail]))
+    ulid = str(ULID.from_bytes(int(moment.timestamp() * 1000).to_bytes(6, "big") + os.urandom(9) + bytes([tail])))
     get_store().put(
         {
             "PK": f"ORG#{api.org_id}",

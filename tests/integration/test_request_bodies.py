@@ -60,7 +60,8 @@ def test_only_sequence_annotations_take_an_array():
 )
 def test_a_boolean_is_not_a_number(api: Api, path: str, body: dict, field: str):
     error = api.assert_error(api.post(path, json=body), 400, "validation_failed")
-    assert {"field": field, "message": "Input should be a number, not a boolean"} in error["details"], error
+    numbers = ("Input should be a valid integer", "Input should be a valid number")  # pydantic's strict mode
+    assert any(d["field"] == field and d["message"] in numbers for d in error["details"]), error
 
 
 @pytest.mark.parametrize("value", [0, 1, "true", "yes", "off"])
@@ -68,9 +69,8 @@ def test_a_number_or_a_string_is_not_a_boolean(api: Api, value: object):
     """`required` of a custom field is a boolean (found by fuzzing: pydantic's lax mode took 0, 1 and "yes")."""
     body = {"name": "t", "custom_fields": [{"key": "tier", "label": "Tier", "type": "text", "required": value}]}
     error = api.assert_error(api.post("/v1/cdp/templates", json=body), 400, "validation_failed")
-    assert {"field": "body.custom_fields.0.required", "message": "Input should be a boolean (true or false)"} in error[
-        "details"
-    ], error
+    detail = {"field": "body.custom_fields.0.required", "message": "Input should be a valid boolean"}
+    assert detail in error["details"], error
 
 
 def test_numbers_and_booleans_where_declared_still_pass(api: Api):

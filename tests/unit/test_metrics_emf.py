@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterator
 
 import pytest
 
@@ -29,15 +28,13 @@ def _untimed(line: str) -> str:
 
 
 @pytest.fixture
-def env(monkeypatch: pytest.MonkeyPatch) -> Iterator[pytest.MonkeyPatch]:
+def env(monkeypatch: pytest.MonkeyPatch) -> pytest.MonkeyPatch:
     monkeypatch.setenv("POWERTOOLS_METRICS_NAMESPACE", "Switchboard/unit")
     monkeypatch.setenv("POWERTOOLS_SERVICE_NAME", "contacts")
     monkeypatch.delenv("POWERTOOLS_METRICS_DISABLED", raising=False)
     monkeypatch.delenv("POWERTOOLS_DEV", raising=False)
-    metrics.reset_config()
     metrics.flush()
-    yield monkeypatch
-    metrics.reset_config()
+    return monkeypatch
 
 
 def test_documents_match_powertools_for_totals_and_per_organization(env, capsys):
@@ -88,7 +85,6 @@ def test_disabled_follows_powertools_rule(env, capsys, disabled, dev, written):
             env.delenv(name, raising=False)
         else:
             env.setenv(name, value)
-    metrics.reset_config()
     assert is_metrics_disabled() is not written
     capsys.readouterr()
     metrics.count("ApiRequests")

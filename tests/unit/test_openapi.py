@@ -35,7 +35,7 @@ def test_every_route_is_documented_and_declares_access():
     doc = build_openapi(FUNCTIONS)
     count = 0
     for name, app in resolvers():
-        for route in app._static_routes + app._dynamic_routes:
+        for route in app.routes:
             count += 1
             assert route_access(route) is not None, f"{name}: {route.method} {route.path} declares no access"
             assert route.method.lower() in doc["paths"][route.openapi_path], (name, route.path)

@@ -60,7 +60,7 @@ def test_session_only_routes_declare_only_the_session_scheme():
         if "create_resolver()" not in app_file.read_text():
             continue
         app = importlib.import_module(f"functions.{app_file.parent.name}.app").app
-        for route in app._static_routes + app._dynamic_routes:
+        for route in app.routes:
             access = route_access(route)
             if access is not None and access.sessions_only:
                 marked.add((route.openapi_path, route.method.lower()))

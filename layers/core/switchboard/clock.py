@@ -11,18 +11,8 @@ def now() -> datetime:
 
 
 def iso(dt: datetime) -> str:
-    utc = dt if dt.tzinfo is UTC else dt.astimezone(UTC)
-    if utc.year >= 1000:  # printf-style (a third of `strftime`'s cost; f-strings cost twice as much): the same text
-        return "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ" % (  # noqa: UP031
-            utc.year,
-            utc.month,
-            utc.day,
-            utc.hour,
-            utc.minute,
-            utc.second,
-            utc.microsecond // 1000,
-        )
-    return utc.strftime("%Y-%m-%dT%H:%M:%S.") + f"{dt.microsecond // 1000:03d}Z"
+    """The wire format of every timestamp: ISO 8601 in UTC, milliseconds (truncated), `Z`."""
+    return dt.astimezone(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
 def now_iso() -> str:

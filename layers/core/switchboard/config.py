@@ -115,6 +115,3 @@ def get_settings() -> Settings:
 def reset_settings() -> None:
     """Forget the cached settings (tests and the local stack change the environment)."""
     get_settings.cache_clear()
-    from switchboard import metrics  # its namespace, service and on/off switch come from the environment too
-
-    metrics.reset_config()

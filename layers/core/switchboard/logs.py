@@ -16,8 +16,7 @@ from __future__ import annotations
 
 import logging
 import re
-from collections.abc import Callable
-from functools import cache, wraps
+from functools import cache
 from typing import Any
 
 _MARK = "[REDACTED]"
@@ -56,48 +55,3 @@ def redact_logs(logger: Any) -> None:
 
         formatter.format = format_redacted  # type: ignore[method-assign]
         formatter._switchboard_redacting = True  # type: ignore[attr-defined]
-
-
-def request_context[F: Callable[..., Any]](
-    logger: Any, correlation_id: Callable[[Any], str | None]
-) -> Callable[[F], F]:
-    """Powertools' `logger.inject_lambda_context(clear_state=True)` followed by `logger.set_correlation_id(...)`, as
-    one update of the formatter's keys per invocation: the same keys with the same values on every line the
-    invocation writes (tests/unit/test_request_logging.py compares the lines of both), ~15 µs less per request.
-
-    Per invocation: the formatter's state is cleared (its own and the thread's context keys), then the logger's
-    default keys, `cold_start`, the Lambda context's `function_name`, `function_memory_size`, `function_arn`,
-    `function_request_id` and `correlation_id(event)` are set. Whether the container runs provisioned concurrency
-    (`AWS_LAMBDA_INITIALIZATION_TYPE`, set for the container's life), which Powertools reads on every invocation, is
-    read once. The event is never logged (it carries credentials), whatever `POWERTOOLS_LOGGER_LOG_EVENT` says."""
-    import os
-
-    from aws_lambda_powertools.logging.formatter import clear_context_keys
-
-    provisioned = os.environ.get("AWS_LAMBDA_INITIALIZATION_TYPE") == "provisioned-concurrency"
-    state = {"cold": not provisioned}
-
-    def decorator(handler: F) -> F:
-        @wraps(handler)
-        def wrapper(event: Any, context: Any) -> Any:
-            cold = state["cold"]
-            state["cold"] = False
-            formatter = logger.registered_formatter
-            formatter.clear_state()
-            clear_context_keys()
-            formatter.log_format.update(
-                logger._default_log_keys,
-                cold_start=cold,
-                function_name=context.function_name,
-                function_memory_size=context.memory_limit_in_mb,
-                function_arn=context.invoked_function_arn,
-                function_request_id=context.aws_request_id,
-                correlation_id=correlation_id(event),
-            )
-            if logger.sampling_rate and not cold:
-                logger.refresh_sample_rate_calculation()
-            return handler(event, context)
-
-        return wrapper  # type: ignore[return-value]
-
-    return decorator

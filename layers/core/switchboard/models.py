@@ -5,12 +5,11 @@ from __future__ import annotations
 import types
 import typing
 from decimal import Decimal, InvalidOperation
-from functools import cache
 from typing import Annotated, Any, ClassVar
 
-from pydantic import AfterValidator, ConfigDict, Field, ValidationInfo, field_validator
+from pydantic import AfterValidator, ConfigDict, Field
 from pydantic import BaseModel as _PydanticModel
-from pydantic_core import PydanticCustomError
+from pydantic import Strict as StrictMode
 
 # Fields that mean the same in every model, described once: a field's own `description` wins.
 COMMON_FIELDS = {
@@ -138,34 +137,17 @@ class Strict(BaseModel):
     )
     exactly_one_of: ClassVar[Choices] = ()
 
-    @field_validator("*", mode="before")
     @classmethod
-    def _no_boolean_numbers(cls, value: Any, info: ValidationInfo) -> Any:
-        if value is None:
-            return value
-        kind = _kind_of(cls, info.field_name)
-        if kind == _NUMBER:
-            if isinstance(value, bool):
-                raise PydanticCustomError("number_type", "Input should be a number, not a boolean")
-        elif kind == _BOOLEAN and not isinstance(value, bool):
-            raise PydanticCustomError("bool_type", "Input should be a boolean (true or false)")
-        return value
-
-
-# What `Strict._no_boolean_numbers` checks of a field: a number field refuses booleans, a boolean field refuses
-# anything but booleans, any other field is left to its type. Worked out from the annotation once per (model, field),
-# not on every value (the typing introspection cost more than the rest of the validation of a small body).
-_NUMBER, _BOOLEAN, _OTHER = "number", "boolean", "other"
-
-
-@cache
-def _kind_of(model: type[Any], field: str | None) -> str:
-    annotation = model.model_fields[field].annotation if field else None
-    if annotation is not None and _numeric_only(annotation):
-        return _NUMBER
-    if annotation is not None and _boolean_only(annotation):
-        return _BOOLEAN
-    return _OTHER
+    def __pydantic_init_subclass__(cls, **kwargs: Any) -> None:
+        """Every number-only and boolean-only field is validated in pydantic's strict mode (`pydantic.Strict()`):
+        a number field takes no boolean and no numeric string, a boolean field only `true` or `false`."""
+        super().__pydantic_init_subclass__(**kwargs)
+        for field in cls.model_fields.values():
+            annotation = field.annotation
+            if annotation is None or not (_numeric_only(annotation) or _boolean_only(annotation)):
+                continue
+            if not any(isinstance(rule, StrictMode) for rule in field.metadata):
+                field.metadata.append(StrictMode())
 
 
 # Names (contacts, channels, organizations, teams, members, labels, tags, segments, templates, …) are shown to other

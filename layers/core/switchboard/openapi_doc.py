@@ -117,11 +117,7 @@ def _resolver_schema(resolver: Any) -> dict[str, Any]:
     resolver.configure_openapi(
         title="Switchboard API", version=__version__, security_schemes=security_schemes(), security=DEFAULT_SECURITY
     )
-    for route in resolver._static_routes + resolver._dynamic_routes:
-        # Powertools documents only `responses=` when a route gives it; the route's own status must stay documented.
-        if route.responses and route.status_code not in route.responses:
-            route.responses = {route.status_code: {"description": "Successful Response"}, **route.responses}
-    routes = resolver._static_routes + resolver._dynamic_routes
+    routes = resolver.routes
     access_of = {(route.openapi_path, route.method.lower()): route_access(route) for route in routes}
     names = {(route.openapi_path, route.method.lower()): operation_id(route.func.__name__) for route in routes}
     schema: dict[str, Any] = json.loads(resolver.get_openapi_json_schema())

@@ -2,43 +2,44 @@
 
 from __future__ import annotations
 
+import inspect
 import json
-import logging
+import re
 import types
-from collections.abc import Callable
+import typing
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from functools import cached_property, partial
 from typing import TYPE_CHECKING, Any
 
 from aws_lambda_powertools import Logger
 from aws_lambda_powertools.event_handler import APIGatewayRestResolver, Response
-from aws_lambda_powertools.event_handler.api_gateway import _NAMED_GROUP_BOUNDARY_PATTERN
 from aws_lambda_powertools.event_handler.exceptions import NotFoundError, ServiceError
+from aws_lambda_powertools.event_handler.middlewares.openapi_validation import (
+    OpenAPIRequestValidationMiddleware,
+    OpenAPIResponseValidationMiddleware,
+)
 from aws_lambda_powertools.event_handler.openapi.exceptions import (
     RequestUnsupportedContentType,
     RequestValidationError,
 )
+from aws_lambda_powertools.logging import correlation_paths
+from aws_lambda_powertools.shared.json_encoder import Encoder
 
 from switchboard import metrics, ratelimit, tracing
-from switchboard.api.auth import take_access
+from switchboard.api.auth import Access, AccessMiddleware
 from switchboard.api.context import current_auth_optional, header, request_id
 from switchboard.api.envelope import error_body
 from switchboard.api.idempotency import idempotency_middleware
 from switchboard.api.jsonbody import parse_body
-from switchboard.api.powertools import (
-    POWERTOOLS_ROUTING_LOG,
-    ROUTE_PARAMETER,
-    ProxyEvent,
-    RequestValidation,
-    ResponseValidation,
-    RouteArguments,
-    RoutePattern,
-)
 from switchboard.config import get_settings
 from switchboard.errors import DomainError, MethodNotAllowed, PayloadTooLarge, RateLimited, RouteNotFound
-from switchboard.logs import redact_logs, request_context
+from switchboard.logs import redact_logs
 from switchboard.providers.base import ProviderUnavailable
 from switchboard.store import get_store
 
 if TYPE_CHECKING:
+    from aws_lambda_powertools.event_handler.openapi.params import Dependant
     from aws_lambda_powertools.utilities.typing import LambdaContext
 
 logger = Logger()
@@ -49,18 +50,8 @@ DEFAULT_SECURITY: list[dict[str, list[str]]] = [{"ApiKey": []}, {"Bearer": []}]
 PUBLIC: list[dict[str, list[str]]] = []
 
 
-_ENCODER: json.JSONEncoder | None = None
-
-
-def _json(obj: Any) -> str:
-    """`json.dumps(obj, separators=(",", ":"), cls=Encoder)` with one encoder kept for the container."""
-    global _ENCODER
-    encoder = _ENCODER
-    if encoder is None:
-        from aws_lambda_powertools.shared.json_encoder import Encoder
-
-        encoder = _ENCODER = Encoder(separators=(",", ":"))
-    return encoder.encode(obj)
+# Powertools' own response serializer.
+_json = partial(json.dumps, separators=(",", ":"), cls=Encoder)
 
 
 def error_response(app: Any, status: int, code: str, message: str, details: list | None = None, headers=None):
@@ -124,12 +115,9 @@ def _validation_details(errors: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def _core_middleware(app: Any, next_middleware: Callable[[Any], Any]) -> Any:
-    """The global checks in their order, as one frame of Powertools' middleware stack (each frame, and each function
-    a request passes through, costs it time): the body's size limit (413), the organization's rate limit (429, and
-    `RateLimit-*` headers on every response), then idempotency (`idempotency_middleware`)."""
-    args = app.context.get("_route_args")
-    if type(args) is dict and not POWERTOOLS_ROUTING_LOG.isEnabledFor(logging.DEBUG):
-        app.context["_route_args"] = RouteArguments(args)
+    """The checks every route makes after its request is validated, in their order: the body's size limit (413), the
+    organization's rate limit (429, and `RateLimit-*` headers on every response), then idempotency
+    (`idempotency_middleware`)."""
     body = app.current_event.body
     if body and len(body) > MAX_BODY_BYTES:
         raise PayloadTooLarge()
@@ -140,19 +128,10 @@ def _core_middleware(app: Any, next_middleware: Callable[[Any], Any]) -> Any:
     return response
 
 
-def _allowed_methods(app: APIGatewayRestResolver, path: str) -> list[str]:
-    """The methods of the routes a path names: a static route's own when one matches (`/v1/contacts/block` is not
-    a value of `/v1/contacts/{contactID}`), else those of every route matching it."""
-    routes = [r for r in app._static_routes if r.rule.match(path)] or [
-        r for r in app._dynamic_routes if r.rule.match(path)
-    ]
-    return sorted({r.method for r in routes})
-
-
 NOT_JSON = "The request body must be JSON (Content-Type: application/json)."
 
 
-def _refused_body(app: Any, route: Any) -> Response | None:
+def _refused_body(app: Any, body_params: Sequence[Any]) -> Response | None:
     """The error for a body a JSON-body route refuses before validating it, or None:
     - sent as something other than JSON (415): Powertools would parse a form, or fail on a multipart header without
       boundary; no Content-Type at all is read as JSON (routes reading the raw body, provider callbacks, declare no
@@ -165,18 +144,13 @@ def _refused_body(app: Any, route: Any) -> Response | None:
     media_type = (header(app, "content-type") or "").split(";", 1)[0].strip().lower()
     if media_type and media_type != "application/json" and not media_type.endswith("+json"):
         return error_response(app, 415, "unsupported_media_type", NOT_JSON)
-    if body.lstrip()[:1] == "[" and not any(
-        _sequence_annotation(p.field_info.annotation) for p in route.dependant.body_params
-    ):
+    if body.lstrip()[:1] == "[" and not any(_sequence_annotation(p.field_info.annotation) for p in body_params):
         details = [{"field": "body", "message": "Input should be a JSON object, not an array"}]
         return error_response(app, 400, "validation_failed", "body: must be a JSON object", details)
     return None
 
 
 def _sequence_annotation(annotation: Any) -> bool:
-    import typing
-    from collections.abc import Sequence
-
     origin = typing.get_origin(annotation)
     if origin is typing.Annotated:
         return _sequence_annotation(typing.get_args(annotation)[0])
@@ -185,55 +159,141 @@ def _sequence_annotation(annotation: Any) -> bool:
     return isinstance(origin, type) and issubclass(origin, Sequence) and origin is not str
 
 
+@dataclass(eq=False)
+class RouteSpec:
+    """One method of one route as the resolver registered it: what tests and the OpenAPI document read."""
+
+    rule: str
+    method: str
+    func: Callable[..., Any]
+    access: Access | None
+    status_code: int
+    responses: dict[int, Any] | None = None
+    dynamic: bool = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.dynamic = "<" in self.rule
+
+    @property
+    def path(self) -> str:
+        return self.rule
+
+    @property
+    def openapi_path(self) -> str:
+        return re.sub(r"<(.*?)>", r"{\1}", self.rule)
+
+    @cached_property
+    def dependant(self) -> Dependant:
+        from aws_lambda_powertools.event_handler.openapi.dependant import get_dependant
+
+        return get_dependant(path=self.openapi_path, call=self.func, responses=self.responses)
+
+
+class RouteGate:
+    """The first middleware of every route, before its request is validated, so a caller who may not use a route
+    learns nothing about it beyond 401/403:
+    - a dynamic route never serves a path that is a static route's path (`GET /v1/contacts/block` is not the contact
+      `block`): 405 with the static route's methods in `Allow`;
+    - the route's declared access (`requires`, `authenticated`, `public`);
+    - a body the route refuses before validating it (`_refused_body`).
+    Then it runs Powertools' request validation, `_core_middleware` and (for a route without middlewares of its own)
+    Powertools' response validation through their public `handler` method, in this one frame of the route's
+    middleware stack: every frame costs each request its bookkeeping."""
+
+    def __init__(self, resolver: Resolver, spec: RouteSpec, *, validates_response: bool) -> None:
+        self.resolver = resolver
+        self.spec = spec
+        self.validates_response = validates_response
+        self.__name__ = f"gate_{spec.method}_{spec.rule}"
+
+    def __call__(self, app: Any, next_middleware: Callable[[Any], Any]) -> Any:
+        spec = self.spec
+        if spec.dynamic:
+            shadowing = self.resolver.static_methods(app.current_event.path)
+            if shadowing:
+                raise MethodNotAllowed(headers={"Allow": ", ".join(shadowing)})
+        if spec.access is not None:
+            spec.access.check(current_auth_optional(app))
+        if app.current_event.body and (body_params := spec.dependant.body_params):
+            refusal = _refused_body(app, body_params)
+            if refusal is not None:
+                return refusal
+        resolver = self.resolver
+        if self.validates_response:
+            after = next_middleware
+
+            def next_middleware(app: Any) -> Any:
+                return resolver.response_validation.handler(app, after)  # type: ignore[arg-type]
+
+        def validated(app: Any) -> Any:
+            return _core_middleware(app, next_middleware)
+
+        return resolver.request_validation.handler(app, validated)  # type: ignore[arg-type]
+
+
+_ROUTE_PARAMETERS = inspect.signature(APIGatewayRestResolver.route).parameters
+
+
 class Resolver(APIGatewayRestResolver):
-    """Checks the route's declared access before anything else (request validation included), so a caller who may
-    not use a route learns nothing about it beyond 401/403. The event's header maps and the request validation are
-    `switchboard.api.powertools`' (same behaviour, less work per request)."""
+    """`APIGatewayRestResolver` whose routes all run the same stack, in this order: `RouteGate` (static paths,
+    access, refused bodies), Powertools' request validation, `_core_middleware` (size, rate limit, idempotency), the
+    route's own middlewares, Powertools' response validation (`RouteGate` runs the ones before and after the route's
+    own middlewares). Powertools would validate the request before any
+    middleware, so every route is registered with `enable_validation=False` and gets the validation middlewares in
+    its own list (the OpenAPI document is the resolver's, with validation on). `routes` lists what was registered."""
 
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(**kwargs)
-        self._static_methods: dict[str, list[str]] | None = None  # path → methods of its static routes, on first use
-        if self._enable_validation:
-            self._request_validation_middleware = RequestValidation()
-            self._response_validation_middleware = ResponseValidation(
-                validation_serializer=self._serializer,
-                has_response_validation_error=self._has_response_validation_error,
-            )
+        self.routes: list[RouteSpec] = []
+        self.static_paths: dict[str, list[str]] = {}
+        self.request_validation = OpenAPIRequestValidationMiddleware()
+        self.response_validation = OpenAPIResponseValidationMiddleware(
+            validation_serializer=kwargs.get("serializer"),
+            has_response_validation_error=kwargs.get("response_validation_error_http_code") is not None,
+        )
 
-    def _static_path_methods(self, path: str) -> list[str] | None:
-        """The methods of the static routes at exactly this path, or None."""
-        if self._static_methods is None:
-            grouped: dict[str, set[str]] = {}
-            for r in self._static_routes:
-                grouped.setdefault(r.path.rstrip("/"), set()).add(r.method)
-            self._static_methods = {p: sorted(m) for p, m in grouped.items()}
-        return self._static_methods.get(path.rstrip("/"))
+    def route(self, rule: str, method: Any, *args: Any, **kwargs: Any) -> Callable[[Any], Any]:
+        options = dict(zip(list(_ROUTE_PARAMETERS)[3:], args, strict=False)) | kwargs
+        methods = [method] if isinstance(method, str) else list(method)
+        own = [mw for mw in options.get("middlewares") or [] if not isinstance(mw, AccessMiddleware)]
+        access = next((mw.access for mw in options.get("middlewares") or [] if isinstance(mw, AccessMiddleware)), None)
+        status_code = options.get("status_code", _ROUTE_PARAMETERS["status_code"].default)
+        responses = options.get("responses")
+        if responses and status_code not in responses:
+            # Powertools documents only `responses=` when a route gives it; the route's own status stays documented.
+            options["responses"] = responses = {status_code: {"description": "Successful Response"}, **responses}
 
-    def _to_proxy_event(self, event: dict) -> Any:
-        return ProxyEvent(event, self._json_body_deserializer)
+        def register(func: Any) -> Any:
+            for item in methods:
+                spec = RouteSpec(rule, item.upper(), func, access, status_code, responses)
+                self.routes.append(spec)
+                if not spec.dynamic:
+                    self.static_paths.setdefault(rule, []).append(spec.method)
+                if own:  # the route's own middlewares run after `_core_middleware`, before the response validation
+                    stack = [RouteGate(self, spec, validates_response=False), *own, self.response_validation]
+                else:
+                    stack = [RouteGate(self, spec, validates_response=True)]
+                registration = {**options, "middlewares": stack, "enable_validation": False}
+                super(Resolver, self).route(rule, item, **registration)(func)
+            return func
 
-    @staticmethod
-    def _compile_regex(rule: str, base_regex: str = "^{}/*$") -> Any:
-        """`APIGatewayRestResolver._compile_regex` (no trailing slash needed), compiled lazily."""
-        expression = base_regex.format(ROUTE_PARAMETER.sub(_NAMED_GROUP_BOUNDARY_PATTERN, rule))
-        return RoutePattern(expression, groups=len(ROUTE_PARAMETER.findall(rule)))
+        return register
 
-    def _call_route(self, route: Any, route_arguments: dict[str, str]) -> Any:
-        if route_arguments and (allowed := self._static_path_methods(self.current_event.path)):
-            # A static route's path reached a dynamic route (another method): the static segment is no id.
-            err = MethodNotAllowed(headers={"Allow": ", ".join(allowed)})
-            response = error_response(self, err.status, err.code, err.message, headers=err.headers)
-            return self._response_builder_class(response=response, serializer=self._serializer, route=route)
-        access = take_access(route)
-        if access is not None:
-            try:
-                access.check(current_auth_optional(self))
-            except DomainError as err:
-                response = error_response(self, err.status, err.code, err.message, err.details, err.headers)
-                return self._response_builder_class(response=response, serializer=self._serializer, route=route)
-        if route.dependant.body_params and (refusal := _refused_body(self, route)) is not None:
-            return self._response_builder_class(response=refusal, serializer=self._serializer, route=route)
-        return super()._call_route(route, route_arguments)
+    def static_methods(self, path: str) -> list[str]:
+        """The methods of the static route whose path is `path` (trailing slashes ignored), sorted; [] if none."""
+        methods = self.static_paths.get(path) or self.static_paths.get(path.rstrip("/") or "/")
+        return sorted(set(methods)) if methods else []
+
+    def allowed_methods(self, path: str) -> list[str]:
+        """The methods some route serves at `path`: a static route's own, else those of the dynamic routes matching."""
+        static = self.static_methods(path)
+        if static:
+            return static
+        return sorted({spec.method for spec in self.routes if spec.dynamic and _matches(spec.rule, path)})
+
+
+def _matches(rule: str, path: str) -> bool:
+    return re.fullmatch(re.sub(r"<\w+>", "[^/]+", rule) + "/*", path) is not None
 
 
 def create_resolver() -> Resolver:
@@ -243,7 +303,6 @@ def create_resolver() -> Resolver:
         serializer=_json,
         json_body_deserializer=parse_body,
     )
-    app.use(middlewares=[_core_middleware])
 
     @app.exception_handler(DomainError)
     def _domain(err: DomainError) -> Response:
@@ -289,8 +348,8 @@ def create_resolver() -> Resolver:
 
     @app.not_found
     def _not_found(_: NotFoundError) -> Response:
-        path = app.current_event.path
-        allowed = _allowed_methods(app, path)
+        _rate_limit(app)
+        allowed = app.allowed_methods(app.current_event.path)
         if allowed:
             err: DomainError = MethodNotAllowed(headers={"Allow": ", ".join(allowed)})
         else:
@@ -307,21 +366,18 @@ def create_resolver() -> Resolver:
 
 def make_handler(app: Resolver) -> Callable[[dict[str, Any], LambdaContext], dict[str, Any]]:
     """The Lambda entry point of an endpoint group: every log line carries the Lambda context and the correlation id
-    = API Gateway request id (read directly: the same value as Powertools' `correlation_paths.API_GATEWAY_REST`
-    JMESPath, without evaluating it on every request); the request is counted and the metrics flushed."""
+    (the API Gateway request id); the request is counted and the metrics flushed. The event is never logged (it
+    carries credentials), whatever `POWERTOOLS_LOGGER_LOG_EVENT` says."""
 
-    @request_context(logger, _api_request_id)
+    @logger.inject_lambda_context(
+        correlation_id_path=correlation_paths.API_GATEWAY_REST, clear_state=True, log_event=False
+    )
     def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
         response = app.resolve(event, context)
         _count_request(event.get("requestContext") if isinstance(event, dict) else None, response)
         return response
 
     return tracing.traced(metrics.flushed(handler))
-
-
-def _api_request_id(event: Any) -> str | None:
-    ctx = event.get("requestContext") if isinstance(event, dict) else None
-    return ctx.get("requestId") if isinstance(ctx, dict) else None
 
 
 def _count_request(ctx: Any, response: dict[str, Any]) -> None:

@@ -21,7 +21,6 @@ __all__ = [
     "public",
     "requires",
     "route_access",
-    "take_access",
 ]
 
 
@@ -90,23 +89,12 @@ def public() -> list[AccessMiddleware]:
 
 
 def route_access(route: Any) -> Access | None:
-    access = getattr(route, "switchboard_access", None)
-    if access is not None:
+    """The Access a route declared: the resolver's `RouteSpec.access`, or the `AccessMiddleware` among a route's
+    middlewares."""
+    access = getattr(route, "access", None)
+    if isinstance(access, Access):
         return access
     for mw in getattr(route, "middlewares", []) or []:
         if isinstance(mw, AccessMiddleware):
             return mw.access
     return None
-
-
-def take_access(route: Any) -> Access | None:
-    """The route's Access, kept on the route, its middleware taken out of the route's middleware stack: the resolver
-    checks it before anything else (`Resolver._call_route`), so the frame would only check it a second time. Done
-    before the route's stack is first built; `route_access` still answers for the route."""
-    access = getattr(route, "switchboard_access", None)
-    if access is None:
-        access = route_access(route)
-        if access is not None and not route._middleware_stack_built:
-            route.middlewares = [mw for mw in route.middlewares if not isinstance(mw, AccessMiddleware)]
-            route.switchboard_access = access
-    return access

@@ -34,9 +34,14 @@ def current_auth(app: Any) -> AuthContext:
 
 
 def header(app: Any, name: str) -> str | None:
-    """A request header, by case-insensitive name (the event's single-value `headers`, as Powertools' `headers`;
-    the resolver's event builds that map once per request, `switchboard.api.powertools.ProxyEvent`)."""
-    return app.current_event.headers.get(name)  # type: ignore[no-any-return]
+    """A request header, by case-insensitive name (the event's single-value `headers`, as Powertools' `headers`).
+    Powertools builds that map anew at each read of `headers`; it is kept in the request's context (cleared after
+    every request) for the next read."""
+    headers = app.context.get("switchboard_headers")
+    if headers is None:
+        headers = app.current_event.headers
+        app.append_context(switchboard_headers=headers)
+    return headers.get(name)  # type: ignore[no-any-return]
 
 
 def base_url(app: Any) -> str:

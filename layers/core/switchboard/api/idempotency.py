@@ -5,9 +5,9 @@ key and the same body; the same key with another body is 409 `idempotency_key_re
 with that key is 409 `conflict`. A record belongs to the principal that made it (the API key, or the user of a
 session: `principal_of`); the same key from another principal of the organization is 409 `idempotency_key_reused`,
 never a replay and never a sign of what the first request was (CONVENTIONS "Tenant safety and data lifecycle"). The
-route's role requirement is checked before this middleware runs (`Resolver._call_route`). Validation failures (400),
-throttling (429) and server errors are not stored: the record is removed so that the client can retry. Runs after
-request validation, so invalid bodies never get here.
+route's role requirement is checked before this middleware runs (`switchboard.api.app.RouteGate`). Validation
+failures (400), throttling (429) and server errors are not stored: the record is removed so that the client can
+retry. Runs after request validation, so invalid bodies never get here.
 
 Nothing readable is kept of what the request or the response carried (CONVENTIONS "Authentication and tenancy":
 credentials are stored hashed only). A login body holds a password and the replay of a login or of an API-key creation

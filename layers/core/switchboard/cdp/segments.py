@@ -377,18 +377,13 @@ def refresh_contact(
     return changes
 
 
-def handle_records(store: Store, records: list[Item]) -> list[str]:
-    """SQS records of CdpSegmentEventsQueue (EventBridge `contact.updated` events) → the message ids that failed."""
-    failed: list[str] = []
-    for record in records:
-        try:
-            detail = json.loads(record["body"])["detail"]
-            contact_id = (detail.get("data") or {}).get("contact_id")
-            if contact_id:
-                refresh_contact(store, detail["organization_id"], contact_id)
-        except Exception:  # noqa: BLE001 - one bad record must not fail the batch; SQS retries it, then the DLQ
-            failed.append(record["messageId"])
-    return failed
+def handle_record(store: Store, record: Item) -> None:
+    """One SQS record of CdpSegmentEventsQueue (an EventBridge `contact.updated` event): the contact re-evaluated.
+    Raises when it fails: the consumer's `BatchProcessor` reports the record alone (SQS retries it, then the DLQ)."""
+    detail = json.loads(record["body"])["detail"]
+    contact_id = (detail.get("data") or {}).get("contact_id")
+    if contact_id:
+        refresh_contact(store, detail["organization_id"], contact_id)
 
 
 # Segments -----------------------------------------------------------------------------------------------------------

@@ -473,15 +473,10 @@ def is_erasure_record(record: Item) -> bool:
         return False
 
 
-def handle_records(store: Store, records: list[Item], has_time: Callable[[], bool] | None = None) -> list[str]:
-    """SQS records carrying `contact.erasure` events (EventBridge envelopes) → the message ids that failed."""
-    failed: list[str] = []
-    for record in records:
-        try:
-            detail = json.loads(record["body"])["detail"]
-            contact_id = (detail.get("data") or {}).get("contact_id")
-            if contact_id:
-                drive(store, detail["organization_id"], contact_id, has_time=has_time)
-        except Exception:  # noqa: BLE001 - one failing erasure must not fail the batch; SQS retries it, then the DLQ
-            failed.append(record["messageId"])
-    return failed
+def handle_record(store: Store, record: Item, has_time: Callable[[], bool] | None = None) -> None:
+    """One SQS record carrying a `contact.erasure` event (EventBridge envelope): the cascade driven from its
+    checkpoint. Raises when it fails: the consumer's `BatchProcessor` reports the record alone (SQS retries it)."""
+    detail = json.loads(record["body"])["detail"]
+    contact_id = (detail.get("data") or {}).get("contact_id")
+    if contact_id:
+        drive(store, detail["organization_id"], contact_id, has_time=has_time)

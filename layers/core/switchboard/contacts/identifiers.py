@@ -95,7 +95,7 @@ _UNPARSABLE, _IMPOSSIBLE = "unparsable", "impossible"
 @lru_cache(maxsize=2048)
 def _libphonenumber(compact: str) -> str:
     """`+<digits>` → country code and national number, or why not. libphonenumber's parse is the costliest step of
-    a send or a resolution (~25 µs) and a pure function of its input; a number is seen more than once (a send
+    a send or a resolution and a pure function of its input; a number is seen more than once (a send
     normalises `to`, then the contact upsert normalises the same number again; replies go to the same numbers), so
     the answers are kept (bounded: 2048 numbers, well under 1 MB)."""
     import phonenumbers  # on first use: keeps phonenumbers off the cold start
@@ -140,7 +140,7 @@ def normalize_email(raw: str, field: str = "email") -> str:
 def normalize(type_: str, value: str, source: str | None = None, field: str = "identifier") -> Identifier:
     """One identifier → its normalised form, or 400 naming `field`. A pure function of its arguments whose answers
     (frozen, shared safely) are kept: a send, a resolution or an upsert normalises the numbers and addresses it saw
-    before (~8 µs each, mostly regular expressions); refusals are raised each time, never kept."""
+    before (mostly regular expressions); refusals are raised each time, never kept."""
     if type_ not in IDENTITY_TYPES:
         raise _invalid(f"{field}.type", f"must be one of {', '.join(IDENTITY_TYPES)}")
     value = str(value or "").strip()

@@ -282,7 +282,7 @@ def upsert_identity(
     store: Store, auth: AuthContext, ident: Identifier, channel_id: str | None = None
 ) -> tuple[Item, bool]:
     """`upsert_item` of a body naming this one normalised identity and nothing else (a send's recipient, an event's
-    contact): the same rules, without a body to build and check (~15 µs of a send)."""
+    contact): the same rules, without a body to build and check."""
     return _upsert(store, auth, {}, [(ident, channel_id)])
 
 
@@ -358,7 +358,7 @@ _FIELDS_OF = frozenset((*PROFILE_FIELDS, "attributes"))
 
 def _fields_of(body: models.ContactFields) -> Item:
     if _FIELDS_OF.isdisjoint(body.model_fields_set):
-        return {}  # identities only: no dump (~10 µs)
+        return {}  # identities only: no dump
     fields = body.model_dump(exclude_unset=True, exclude={"identities", "phone", "email"})
     return {k: v for k, v in fields.items() if k in PROFILE_FIELDS or k == "attributes"}
 

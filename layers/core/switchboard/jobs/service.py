@@ -256,19 +256,18 @@ def resume_stalled(store: Store, now: datetime | None = None) -> list[str]:
 
 
 # The SQS consumer -------------------------------------------------------------------------------------------------
-def handle_batch(store: Store, records: list[dict[str, Any]]) -> dict[str, Any]:
-    """JobsQueue records → partial batch response: a chunk that raised is reported (SQS retries it, then the DLQ)."""
-    failures: list[dict[str, str]] = []
-    for record in records:
-        body: dict[str, Any] = {}
-        try:
-            body = json.loads(record["body"])
-            outcome = run_chunk(store, str(body["job_id"]), int(body["seq"]))
-            logger.info("job message", extra={"job_id": body["job_id"], "seq": body["seq"], "outcome": outcome})
-        except Exception as err:  # any failure of a chunk is retried by SQS
-            logger.exception("job chunk failed; it will be retried", extra={"message_id": record.get("messageId")})
-            receives = int((record.get("attributes") or {}).get("ApproximateReceiveCount", "1"))
-            if receives >= MAX_RECEIVES and body.get("job_id") is not None:
-                mark_failed(store, str(body["job_id"]), int(body["seq"]), f"{type(err).__name__}: {err}")
-            failures.append({"itemIdentifier": record["messageId"]})
-    return {"batchItemFailures": failures}
+def handle_record(store: Store, record: dict[str, Any]) -> str:
+    """One JobsQueue record: its chunk run. Raises when the chunk fails: the consumer's `BatchProcessor` reports the
+    record alone (SQS retries it, then the DLQ); on its last allowed receive the job is marked failed first."""
+    body: dict[str, Any] = {}
+    try:
+        body = json.loads(record["body"])
+        outcome = run_chunk(store, str(body["job_id"]), int(body["seq"]))
+    except Exception as err:  # any failure of a chunk is retried by SQS
+        logger.exception("job chunk failed; it will be retried", extra={"message_id": record.get("messageId")})
+        receives = int((record.get("attributes") or {}).get("ApproximateReceiveCount", "1"))
+        if receives >= MAX_RECEIVES and body.get("job_id") is not None:
+            mark_failed(store, str(body["job_id"]), int(body["seq"]), f"{type(err).__name__}: {err}")
+        raise
+    logger.info("job message", extra={"job_id": body["job_id"], "seq": body["seq"], "outcome": outcome})
+    return str(outcome)

@@ -22,9 +22,11 @@ recorded; 2xx ends the delivery, 410 disables the endpoint, the last failure lea
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import functools
 import json
+import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -493,29 +495,40 @@ def _one(record: dict[str, Any], bodies: dict[tuple[str, str], bytes] | None = N
 BATCH_WORKERS = 10  # the queue's BatchSize: every record of a batch is attempted at once
 
 
-@functools.lru_cache(maxsize=1)
+_pools = threading.local()
+
+
 def _workers() -> ThreadPoolExecutor:
-    """Kept for the container's life (its threads sleep between invocations), not started per batch."""
-    return ThreadPoolExecutor(max_workers=BATCH_WORKERS, thread_name_prefix="webhook-attempt")
+    """The invoking thread's pool, kept for the container's life (its threads sleep between invocations), not started
+    per batch. One per invoking thread: Lambda invokes a container from one thread, while the local stack runs many
+    invocations of this function at once in one process, which must not wait for each other's attempts."""
+    pool: ThreadPoolExecutor | None = getattr(_pools, "pool", None)
+    if pool is None:
+        pool = _pools.pool = ThreadPoolExecutor(max_workers=BATCH_WORKERS, thread_name_prefix="webhook-attempt")
+    return pool
 
 
-def handle_batch(records: list[dict[str, Any]]) -> dict[str, Any]:
-    """Attempts of one batch run in parallel (each may take up to its timeouts); rescheduled and failed records are
-    reported as batch item failures, the rescheduled ones with their new visibility."""
-    if not records:
-        return {"batchItemFailures": []}
-    bodies: dict[tuple[str, str], bytes] = {}  # the event payloads read by this batch (deliveries of one event)
-    one = functools.partial(_one, bodies=bodies)
-    # A lone record needs no thread.
-    outcomes = [one(records[0])] if len(records) == 1 else list(_workers().map(one, records))
-    failures: list[dict[str, str]] = []
-    for record, outcome in zip(records, outcomes, strict=True):
-        if outcome.done:
-            continue
-        if outcome.visibility is not None:
-            reschedule(record["receiptHandle"], outcome.visibility)
-        failures.append({"itemIdentifier": record["messageId"]})
-    return {"batchItemFailures": failures}
+class AttemptPending(Exception):
+    """A delivery this attempt did not finish: its record is reported as a batch item failure."""
+
+
+def attempt_record(record: dict[str, Any], bodies: dict[tuple[str, str], bytes] | None = None) -> None:
+    """One WebhookDeliveriesQueue record: its due attempt. A delivery not done raises `AttemptPending` (after its
+    message is rescheduled, when the attempt asked for a later retry), so the consumer's batch processor reports it
+    and SQS shows the message again once its visibility ends. `bodies`: the event payloads the batch has read (the
+    deliveries of one event share one)."""
+    outcome = _one(record, bodies)
+    if outcome.done:
+        return
+    if outcome.visibility is not None:
+        reschedule(record["receiptHandle"], outcome.visibility)
+    raise AttemptPending(record.get("messageId"))
+
+
+async def attempt_record_async(record: dict[str, Any], bodies: dict[tuple[str, str], bytes] | None = None) -> None:
+    """`attempt_record` on the container's worker threads: the attempts of a batch run at once (each may take up to
+    its timeouts)."""
+    await asyncio.get_running_loop().run_in_executor(_workers(), attempt_record, record, bodies)
 
 
 def reschedule(receipt_handle: str, seconds: int) -> None:

@@ -14,7 +14,9 @@ back to WebhookEventsQueue.
 
 from __future__ import annotations
 
+import functools
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
@@ -131,13 +133,15 @@ def fan_out(store: Store, detail: dict[str, Any], endpoints: list[Item]) -> list
     return None if delays is None else execute(todo, delays, now)
 
 
-def handle_batch(records: list[dict[str, Any]]) -> dict[str, Any]:
-    """SQS records of WebhookEventsQueue (EventBridge events) → partial batch response. The events of one
-    organization in the batch share one pacing reservation (one write of its schedule per batch, not per event);
-    when its schedule is full they all go back to the queue."""
+def plan_batch(records: list[dict[str, Any]]) -> dict[str, Callable[[], list[str]]]:
+    """SQS records of WebhookEventsQueue (EventBridge events) → per message id, the step that carries the record out
+    (the deliveries it queued). Every record is planned first, so the events of one organization in the batch share
+    one pacing reservation (one write of its schedule per batch, not per event); when its schedule is full they all
+    go back to the queue. The consumer's `BatchProcessor` runs each step: a step that raises fails its record alone
+    (SQS retries it, then the DLQ)."""
     store = get_store()
     endpoints_of: dict[str, list[Item]] = {}
-    failures: list[dict[str, str]] = []
+    steps: dict[str, Callable[[], list[str]]] = {}
     planned: dict[str, list[tuple[dict[str, Any], Plan]]] = {}
     for record in records:
         try:
@@ -146,35 +150,43 @@ def handle_batch(records: list[dict[str, Any]]) -> dict[str, Any]:
             if org not in endpoints_of:
                 endpoints_of[org] = repo.list_endpoints(store, org)
             planned.setdefault(org, []).append((record, plan(detail, endpoints_of[org])))
-        except Exception:  # one bad record must not fail the batch; SQS retries it, then the DLQ
+        except Exception as err:
             logger.exception("fan-out failed; the event will be retried", extra={"message_id": record.get("messageId")})
-            failures.append({"itemIdentifier": record["messageId"]})
+            steps[record["messageId"]] = functools.partial(_fail, err)
     for org, todo in planned.items():
         now = clock.now()
         try:
             delays = pace.reserve(org, sum(len(p.queued) for _, p in todo), now)
-        except Exception:
+        except Exception as err:
             logger.exception("fan-out could not be paced; the events will be retried", extra={"organization_id": org})
-            failures += [{"itemIdentifier": r["messageId"]} for r, _ in todo]
+            steps |= {record["messageId"]: functools.partial(_fail, err) for record, _ in todo}
             continue
         offset = 0
         for record, one in todo:
-            if not one.queued:
-                continue  # nothing to send (not subscribed, or a redelivered event already under way)
-            try:
-                if delays is None:
-                    dispatch.defer_event(record["body"], pace.HORIZON)
-                    logger.info("event deferred: the organization's schedule is full", extra=_log(one))
-                    continue
-                execute(one, delays[offset : offset + len(one.queued)], now)
-                offset += len(one.queued)
-                logger.info("event fanned out", extra=_log(one))
-            except Exception:
-                logger.exception(
-                    "fan-out failed; the event will be retried", extra={"message_id": record.get("messageId")}
-                )
-                failures.append({"itemIdentifier": record["messageId"]})
-    return {"batchItemFailures": failures}
+            part = None if delays is None else delays[offset : offset + len(one.queued)]
+            offset += len(one.queued)
+            steps[record["messageId"]] = functools.partial(_carry_out, record, one, part, now)
+    return steps
+
+
+def _fail(err: Exception) -> list[str]:
+    raise err
+
+
+def _carry_out(record: dict[str, Any], one: Plan, delays: list[float] | None, now: datetime) -> list[str]:
+    if not one.queued:
+        return []  # nothing to send (not subscribed, or a redelivered event already under way)
+    if delays is None:
+        dispatch.defer_event(record["body"], pace.HORIZON)
+        logger.info("event deferred: the organization's schedule is full", extra=_log(one))
+        return []
+    try:
+        execute(one, delays, now)
+    except Exception:
+        logger.exception("fan-out failed; the event will be retried", extra={"message_id": record.get("messageId")})
+        raise
+    logger.info("event fanned out", extra=_log(one))
+    return list(one.queued)
 
 
 def _log(todo: Plan) -> dict[str, Any]:
