@@ -140,6 +140,7 @@ SCHEMA_INEXPRESSIBLE: dict[str, dict[str, str]] = {
         "body.text": f"required when `type` is text {_IF_THEN}",
         "body.media": f"required for media types, with a url, id or asset_id {_IF_THEN}",
         "body.contacts": f"required when `type` is contacts; each card's phone a phone number {_IF_THEN}",
+        "body.interactive": _STORABLE,
         "body.location.latitude": _NUMBER,
         "body.location.longitude": _NUMBER,
     },

@@ -141,8 +141,13 @@ def test_the_assignee_reindex_runs_as_a_job(
         messages.get_item(store, org, _send(api, channel, to=f"+1415555{3300 + n}")["id"])["conversation_id"]
         for n in range(5)
     ]
-    for conv_id in convs:  # as before the assignee list existed
-        store.update(conversations.conv_key(org, conv_id), "REMOVE GSI2PK, GSI2SK", return_values="NONE")
+    for conv_id in convs:  # as before the assignee list existed: in the unsharded list, without GSI2 keys
+        store.update(
+            conversations.conv_key(org, conv_id),
+            "SET GSI1PK = :legacy REMOVE GSI2PK, GSI2SK",
+            values={":legacy": conversations.list_pk(org)},
+            return_values="NONE",
+        )
     assert ok(api.get("/v1/conversations", params={"assignee": "none"})) == []
     monkeypatch.setattr(conversations, "REINDEX_CHUNK", 2)
     job = finish(api, start(api, "conversations.assignee_reindex", capsys))

@@ -415,6 +415,7 @@ def test_segments_materialise_membership_and_emit_list_events(api: Api):
     assert api.delete(f"/v1/cdp/segments/{seg['id']}").status_code == 204
     api.assert_error(api.get(f"/v1/cdp/segments/{seg['id']}"), 404, "not_found")
     api.assert_error(api.get(f"/v1/cdp/segments/{seg['id']}/members"), 404, "not_found")
+    run_jobs(api)  # the segment.delete job removes the member rows
     assert not get_store().query_all(f"ORG#{api.org_id}", sk_prefix=f"SEGMENT#{seg['id']}#")
     api.assert_error(api.patch("/v1/cdp/segments/seg_nope", json={}), 404, "not_found")
 

@@ -165,7 +165,7 @@ def test_webhook_attempts_are_counted(api: Api, capsys, monkeypatch):
     assert len(records) == 2
     answers = iter([200, 503])
     monkeypatch.setattr(
-        delivery, "attempt_http", lambda endpoint, claimed: delivery.HttpResult(next(answers), 5, error=None)
+        delivery, "attempt_http", lambda endpoint, claimed, body: delivery.HttpResult(next(answers), 5, error=None)
     )
     monkeypatch.setattr(delivery, "reschedule", lambda receipt, seconds: None)
     capsys.readouterr()
