@@ -177,3 +177,11 @@ def test_start_refuses_an_unknown_kind_or_organization(api: Api):
         jobs_cli(["start", "organization.purge", api.org_id])  # not a backfill: started by its own flow
     with pytest.raises(SystemExit):
         jobs_cli(["start", "contacts.search_reindex", "org_missing"])
+
+
+def test_an_operator_starts_the_move_of_older_webhook_deliveries_from_the_command(api: Api, capsys):
+    capsys.readouterr()
+    assert jobs_cli(["kinds"]) == 0
+    assert "webhooks.move_legacy" in capsys.readouterr().out.split()
+    job = finish(api, start(api, "webhooks.move_legacy", capsys))
+    assert job["kind"] == "webhooks.move_legacy" and job["organization_id"] == api.org_id

@@ -18,21 +18,25 @@ from switchboard.jobs import backfills, purge, service
 from switchboard.store import get_store, keys
 
 
+# The kinds an operator starts per organization: the backfills and the move of older webhook deliveries.
+OPERATOR_KINDS = (*backfills.FUNCTIONS, "webhooks.move_legacy")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m switchboard.jobs")
     parser.add_argument("command", choices=("show", "resume", "sweep", "start", "kinds"))
     parser.add_argument("arguments", nargs="*", help="show/resume: <job_id>; start: <kind> <organization_id>")
     args = parser.parse_args(argv)
     if args.command == "kinds":
-        print("\n".join(sorted(backfills.FUNCTIONS)))
+        print("\n".join(sorted(OPERATOR_KINDS)))
         return 0
     store = get_store()
     if args.command == "sweep":
         print(json.dumps({"started": purge.start_due_purges(store), "resumed": service.resume_stalled(store)}))
         return 0
     if args.command == "start":
-        if len(args.arguments) != 2 or args.arguments[0] not in backfills.FUNCTIONS:
-            parser.error(f"start needs a kind ({', '.join(sorted(backfills.FUNCTIONS))}) and an organization id")
+        if len(args.arguments) != 2 or args.arguments[0] not in OPERATOR_KINDS:
+            parser.error(f"start needs a kind ({', '.join(sorted(OPERATOR_KINDS))}) and an organization id")
         kind, org_id = args.arguments
         if store.get(keys.organization(org_id), consistent=True) is None:
             parser.error(f"no organization {org_id}")
