@@ -17,7 +17,6 @@ import json
 from switchboard.jobs import backfills, purge, service
 from switchboard.store import get_store, keys
 
-
 # The kinds an operator starts per organization: the backfills and the move of older webhook deliveries.
 OPERATOR_KINDS = (*backfills.FUNCTIONS, "webhooks.move_legacy")
 
