@@ -19,7 +19,7 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from switchboard import metrics, tracing
 from switchboard.logs import redact_logs
-from switchboard.webhooks.delivery import attempt_record, attempt_record_async
+from switchboard.webhooks.delivery import Payloads, attempt_record, attempt_record_async
 
 logger = Logger()
 redact_logs(logger)
@@ -31,7 +31,7 @@ def process_batch(event: dict[str, Any], context: LambdaContext) -> dict[str, An
     (`BatchProcessor`: no event loop to start); the records of a larger batch concurrently (`AsyncBatchProcessor`,
     each attempt on a worker thread). A processor per invocation: it holds the batch's state, and the local stack
     runs invocations of a function concurrently in one process."""
-    bodies: dict[tuple[str, str], bytes] = {}  # the event payloads this batch has read (deliveries of one event)
+    bodies = Payloads()  # the event payloads this batch has read (the deliveries of one event share one)
 
     def attempt(record: SQSRecord) -> None:
         attempt_record(record.raw_event, bodies)

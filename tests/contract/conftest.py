@@ -56,6 +56,7 @@ _CURSOR = "an opaque token the API issued for this list and these filters"
 _PHONE = "a number libphonenumber can normalise (any common form): its rules per country are not a regex"
 _PHONE_OR_JID = f"a phone number or a JID: {_PHONE}"
 _NUMBER = "a number DynamoDB can store: zero or a magnitude from 1e-130 (switchboard.models.unstorable_number)"
+_OBJECT_FIELDS = "state: the keys are the record's object type's field keys, each value of its field's type"
 _STORABLE = "free-form document: no empty key anywhere, depth and DynamoDB number range (switchboard.models.Storable)"
 _OTP = "state: the code last e-mailed for that address (`invalid_otp`)"
 _TIME = "a real calendar time (datetime.fromisoformat); the pattern only checks its shape"
@@ -95,7 +96,8 @@ SCHEMA_INEXPRESSIBLE: dict[str, dict[str, str]] = {
         "body.password": _WEAK_PASSWORD,
     },
     "POST /v1/auth/register/verify": {"body.otp_code": _OTP, "body.password": _WEAK_PASSWORD},
-    "POST /v1/cdp/contact-objects": {"body.properties": _STORABLE},
+    "POST /v1/cdp/contact-objects": {"body.properties": f"{_STORABLE}; {_OBJECT_FIELDS}"},
+    "PATCH /v1/cdp/contact-objects/{objectID}": {"body.properties": _OBJECT_FIELDS},
     "POST /v1/cdp/imports": {"body.content": "must parse as the declared format, with known columns"},
     "POST /v1/cdp/custom-fields": {"body.options": f"only on select types, required there {_IF_THEN}"},
     "POST /v1/cdp/object-types": {

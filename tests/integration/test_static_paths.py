@@ -95,3 +95,18 @@ def _concrete(rule: str, path: str) -> set[str]:
         return set()
     same = all(r.startswith("<") or r == p for r, p in zip(rule_parts, path_parts, strict=True))
     return {path} if same else set()
+
+
+@pytest.mark.parametrize(
+    ("group", "method", "path"),
+    [
+        ("contacts", "POST", "/v1/contacts/\u0082<\U0010c656\uf96b|\u0096C/notes"),
+        ("catalog", "POST", "/v1/templates/library/\U000c9994"),
+    ],
+)
+def test_an_id_no_route_accepts_is_404_for_the_routes_own_method(group: str, method: str, path: str):
+    """The method's own route exists but the id holds characters no path segment takes: no resource, 404 (a 405
+    would tell the caller to use the method it used)."""
+    response = _call(group, method, path)
+    assert response["statusCode"] == 404, response
+    assert body_of(response)["error"]["code"] == "route_not_found"

@@ -350,7 +350,9 @@ def create_resolver() -> Resolver:
     def _not_found(_: NotFoundError) -> Response:
         _rate_limit(app)
         allowed = app.allowed_methods(app.current_event.path)
-        if allowed:
+        # 405 only when the method is not among the path's: a path the method's own route did not take has an id
+        # no route accepts (characters outside a path segment's), which names no resource: 404.
+        if allowed and app.current_event.http_method not in allowed:
             err: DomainError = MethodNotAllowed(headers={"Allow": ", ".join(allowed)})
         else:
             err = RouteNotFound()

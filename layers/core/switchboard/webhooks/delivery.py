@@ -412,17 +412,27 @@ def _record(
     return Outcome(True, status=status)
 
 
-def event_body(org: str, delivery: Item, bodies: dict[tuple[str, str], bytes] | None = None) -> bytes:
-    """The bytes every attempt of the delivery sends: its event's stored payload, read once per batch (`bodies`)."""
+class Payloads:
+    """The event payloads one batch has read: the deliveries of one event share one read, also while their attempts
+    run at once on the worker threads (a missing payload is read under the lock)."""
+
+    def __init__(self) -> None:
+        self._bytes: dict[tuple[str, str], bytes] = {}
+        self._lock = threading.Lock()
+
+    def of(self, org: str, delivery: Item) -> bytes:
+        key = (org, str(delivery["event_id"]))
+        with self._lock:
+            if key not in self._bytes:
+                self._bytes[key] = event_body(org, delivery)
+            return self._bytes[key]
+
+
+def event_body(org: str, delivery: Item) -> bytes:
+    """The bytes every attempt of the delivery sends: its event's stored payload."""
     event_id = str(delivery["event_id"])
-    cached = None if bodies is None else bodies.get((org, event_id))
-    if cached is not None:
-        return cached
     stored = repo.event_bodies(org, [event_id]).get(event_id)
-    body = (stored if stored is not None else str(delivery.get("body") or "{}")).encode()
-    if bodies is not None:
-        bodies[(org, event_id)] = body
-    return body
+    return (stored if stored is not None else str(delivery.get("body") or "{}")).encode()
 
 
 def process(
@@ -431,7 +441,7 @@ def process(
     msg_id: str,
     message_id: str,
     generation: int = 0,
-    bodies: dict[tuple[str, str], bytes] | None = None,
+    bodies: Payloads | None = None,
 ) -> Outcome:
     """Handle one wake-up of delivery `msg_id` by SQS message `message_id` of the delivery's `generation`
     (`bodies`: the event payloads this batch read already)."""
@@ -455,7 +465,7 @@ def process(
     if claimed is None:
         return Outcome(True, status="claimed elsewhere")
     trigger = "manual" if delivery.get("manual") else "scheduled"
-    result = attempt_http(endpoint, claimed, event_body(org, claimed, bodies))
+    result = attempt_http(endpoint, claimed, (bodies or Payloads()).of(org, claimed))
     outcome = _record(store, org, claimed, endpoint, result, message_id, trigger)
     metrics.count("WebhookDeliveries" if result.ok else "WebhookDeliveryFailures", organization=org)
     if outcome.status in ("retrying", "exhausted"):
@@ -476,7 +486,7 @@ def process(
 
 
 # The SQS consumer -------------------------------------------------------------------------------------------------
-def _one(record: dict[str, Any], bodies: dict[tuple[str, str], bytes] | None = None) -> Outcome:
+def _one(record: dict[str, Any], bodies: Payloads | None = None) -> Outcome:
     try:
         body = json.loads(record["body"])
         return process(
@@ -512,7 +522,7 @@ class AttemptPending(Exception):
     """A delivery this attempt did not finish: its record is reported as a batch item failure."""
 
 
-def attempt_record(record: dict[str, Any], bodies: dict[tuple[str, str], bytes] | None = None) -> None:
+def attempt_record(record: dict[str, Any], bodies: Payloads | None = None) -> None:
     """One WebhookDeliveriesQueue record: its due attempt. A delivery not done raises `AttemptPending` (after its
     message is rescheduled, when the attempt asked for a later retry), so the consumer's batch processor reports it
     and SQS shows the message again once its visibility ends. `bodies`: the event payloads the batch has read (the
@@ -525,7 +535,7 @@ def attempt_record(record: dict[str, Any], bodies: dict[tuple[str, str], bytes] 
     raise AttemptPending(record.get("messageId"))
 
 
-async def attempt_record_async(record: dict[str, Any], bodies: dict[tuple[str, str], bytes] | None = None) -> None:
+async def attempt_record_async(record: dict[str, Any], bodies: Payloads | None = None) -> None:
     """`attempt_record` on the container's worker threads: the attempts of a batch run at once (each may take up to
     its timeouts)."""
     await asyncio.get_running_loop().run_in_executor(_workers(), attempt_record, record, bodies)
