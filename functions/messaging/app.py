@@ -57,6 +57,19 @@ def _example(description: str, data: dict[str, Any] | list[dict[str, Any]]) -> d
     return {200: {"description": description, "content": {"application/json": content}}}
 
 
+PROXY_EXAMPLE = _example(
+    "The proxy settings (password masked)",
+    {
+        "enabled": True,
+        "protocol": "socks5",
+        "host": "proxy.example.com",
+        "port": 1080,
+        "username": "sb",
+        "password": "••••",
+    },
+)
+
+
 # Channels ----------------------------------------------------------------------------------------------------------
 @app.post(
     "/v1/channels",
@@ -624,17 +637,7 @@ def put_channel_privacy(
         "Who may call: the `admin` role or higher (API key or session); a lower role gets 403 "
         "`forbidden`."
     ),
-    responses=_example(
-        "The proxy settings (password masked)",
-        {
-            "enabled": True,
-            "protocol": "socks5",
-            "host": "proxy.example.com",
-            "port": 1080,
-            "username": "sb",
-            "password": "••••",
-        },
-    ),
+    responses=PROXY_EXAMPLE,
 )
 def get_proxy(channelID: str) -> Data[dict[str, Any]]:
     return _document(channelID, "proxy")
@@ -650,17 +653,7 @@ def get_proxy(channelID: str) -> Data[dict[str, Any]]:
         "Who may call: the `admin` role or higher (API key or session); a lower role gets 403 "
         "`forbidden`."
     ),
-    responses=_example(
-        "The proxy settings (password masked)",
-        {
-            "enabled": True,
-            "protocol": "socks5",
-            "host": "proxy.example.com",
-            "port": 1080,
-            "username": "sb",
-            "password": "••••",
-        },
-    ),
+    responses=PROXY_EXAMPLE,
 )
 def put_proxy(channelID: str, body: Annotated[models.Proxy, Body()]) -> Data[dict[str, Any]]:
     return _put_document(channelID, "proxy", body.model_dump())

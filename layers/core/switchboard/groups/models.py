@@ -306,27 +306,7 @@ class ParticipantsResult(BaseModel):
         {
             "action": "add",
             "results": [{"phone": "15550001111", "status": "added", "reason": None}],
-            "group": {
-                "id": "grp_01jd8xb1c2d3e4f5g6h7j8k9m0",
-                "organization_id": "org_01jd8w0a1b2c3d4e5f6g7h8j9k",
-                "channel_id": "ch_01jd8w5a6b7c8d9e0f1g2h3j4k",
-                "jid": "120363041234567890@g.us",
-                "name": "Spring launch",
-                "description": "Launch day coordination",
-                "photo": None,
-                "participants": [
-                    {"phone": "15551234567", "role": "superadmin", "added_at": "2026-11-21T10:00:00.000Z"},
-                    {"phone": "15557654321", "role": "member", "added_at": "2026-11-21T10:00:00.000Z"},
-                ],
-                "participant_count": 2,
-                "self_role": "superadmin",
-                "status": "active",
-                "invite_link": "https://chat.whatsapp.com/AbCdEf123456",
-                "community_id": None,
-                "created_at": "2026-11-21T10:00:00.000Z",
-                "updated_at": "2026-11-21T10:00:00.000Z",
-                "left_at": None,
-            },
+            "group": Group.openapi_examples[0],
         },
     )
     action: ParticipantAction = Field(description="the action applied")
