@@ -5,6 +5,8 @@ from __future__ import annotations
 import time
 from datetime import UTC, datetime
 
+from switchboard.errors import ValidationFailed
+
 
 def now() -> datetime:
     return datetime.now(UTC)
@@ -28,8 +30,6 @@ def parse_iso(value: str) -> datetime:
 
 def parse_iso_input(value: str, field: str) -> datetime:
     """A timestamp the caller sent (query or body): a malformed one is a 400 naming `field`, never a 500."""
-    from switchboard.errors import ValidationFailed
-
     try:
         return parse_iso(value)
     except ValueError:

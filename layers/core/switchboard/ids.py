@@ -34,7 +34,7 @@ def token_urlsafe(nbytes: int = 32) -> str:
 
 def ulid_bound(dt: datetime, *, high: bool) -> str:
     """The smallest (or largest) ULID of a millisecond: turns a time range into a sort-key range."""
-    from ulid import ULID
+    from ulid import ULID  # on first use, not at cold start (see the module's docstring)
 
     ms = int(dt.timestamp() * 1000)
     randomness = b"\xff" * 10 if high else b"\x00" * 10
@@ -43,6 +43,6 @@ def ulid_bound(dt: datetime, *, high: bool) -> str:
 
 def ulid_time(text: str) -> datetime:
     """The millisecond a ULID was made (its first ten characters), in UTC."""
-    from ulid import ULID
+    from ulid import ULID  # on first use, not at cold start (see the module's docstring)
 
     return datetime.fromtimestamp(ULID.from_str(text[:10].upper() + "0" * 16).milliseconds / 1000, tz=UTC)

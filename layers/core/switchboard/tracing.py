@@ -29,7 +29,7 @@ def traced[F: Callable[..., Any]](handler: F) -> F:
     """`handler` under a Powertools Tracer when `SWITCHBOARD_TRACER=on`; `handler` itself otherwise."""
     if not enabled():
         return handler
-    from aws_lambda_powertools import Tracer
+    from aws_lambda_powertools import Tracer  # only when tracing is on: the X-Ray SDK stays off other cold starts
 
     tracer = Tracer(patch_modules=PATCHED)
     return tracer.capture_lambda_handler(handler, capture_response=False)  # type: ignore[return-value]

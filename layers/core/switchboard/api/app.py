@@ -184,6 +184,7 @@ class RouteSpec:
 
     @cached_property
     def dependant(self) -> Dependant:
+        # on a route's first call or when documenting: the dependant models stay off the cold start
         from aws_lambda_powertools.event_handler.openapi.dependant import get_dependant
 
         return get_dependant(path=self.openapi_path, call=self.func, responses=self.responses)

@@ -447,6 +447,7 @@ def _apply_provider_blocks(store: Store, auth: AuthContext, contact: Item, block
 def merge(store: Store, auth: AuthContext, target_id: str, body: models.MergeRequest) -> models.Contact:
     """Moves identities, notes, tags, consents and suppressions of `from_contact_id` into the target and deletes it:
     the pointer and the target first, the rest in bounded chunks (switchboard.contacts.merge)."""
+    # on a merge only: keeps contacts.merge (and cdp.segments) off the contacts function's cold start
     from switchboard.contacts import merge as merging
 
     return merging.merge(store, auth, target_id, body)

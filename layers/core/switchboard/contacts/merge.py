@@ -34,11 +34,13 @@ from typing import Any
 from switchboard import clock
 from switchboard.access import AuthContext
 from switchboard.audit import audit_put
+from switchboard.cdp import segments
 from switchboard.contacts import models, search
 from switchboard.contacts import repository as repo
 from switchboard.contacts.identifiers import Identifier
 from switchboard.contacts.service import get_item, view, write_ops
 from switchboard.errors import Conflict, ValidationFailed
+from switchboard.jobs import service as jobs
 from switchboard.store import Delete, Put, Store, TxOp, Update
 
 Item = dict[str, Any]
@@ -63,8 +65,6 @@ def _consent_of(store: Store, org: str, contact: Item) -> dict[str, str]:
 
 
 def merge(store: Store, auth: AuthContext, target_id: str, body: models.MergeRequest) -> models.Contact:
-    from switchboard.jobs import service as jobs
-
     org = auth.org_id
     if body.from_contact_id == target_id:
         raise ValidationFailed.field("body.from_contact_id", "must differ from the target contact")
@@ -173,8 +173,6 @@ def run_chunk(store: Store, job: Item) -> Any:
             return Chunk(checkpoint, {"children": count})
         return Chunk({**checkpoint, "phase": "segments", "cursor": None})
     if phase == "segments":
-        from switchboard.cdp import segments
-
         page = store.query(
             f"ORG#{org}", sk_prefix="CDPSEG#", limit=SEGMENTS_PER_CHUNK, start_key=checkpoint.get("cursor")
         )

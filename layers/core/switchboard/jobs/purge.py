@@ -125,6 +125,7 @@ def run_chunk(store: Store, job: Item) -> Chunk:
     if checkpoint.get("phase", "objects") == "objects":
         return _objects_chunk(org_id, int(checkpoint.get("prefix", 0)))
     if checkpoint["phase"] == "deliveries":
+        # the deliveries phase only: keeps switchboard.webhooks.service off the jobs function's cold start
         from switchboard.webhooks.service import purge_deliveries_chunk
 
         after, deleted = purge_deliveries_chunk(org_id, checkpoint)

@@ -26,6 +26,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from switchboard.config import get_settings
 from switchboard.errors import ValidationFailed
 from switchboard.store.keys import key, org_pk
 from switchboard.store.table import Store
@@ -34,8 +35,6 @@ Item = dict[str, Any]
 
 
 def count() -> int:
-    from switchboard.config import get_settings
-
     return get_settings().tenant_shards
 
 

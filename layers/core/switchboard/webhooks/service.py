@@ -15,9 +15,10 @@ from switchboard.errors import Conflict, NotFound, Unauthenticated, ValidationFa
 from switchboard.events.outbox import outbox_put
 from switchboard.identity import repository as identity_repository
 from switchboard.ids import new_id, token_urlsafe
+from switchboard.jobs.service import Chunk
 from switchboard.paging import cursor_page, query_fingerprint, read_page
 from switchboard.store import ConditionCheck, Delete, Put, Store, Update, keys, versioned
-from switchboard.webhooks import dispatch, models, signing
+from switchboard.webhooks import dispatch, models, pace, signing
 from switchboard.webhooks import repository as repo
 from switchboard.webhooks.catalogue import EVENT_TYPES, TEST_EVENT
 
@@ -481,8 +482,6 @@ def recover_chunk(store: Store, job: Item) -> Any:
     crash between the write and the send) is still `pending` with the job's mark and gets the message again, with
     the same generation (the sender's claim makes two messages of one generation one attempt)."""
     # on first use: keeps switchboard.jobs.service off the cold start
-    from switchboard.jobs.service import Chunk
-
     org, cp = str(job["organization_id"]), dict(job.get("checkpoint") or {})
     job_id, endpoint_id = str(job["id"]), str(cp["endpoint_id"])
     values: dict[str, Any] = {f":s{n}": s for n, s in enumerate(FAILED_STATUSES)} | {":job": job_id, ":p": "pending"}
@@ -588,8 +587,6 @@ def purge_deliveries_chunk(org: str, checkpoint: dict[str, Any]) -> tuple[dict[s
     after shard, each deleted with its attempts: one Query of its partition), then of its event payloads; the last
     chunk deletes the pacing item. Answers the next checkpoint (`{"list", "position"}`; None when done) and the
     items deleted. Safe to run again from any checkpoint (deleting a missing item is no error)."""
-    from switchboard.webhooks import pace
-
     dstore = repo.deliveries_store()
     which = str(checkpoint.get("list") or PURGE_LISTS[0])
     pk_of = (lambda n: repo.deliveries_pk(org, n)) if which == "deliveries" else (lambda n: repo.events_pk(org, n))
