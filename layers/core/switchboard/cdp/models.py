@@ -232,16 +232,7 @@ class ContactStage(BaseModel):
                 "created_at": "2026-11-21T10:00:00.000Z",
                 "updated_at": "2026-11-21T10:00:00.000Z",
             },
-            "history": [
-                {
-                    "contact_id": "ct_01jd8x1k2m3n4p5q6r7s8t9v0w",
-                    "from_stage": "lead",
-                    "to_stage": "customer",
-                    "reason": "first order paid",
-                    "changed_by": "usr_01jd8x0a1b2c3d4e5f6g7h8j9k",
-                    "changed_at": "2026-11-21T10:30:00.000Z",
-                }
-            ],
+            "history": [StageChange.openapi_examples[0]],
         },
     )
     contact_id: str = Field(description="the contact (`ct_…`)")
