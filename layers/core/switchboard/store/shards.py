@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
@@ -119,6 +120,22 @@ def query_all(store: Store, pks: Sequence[str], **query: Any) -> list[Item]:
     return [i for p in pks for i in store.query_all(p, **query)]
 
 
+def scan_page(
+    store: Store, pks: Sequence[str], checkpoint: dict[str, Any] | None, *, limit: int, **query: Any
+) -> tuple[list[Item], dict[str, Any] | None]:
+    """One page of a walk over every partition of a list, in no particular order (a job's chunk: a build, a
+    backfill): up to `limit` items of the partition the checkpoint is at, and the checkpoint to continue from
+    (`{"part": <index in pks>, "cursor": <LastEvaluatedKey>}`; None when the last partition is done). `query` is the
+    key condition and index of `Store.query`. A checkpoint without `part` (written before the list was sharded) is a
+    position in the last partition of `pks`, the legacy one. A page may be short or empty where a partition ends."""
+    part = int(checkpoint.get("part", len(pks) - 1)) if checkpoint else 0
+    cursor = checkpoint.get("cursor") if checkpoint else None
+    page = store.query(pks[part], limit=limit, start_key=cursor, **query)
+    if page.last_key is not None:
+        return page.items, {"part": part, "cursor": page.last_key}
+    return page.items, ({"part": part + 1, "cursor": None} if part + 1 < len(pks) else None)
+
+
 # Ordered merge over shards -------------------------------------------------------------------------------------
 LOW, HIGH = " ", "~"  # below and above every index sort key these lists use (times, ids)
 
@@ -142,19 +159,36 @@ class _Shard:
         self.fetches = 0
 
 
+_readers: ThreadPoolExecutor | None = None
+
+
+def _read_round(calls: list[Callable[[], Any]]) -> list[Any]:
+    """The reads of one round of a merge, side by side: a page costs the latency of its slowest partition, not the
+    sum over the shards (boto3 clients are thread-safe; `switchboard.aws` shares one per container)."""
+    global _readers
+    if len(calls) == 1:
+        return [calls[0]()]
+    if _readers is None:
+        _readers = ThreadPoolExecutor(max_workers=16, thread_name_prefix="shard-read")
+    return list(_readers.map(lambda call: call(), calls))
+
+
 def merged_page(
     store: Store,
     pks: Sequence[str],
     start: Position | None,
     *,
-    index: str,
+    index: str | None,
     limit: int,
     forward: bool = True,
     keep: Callable[[Item], bool] | None = None,
     max_reads: int | None = None,
+    within: tuple[str, str] = (LOW, HIGH),
 ) -> tuple[list[Item], Position | None]:
-    """Up to `limit` items of the index partitions `pks` in the order of the index sort key, from `start`, and the
-    position to continue from (None when every partition is done).
+    """Up to `limit` items of the partitions `pks` in the order of the sort key, from `start`, and the position to
+    continue from (None when every partition is done). `index` names the index whose partitions `pks` are (None: the
+    table's own, ordered by `SK`); `within` bounds the sort keys of the list (a prefix range of a table partition
+    that holds other items too).
 
     The next item is the first head among the partitions' read items; it is answered once no partition could still
     hold an earlier one — each partition not done has read past it or has an item buffered. Partitions are read from
@@ -164,7 +198,7 @@ def merged_page(
     simply after the last item answered. `keep` filters while reading; after `max_reads` queries (default: three per
     partition + 10) the page ends short — after the last item answered, or, when none was, at the furthest point
     every partition has been read to (always past `start`: the first round reads every partition)."""
-    sk_attr = f"{index}SK"
+    sk_attr = f"{index}SK" if index else "SK"
     shards = [_Shard(p) for p in pks]
     budget = max_reads if max_reads is not None else 3 * len(pks) + 10
     reads = 0
@@ -186,6 +220,7 @@ def merged_page(
             continue
         if reads + len(blocking) > budget and reads >= len(pks):
             break  # a short page
+        calls = []
         for shard in blocking:
             # a filter thins the reads: each further one is larger; unfiltered, a shard is rarely read twice, and
             # then for the one or two items it is ahead of the others
@@ -194,7 +229,8 @@ def merged_page(
             else:
                 size = min(200, base * 4**shard.fetches)
             bound = Position(shard.last_read) if shard.last_read is not None else start
-            rows, more = _read_from(store, shard.pk, index, bound, size, forward)
+            calls.append(_reader(store, shard.pk, index, bound, size, forward, within))
+        for shard, (rows, more) in zip(blocking, _read_round(calls), strict=True):
             reads += 1
             shard.fetches += 1
             if rows:
@@ -214,19 +250,25 @@ def merged_page(
     return out, (min if forward else max)(reached, key=lambda p: p.key)
 
 
-def _read_from(
-    store: Store, pk: str, index: str, bound: Position | None, size: int, forward: bool
-) -> tuple[list[Item], bool]:
-    """Up to `size` items of one index partition from `bound` on in the list's order, and whether the partition may
-    hold more."""
-    if bound is None:
-        page = store.query(pk, index=index, limit=size, forward=forward)
-        return page.items, page.last_key is not None
-    between = (bound.key, HIGH) if forward else (LOW, bound.key)
-    extra = 0 if bound.inclusive else 1
-    page = store.query(pk, index=index, limit=size + extra, sk_between=between, forward=forward)
-    rows = [i for i in page.items if bound.inclusive or str(i[f"{index}SK"]) != bound.key]
-    return rows[:size], page.last_key is not None or len(rows) > size
+def _reader(
+    store: Store, pk: str, index: str | None, bound: Position | None, size: int, forward: bool, within: tuple[str, str]
+) -> Callable[[], tuple[list[Item], bool]]:
+    """The read of up to `size` items of one partition from `bound` on in the list's order (inside `within`): it
+    answers them and whether the partition may hold more."""
+    sk_attr = f"{index}SK" if index else "SK"
+
+    def read() -> tuple[list[Item], bool]:
+        if bound is None:
+            whole = within == (LOW, HIGH)
+            page = store.query(pk, index=index, limit=size, sk_between=None if whole else within, forward=forward)
+            return page.items, page.last_key is not None
+        between = (bound.key, within[1]) if forward else (within[0], bound.key)
+        extra = 0 if bound.inclusive else 1
+        page = store.query(pk, index=index, limit=size + extra, sk_between=between, forward=forward)
+        rows = [i for i in page.items if bound.inclusive or str(i[sk_attr]) != bound.key]
+        return rows[:size], page.last_key is not None or len(rows) > size
+
+    return read
 
 
 def merged_state_page(
@@ -234,10 +276,11 @@ def merged_state_page(
     state: dict[str, Any] | None,
     *,
     pks: Sequence[str],
-    index: str,
+    index: str | None,
     limit: int,
     forward: bool = True,
     keep: Callable[[Item], bool] | None = None,
+    within: tuple[str, str] = (LOW, HIGH),
 ) -> tuple[list[Item], dict[str, Any] | None]:
     """`merged_page` from the state an opaque cursor carries (`switchboard.paging.read_page` seals it, bound to the
     organization and the query): one sort key whatever the number of shards. Answers the items and the next state."""
@@ -246,5 +289,7 @@ def merged_state_page(
         if not isinstance(state.get("after"), str) or not isinstance(state.get("from"), bool):
             raise ValidationFailed.field("query.cursor", "is not a valid cursor for this list")
         start = Position(state["after"], state["from"])
-    items, nxt = merged_page(store, pks, start, index=index, limit=limit, forward=forward, keep=keep)
+    if state is not None and not within[0] <= state["after"] <= within[1]:
+        raise ValidationFailed.field("query.cursor", "is not a valid cursor for this list")
+    items, nxt = merged_page(store, pks, start, index=index, limit=limit, forward=forward, keep=keep, within=within)
     return items, ({"after": nxt.key, "from": nxt.inclusive} if nxt else None)
