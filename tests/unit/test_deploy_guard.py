@@ -141,3 +141,10 @@ def test_every_function_reads_the_counts_the_guard_answers():
     assert function["Type"] == "AWS::Lambda::Function"  # no Globals: no layer, no environment from its own answer
     assert function["Properties"]["Code"] == "functions/deploy_guard/"
     assert set(guard.GROW_ONLY) == {"TenantShards", "WebhookDeliveryShards"}
+
+
+def test_the_sample_event_is_a_refused_lowering():
+    """events/cloudformation_grow_only_update.json (for `sam local invoke DeployGuardFunction`) lowers TenantShards."""
+    sample = json.loads((ROOT / "events" / "cloudformation_grow_only_update.json").read_text())
+    with pytest.raises(guard.Refused, match="TenantShards may only grow"):
+        guard.decide(sample)
