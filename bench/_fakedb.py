@@ -22,6 +22,7 @@ from __future__ import annotations
 import bisect
 import json
 import re
+import threading
 from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -508,6 +509,7 @@ class FakeDynamoDB:
         self.index_parts: dict[str, dict[str, _Partition]] = {name: {} for name in INDEXES}
         self.meter = Meter()
         self._bulk = False
+        self._reads = threading.Lock()
 
     # bookkeeping ------------------------------------------------------------------------------------------------
     @contextmanager
@@ -704,6 +706,10 @@ class FakeDynamoDB:
         return {}
 
     def query(self, **kw: Any) -> dict[str, Any]:
+        with self._reads:  # a merge over shards queries from a thread pool: the meter and lazy sorts stay exact
+            return self._query(**kw)
+
+    def _query(self, **kw: Any) -> dict[str, Any]:
         self.meter.calls["Query"] += 1
         ctx = _Ctx(kw.get("ExpressionAttributeNames"), kw.get("ExpressionAttributeValues"))
         index = kw.get("IndexName")
