@@ -1,7 +1,7 @@
 """Contact items and keys.
 
 CONTACT#<id>                       the contact (GSI1: org's contacts by updated_at; GSI2: by lifecycle stage; both
-                                   lists write-sharded by contact id, `list_pages`/`walk_page` read them)
+                                   lists write-sharded by contact id: `walk_page`, `stage_in_use`, the list route)
 CONTACT#<id>#NOTE#<ulid>           notes
 CONTACT#<id>#TAG#<tag_id>          assigned tags        CTAG#<tag_id>#<contact_id>   reverse, for tag filters
 CONTACT#<id>#CONSENT#<channel>     current consent      CONTACT#<id>#CONSENTLOG#<ulid>  history
