@@ -217,14 +217,18 @@ _SHARDED = re.compile(r"^(ORG#[^#]+)#\d+$")
 
 
 def _reshard(raw: dict[str, Any]) -> dict[str, Any]:
-    """A copy's write-sharded keys (switchboard.store.shards) for its new id: table PK and conversation list keys."""
+    """A copy's write-sharded keys (switchboard.store.shards) for its new id: table PK, conversation and contact list
+    keys."""
     from switchboard.store import shards
 
     pk = raw["PK"]["S"]
+    sk = raw["SK"]["S"]
+    if sk.startswith("CONTACT#") and sk.count("#") == 1:  # a contact: its lists (GSI1, GSI2) are sharded
+        lists = [a for a in ("GSI1PK", "GSI2PK") if a in raw]
+        return {**raw, **{a: {"S": shards.index_pk(raw[a]["S"].rsplit("#", 1)[0], sk[8:])} for a in lists}}
     m = _SHARDED.match(pk)
     if not m:
         return raw
-    sk = raw["SK"]["S"]
     kind, _, rest = sk.partition("#")
     item_id = rest if kind == "PMSG" else rest.split("#", 1)[0]
     org = shards.org_of(pk)

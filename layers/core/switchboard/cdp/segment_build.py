@@ -6,7 +6,9 @@ writes the segment with `status: building` and a new `build_generation`. Checkpo
 gone or its generation is no longer the job's (the rules changed: a newer build owns the membership).
 
 Phases, each chunk at most one page:
-1. `scan`: one GSI1 page (`PAGE` contacts) of `ORG#<org>#CONTACTS` from `cursor`, one consistent BatchGet of their
+1. `scan`: one page (up to `PAGE` contacts) of the organization's contact list from `cursor`, a walk over its GSI1
+   partitions `ORG#<org>#CONTACTS` (legacy) and `ORG#<org>#CONTACTS#<shard>` (`contacts.repository.walk_page`, whose
+   checkpoint `cursor` holds; a page may be short where a partition ends), one consistent BatchGet of their
    member rows; every contact whose evaluation differs from its membership is flipped. Flips are written
    `FLIPS_PER_TX` per transaction: per contact the member row (conditional: a change happens once), a check that the
    contact's `updated_at` is still the one evaluated, its `crm.list.entry_added|removed` event and, when windowed
@@ -86,16 +88,14 @@ def on_failed(store: Store, job: Item) -> None:
 
 
 def _scan(store: Store, org: str, segment: Item, checkpoint: Item) -> Chunk:
-    page = store.query(contact_repo.list_pk(org), index="GSI1", limit=PAGE, start_key=checkpoint.get("cursor"))
+    contacts, following = contact_repo.walk_page(store, org, checkpoint.get("cursor"), limit=PAGE)
     current = {
         r["contact_id"]
-        for r in store.batch_get(
-            [segments.member_key(org, segment["id"], c["id"]) for c in page.items], consistent=True
-        )
+        for r in store.batch_get([segments.member_key(org, segment["id"], c["id"]) for c in contacts], consistent=True)
     }
     flips: list[Flip] = []
     kept: list[TxOp] = []  # contacts that stay as they are on windowed event counts: their next expiry row
-    for contact in page.items:
+    for contact in contacts:
         ctx = segments.Context(store, org, contact)
         wanted = segments.evaluate(segment["rules"], ctx)
         day = segments.watch_day(segment, ctx, wanted)
@@ -112,11 +112,11 @@ def _scan(store: Store, org: str, segment: Item, checkpoint: Item) -> Chunk:
     for start in range(0, len(kept), 100):
         store.transact(kept[start : start + 100])  # idempotent Puts
     added, removed = _write(store, org, segment, flips)
-    scanned = int(checkpoint.get("scanned", 0)) + len(page.items)
+    scanned = int(checkpoint.get("scanned", 0)) + len(contacts)
     _progress(store, org, segment, scanned)
-    progress = {"contacts_scanned": len(page.items), "added": added, "removed": removed}
-    if page.last_key:
-        return Chunk({**checkpoint, "cursor": page.last_key, "scanned": scanned}, progress)
+    progress = {"contacts_scanned": len(contacts), "added": added, "removed": removed}
+    if following is not None:
+        return Chunk({**checkpoint, "cursor": following, "scanned": scanned}, progress)
     return Chunk({**checkpoint, "phase": "sweep", "cursor": None, "scanned": scanned}, progress)
 
 

@@ -130,7 +130,7 @@ def delete(store: Store, auth: AuthContext, stage_id: str) -> None:
     """Only an empty stage can go (its key is what contacts hold)."""
     org = auth.org_id
     item = get_item(store, org, stage_id)
-    if store.query(contact_repo.stage_pk(org, item["key"]), index="GSI2", limit=1).items:
+    if contact_repo.stage_in_use(store, org, item["key"]):
         raise Conflict("Contacts are in this stage; move them to another stage first.")
     store.transact(
         [

@@ -323,9 +323,9 @@ def consent_backfill_chunk(store: Store, org: str, start: dict[str, Any] | None)
     contact without the map one consistent Query of its `CONSENT#` rows and one UpdateItem `SET consent` with
     `version + 1` (so a write that read the contact before it is refused by its version condition and reads it
     again), on condition that it still has no map (a consent change since gave it one). The checkpoint to continue
-    from, None when done."""
-    page = store.query(repo.list_pk(org), index="GSI1", limit=CONSENT_BACKFILL_CHUNK, start_key=start)
-    for contact in page.items:
+    from (`repo.walk_page`: every shard of the list and its legacy partition), None when done."""
+    contacts, following = repo.walk_page(store, org, start, limit=CONSENT_BACKFILL_CHUNK)
+    for contact in contacts:
         if isinstance(contact.get("consent"), dict):
             continue
         rows = store.query_all(f"ORG#{org}", sk_prefix=repo.child_prefix(contact["id"], "CONSENT#"), consistent=True)
@@ -341,7 +341,7 @@ def consent_backfill_chunk(store: Store, org: str, start: dict[str, Any] | None)
             )
         except Conflict:  # deleted, or a consent change gave it its map meanwhile
             continue
-    return page.last_key
+    return following
 
 
 def _consent_view(store: Store, org: str, contact_id: str, current: Item) -> models.Consent:

@@ -154,13 +154,14 @@ REINDEX_CHUNK = 25  # contacts per chunk: at most 25 x (MAX_TOKENS + 1) writes
 def reindex_chunk(store: Store, org: str, start: dict[str, Any] | None) -> dict[str, Any] | None:
     """One chunk of (re)building the organization's search rows from its contacts, for contacts written before the
     rows existed: a page of contacts (the recency index), their rows put (idempotent, so a chunk may run twice) and
-    the older name-only rows (`CNAME#`) removed. Answers the checkpoint to continue from, None when done."""
-    page = store.query(repo.list_pk(org), index="GSI1", limit=REINDEX_CHUNK, start_key=start)
-    for contact in page.items:
+    the older name-only rows (`CNAME#`) removed. Answers the checkpoint to continue from (`repo.walk_page`: every
+    shard of the list and its legacy partition), None when done."""
+    contacts, following = repo.walk_page(store, org, start, limit=REINDEX_CHUNK)
+    for contact in contacts:
         ops = index_ops(org, None, contact)
         if contact.get("name"):
             legacy = f"CNAME#{contact['name'].strip().lower()[:100]}#{contact['id']}"
             ops.append(Delete(key=keys.key(keys.org_pk(org), legacy)))
         if ops:
             store.transact(ops)
-    return page.last_key
+    return following

@@ -19,7 +19,7 @@ from switchboard.errors import Conflict, NotFound
 from switchboard.events.outbox import outbox_put
 from switchboard.ids import new_id
 from switchboard.paging import query_fingerprint, read_page
-from switchboard.store import Delete, Put, Store, TxOp, versioned
+from switchboard.store import Delete, Put, Store, TxOp, shards, versioned
 
 if TYPE_CHECKING:
     from switchboard.contacts import models
@@ -156,10 +156,13 @@ def list_contacts(
             )
         if tag:
             return _by_tag(store, org, tag, limit, start)
+        # the stage's own list (GSI2) or every contact (GSI1), newest change first: an ordered merge of the list's
+        # shards and its legacy partition, `updated_since` the lower bound of the sort key (`<updated_at>#<id>`)
         index, pk = ("GSI2", repo.stage_pk(org, lifecycle_stage)) if lifecycle_stage else ("GSI1", repo.list_pk(org))
-        low = f"{updated_since}" if updated_since else "0"
-        page = store.query(pk, index=index, sk_between=(low, "~"), forward=False, limit=limit, start_key=start)
-        return page.items, page.last_key
+        within = (updated_since or shards.LOW, shards.HIGH)
+        return shards.merged_state_page(
+            store, start, pks=shards.index_pks(pk), index=index, limit=limit, forward=False, within=within
+        )
 
     items, next_cursor = read_page(org, fingerprint, cursor, read)
     return [view(i) for i in items if _matches(i, lifecycle_stage, updated_since)], next_cursor

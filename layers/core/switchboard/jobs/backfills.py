@@ -1,13 +1,14 @@
 """Backfills as job kinds: one-off passes over an organization's items written before a newer layout, each a chunk
 function `(store, org, start) -> next start | None` of its own domain (one page read, idempotent writes), run here
-by the job mechanism (switchboard.jobs.service) with the page's LastEvaluatedKey as the checkpoint `{"cursor"}`.
+by the job mechanism (switchboard.jobs.service) with the function's continuation (a page's LastEvaluatedKey, or a
+walk's position over a sharded list) as the checkpoint `{"cursor"}`.
 
 Started per organization by an operator: `python -m switchboard.jobs start <kind> <organization_id>`.
 
 | kind | chunk function | one chunk |
 |---|---|---|
-| `contacts.consent_backfill` | `contacts.children.consent_backfill_chunk` | 25 contacts (GSI1) |
-| `contacts.search_reindex` | `contacts.search.reindex_chunk` | 25 contacts (GSI1) |
+| `contacts.consent_backfill` | `contacts.children.consent_backfill_chunk` | 25 contacts (GSI1, every shard) |
+| `contacts.search_reindex` | `contacts.search.reindex_chunk` | 25 contacts (GSI1, every shard) |
 | `conversations.assignee_reindex` | `messaging.conversations.reindex_chunk` | a page of conversations (GSI1) |
 | `channels.legacy_rows` | `messaging.channels.move_legacy_rows_chunk` | a page of the `CHANNEL#` range |
 """
