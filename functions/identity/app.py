@@ -889,7 +889,7 @@ def list_audit_logs(
         auth.org_id,
         fingerprint,
         cursor,
-        lambda start: audit.list_audit(get_store(), auth.org_id, limit=limit, start_key=start, **filters),
+        lambda state: audit.list_audit(get_store(), auth.org_id, limit=limit, state=state, **filters),
     )
     entries = [models.AuditEntry.model_validate(i) for i in items]
     return cursor_list(entries, limit, next_cursor)
