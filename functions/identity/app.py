@@ -859,8 +859,9 @@ def revoke_api_key(keyID: str) -> None:
     summary="List audit log entries",
     description=(
         "Who did what in the organization, newest first, a page at a time (`limit` 1-100, `cursor`). "
-        "Filters: `since` and `until` (ISO 8601), `action`, `actor_id`, `target_type`, `target_id`; a "
-        "cursor only continues the filters it was made with (400 `validation_failed` otherwise).\n\n"
+        "Filters: `since` and `until` (ISO 8601; `since` after `until` is 400 `validation_failed`), `action`, "
+        "`actor_id`, `target_type`, `target_id`; a cursor only continues the filters it was made with (400 "
+        "`validation_failed` otherwise).\n\n"
         "Who may call: the `admin` role or higher (API key or session); a lower role gets 403 "
         "`forbidden`."
     ),
