@@ -308,8 +308,8 @@ def contact_activity(
     summary="List the activity log",
     description=(
         "Every contact's events, newest first, filtered by `name`, `contact_id` and the `since` /"
-        " `until` window (ISO 8601). Cursor-paginated: pass `meta.cursor` back as `cursor` while "
-        "`meta.has_more` is true. Role: viewer or above."
+        " `until` window (ISO 8601; `since` after `until` is 400 `validation_failed`). Cursor-paginated: "
+        "pass `meta.cursor` back as `cursor` while `meta.has_more` is true. Role: viewer or above."
     ),
 )
 def activity_log(

@@ -859,8 +859,9 @@ def revoke_api_key(keyID: str) -> None:
     summary="List audit log entries",
     description=(
         "Who did what in the organization, newest first, a page at a time (`limit` 1-100, `cursor`). "
-        "Filters: `since` and `until` (ISO 8601), `action`, `actor_id`, `target_type`, `target_id`; a "
-        "cursor only continues the filters it was made with (400 `validation_failed` otherwise).\n\n"
+        "Filters: `since` and `until` (ISO 8601; `since` after `until` is 400 `validation_failed`), `action`, "
+        "`actor_id`, `target_type`, `target_id`; a cursor only continues the filters it was made with (400 "
+        "`validation_failed` otherwise).\n\n"
         "Who may call: the `admin` role or higher (API key or session); a lower role gets 403 "
         "`forbidden`."
     ),
@@ -889,7 +890,7 @@ def list_audit_logs(
         auth.org_id,
         fingerprint,
         cursor,
-        lambda start: audit.list_audit(get_store(), auth.org_id, limit=limit, start_key=start, **filters),
+        lambda state: audit.list_audit(get_store(), auth.org_id, limit=limit, state=state, **filters),
     )
     entries = [models.AuditEntry.model_validate(i) for i in items]
     return cursor_list(entries, limit, next_cursor)

@@ -77,8 +77,8 @@ ANY_OPERATION: dict[str, str] = {
     "body.email": "an address email_validator accepts: `format: email`, and no special-use domain",
 }
 SCHEMA_INEXPRESSIBLE: dict[str, dict[str, str]] = {
-    "GET /v1/audit-logs": {"query.since": _TIME, "query.until": _TIME},
-    "GET /v1/cdp/activity-log": {"query.since": _TIME, "query.until": _TIME},
+    "GET /v1/audit-logs": {"query.since": f"{_TIME}; not after `until`", "query.until": _TIME},
+    "GET /v1/cdp/activity-log": {"query.since": f"{_TIME}; not after `until`", "query.until": _TIME},
     "GET /v1/cdp/lifecycle-stages/metrics": {"query.since": f"{_TIME}; not after `until`", "query.until": _TIME},
     "GET /v1/contacts/phone/{phone}": {"path.phone": _PHONE},
     "GET /v1/settings/developer/webhooks/deliveries": {"query.since": _TIME},

@@ -13,7 +13,7 @@ from switchboard.catalog import label_jobs
 from switchboard.contacts import tag_jobs
 from switchboard.jobs import service
 from switchboard.messaging import status
-from switchboard.store import get_store
+from switchboard.store import get_store, shards
 from tests.integration.support import Api, JobsQueue, run_jobs
 from tests.integration.test_catalog_labels import channel, conv  # noqa: F401
 from tests.integration.test_cdp import contact, ok
@@ -109,7 +109,9 @@ def test_a_label_delete_detaches_it_everywhere_through_its_job(
         api.post(f"/v1/conversations/{conv['id']}/labels", json={"label_id": label["id"]}), 404, "not_found"
     )
     audit = [
-        a for a in get_store().query_all(f"ORG#{api.org_id}", sk_prefix="AUDIT#") if a.get("action") == "label.deleted"
+        a
+        for a in shards.query_all(get_store(), shards.all_pks(api.org_id), sk_prefix="AUDIT#")
+        if a.get("action") == "label.deleted"
     ]
     job_id = audit[0]["after"]["job_id"]
     assert label["id"] in ok(api.get(f"/v1/conversations/{conv['id']}"))["labels"]  # not yet: the job does it

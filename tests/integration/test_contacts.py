@@ -10,7 +10,7 @@ import pytest
 from switchboard.api.auth import AuthContext
 from switchboard.contacts import erasure, models, search, service
 from switchboard.events.outbox import stored_events
-from switchboard.store import get_store
+from switchboard.store import get_store, shards
 from tests.helpers import count_query_items
 from tests.integration.support import Api, run_jobs
 
@@ -318,7 +318,10 @@ def test_merge_answers_the_conflict_case(api: Api):
     assert [n["body"] for n in api.get(f"/v1/contacts/{a['id']}/notes").json()["data"]] == ["from b"]
     assert [c["channel"] for c in api.get(f"/v1/contacts/{a['id']}/consents").json()["data"]] == ["email"]
     assert [c["id"] for c in api.get("/v1/contacts", params={"tag": "VIP"}).json()["data"]] == [a["id"]]
-    assert any(e["action"] == "contact.merged" for e in get_store().query_all(f"ORG#{api.org_id}", sk_prefix="AUDIT#"))
+    assert any(
+        e["action"] == "contact.merged"
+        for e in shards.query_all(get_store(), shards.all_pks(api.org_id), sk_prefix="AUDIT#")
+    )
     api.assert_error(
         api.post(f"/v1/contacts/{a['id']}/merge", json={"from_contact_id": a["id"]}), 400, "validation_failed"
     )

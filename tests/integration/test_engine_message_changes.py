@@ -12,7 +12,7 @@ import pytest
 
 from switchboard.events.outbox import stored_events
 from switchboard.messaging import messages, status
-from switchboard.store import get_store
+from switchboard.store import get_store, shards
 from tests.fakes.evolution import FakeEvolution
 from tests.fakes.waha import FakeWaha
 from tests.integration.support import Api
@@ -167,7 +167,9 @@ def test_labels_made_on_the_phone_follow_into_the_catalogue(api: Api, engine: En
     (lead,) = _ok(api.get("/v1/labels"))
     assert lead["name"] == "Lead" and lead["color"] == "#64c4ff"
     audit = [
-        e for e in get_store().query_all(f"ORG#{api.org_id}", sk_prefix="AUDIT#") if e.get("action") == "label.created"
+        e
+        for e in shards.query_all(get_store(), shards.all_pks(api.org_id), sk_prefix="AUDIT#")
+        if e.get("action") == "label.created"
     ]
     assert len(audit) == 1  # created once, however often the engine tells us
 

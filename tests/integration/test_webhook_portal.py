@@ -13,7 +13,7 @@ import pytest
 from starlette.testclient import TestClient
 
 from switchboard import clock, sealed
-from switchboard.store import get_store
+from switchboard.store import get_store, shards
 from switchboard.webhooks import repository, service
 from tests.integration.support import Api
 from tests.integration.test_webhooks import Pipeline, create_endpoint, pipeline, receiver  # noqa: F401
@@ -223,7 +223,7 @@ def test_endpoints_create_edit_disable_rotate_and_delete_through_the_service_rul
     )
     assert api.get(BASE).json()["data"]["endpoints"] == []
     assert "No such webhook endpoint" in page(visitor, detail_path, 404)
-    audit = get_store().query_all(f"ORG#{api.org_id}", sk_prefix="AUDIT#")
+    audit = shards.query_all(get_store(), shards.all_pks(api.org_id), sk_prefix="AUDIT#")
     portal_actions = [a["action"] for a in audit if a["actor_type"] == "portal"]
     assert "webhook_endpoint.created" in portal_actions and "webhook_endpoint.deleted" in portal_actions
 

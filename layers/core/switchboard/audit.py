@@ -1,4 +1,8 @@
-"""Audit log entries: who did what, when, with which credential; written in the transaction of the change."""
+"""Audit log entries: who did what, when, with which credential; written in the transaction of the change.
+
+An entry `AUDIT#<ulid>` lives in the write shard of its ULID (`ORG#<org>#<n>`, switchboard.store.shards): an
+organization writes them at the rate of its changes. The audit log is an ordered merge of every shard and the legacy
+partition `ORG#<org>` (entries written before sharding)."""
 
 from __future__ import annotations
 
@@ -7,8 +11,8 @@ from typing import Any
 
 from switchboard import clock
 from switchboard.access import AuthContext
-from switchboard.ids import new_ulid, ulid_bound
-from switchboard.store import Put, keys
+from switchboard.ids import new_ulid, ulid_range
+from switchboard.store import Put, shards
 
 AUDIT_RETENTION = timedelta(days=400)
 
@@ -28,7 +32,7 @@ def audit_put(
     organization_id = org_id or auth.org_id
     return Put(
         item={
-            "PK": keys.org_pk(organization_id),
+            "PK": shards.pk(organization_id, ulid),
             "SK": f"AUDIT#{ulid}",
             "entity": "AuditLog",
             "id": f"aud_{ulid.lower()}",
@@ -53,7 +57,7 @@ def list_audit(
     org_id: str,
     *,
     limit: int,
-    start_key: dict[str, Any] | None,
+    state: dict[str, Any] | None,
     since: str | None = None,
     until: str | None = None,
     action: str | None = None,
@@ -61,15 +65,22 @@ def list_audit(
     target_type: str | None = None,
     target_id: str | None = None,
 ) -> tuple[list[dict[str, Any]], dict[str, Any] | None]:
-    """Newest first. The time range is a key condition (ULIDs sort by time); the other filters filter that range."""
-    low = "AUDIT#" + (ulid_bound(clock.parse_iso_input(since, "query.since"), high=False) if since else "")
-    high = "AUDIT#" + (ulid_bound(clock.parse_iso_input(until, "query.until"), high=True) if until else "~")
+    """Newest first, from the position `state` (what a cursor carries; None: the start), and the next position. The
+    time range is the key range of every partition (ULIDs sort by time); the other filters are applied while
+    merging (`shards.merged_state_page`)."""
     filters = {"action": action, "actor_id": actor_id, "target_type": target_type, "target_id": target_id}
-    return store.filtered_page(  # type: ignore[no-any-return]
-        keys.org_pk(org_id),
-        sk_between=(low, high),
+    wanted = {k: v for k, v in filters.items() if v}
+
+    def keep(entry: dict[str, Any]) -> bool:
+        return all(entry.get(k) == v for k, v in wanted.items())
+
+    return shards.merged_state_page(
+        store,
+        state,
+        pks=shards.all_pks(org_id),
+        index=None,
+        within=ulid_range("AUDIT#", since, until),
         forward=False,
         limit=limit,
-        start_key=start_key,
-        filters={k: v or None for k, v in filters.items()},
+        keep=keep if wanted else None,
     )

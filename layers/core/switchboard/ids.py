@@ -10,6 +10,9 @@ from __future__ import annotations
 import secrets
 from datetime import UTC, datetime
 
+from switchboard import clock
+from switchboard.errors import ValidationFailed
+
 
 def new_id(prefix: str) -> str:
     """`ct_01JD…`: a type prefix and a ULID, lower-cased so ids read well in URLs."""
@@ -39,6 +42,16 @@ def ulid_bound(dt: datetime, *, high: bool) -> str:
     ms = int(dt.timestamp() * 1000)
     randomness = b"\xff" * 10 if high else b"\x00" * 10
     return str(ULID.from_bytes(ms.to_bytes(6, "big") + randomness))
+
+
+def ulid_range(prefix: str, since: str | None, until: str | None) -> tuple[str, str]:
+    """The sort-key range of a time window over keys `<prefix><ulid>` (a log read `since` / `until`, ISO 8601
+    inputs: a malformed one, or `since` after `until`, is a 400 naming the field)."""
+    low = prefix + (ulid_bound(clock.parse_iso_input(since, "query.since"), high=False) if since else "")
+    high = prefix + (ulid_bound(clock.parse_iso_input(until, "query.until"), high=True) if until else "~")
+    if low > high:
+        raise ValidationFailed.field("query.since", "must not be after until")
+    return low, high
 
 
 def ulid_time(text: str) -> datetime:

@@ -1,11 +1,13 @@
 """Customer events: batch ingest (idempotent by event id), the per-contact timeline and the organization's log.
 
-Keys (under `ORG#<org>`): `CDPEVTID#<event_id>` the sentinel that makes an event id count once;
-`CONTACT#<ct>#ACT#<ulid>` the contact's timeline (deleted with the contact); `CDPACT#<ulid>` the organization's log;
-`CONTACT#<ct>#EVDAY#<name>#<YYYY-MM-DD>` how many `name` events the contact had that day (UTC, by occurrence), added
-in the event's own transaction, so a segment's event rule reads one row per day of its window instead of the
-contact's whole timeline. The ULID is built from the event's own timestamp, so both lists are newest-first by
-occurrence. (Event names cannot hold `#`, so a name's day rows form their own key range.)
+Keys (under `ORG#<org>` unless said): `CDPEVTID#<event_id>` the sentinel that makes an event id count once (keyed
+by the client's id: spread over the key range, not time-ordered); `CONTACT#<ct>#ACT#<ulid>` the contact's timeline
+(deleted with the contact); `CDPACT#<ulid>` the organization's log, in the write shard of its ULID (`ORG#<org>#<n>`,
+named by the timeline row's `log_pk`: switchboard.cdp.logs); `CONTACT#<ct>#EVDAY#<name>#<YYYY-MM-DD>` how many
+`name` events the contact had that day (UTC, by occurrence), added in the event's own transaction, so a segment's
+event rule reads one row per day of its window instead of the contact's whole timeline. The ULID is built from the
+event's own timestamp, so both lists are newest-first by occurrence. (Event names cannot hold `#`, so a name's day
+rows form their own key range.)
 """
 
 from __future__ import annotations
@@ -18,13 +20,13 @@ from ulid import ULID
 
 from switchboard import clock
 from switchboard.access import AuthContext
-from switchboard.cdp import models, segments
+from switchboard.cdp import logs, models, segments
 from switchboard.contacts import service as contacts
 from switchboard.contacts.identifiers import normalize
 from switchboard.errors import Conflict, DomainError, NotFound, ValidationFailed
-from switchboard.ids import new_id, ulid_bound
-from switchboard.paging import cursor_page, query_fingerprint
-from switchboard.store import Put, Store, Update, keys
+from switchboard.ids import new_id, ulid_range
+from switchboard.paging import cursor_page, query_fingerprint, read_page
+from switchboard.store import Put, Store, Update, keys, shards
 
 Item = dict[str, Any]
 
@@ -44,8 +46,10 @@ def ulid_at(moment: datetime) -> str:
 def activity_puts(
     org: str, contact_id: str, *, event_id: str, name: str, kind: str, properties: Item, occurred: datetime
 ) -> list[Put | Update]:
-    """The writes of one activity: the contact's timeline, the organization's log and the contact's day count."""
+    """The writes of one activity: the contact's timeline (naming the log row's partition), the organization's log
+    (in its ULID's write shard) and the contact's day count."""
     ulid = ulid_at(occurred)
+    log_pk = logs.log_pk(org, ulid)
     body = {
         "entity": "Activity",
         "id": f"act_{ulid.lower()}",
@@ -58,8 +62,8 @@ def activity_puts(
         "received_at": clock.now_iso(),
     }
     return [
-        Put(item={**keys.key(keys.org_pk(org), f"CONTACT#{contact_id}#ACT#{ulid}"), **body}),
-        Put(item={**keys.key(keys.org_pk(org), f"CDPACT#{ulid}"), **body}),
+        Put(item={**keys.key(keys.org_pk(org), f"CONTACT#{contact_id}#ACT#{ulid}"), **body, "log_pk": log_pk}),
+        Put(item={**keys.key(log_pk, f"CDPACT#{ulid}"), **body}),
         day_count_op(org, contact_id, name, occurred),
     ]
 
@@ -188,19 +192,29 @@ def activity_log(
     since: str | None,
     until: str | None,
 ) -> tuple[list[models.Activity], str | None]:
+    """Newest first, merged over the log's write shards and the legacy partition (`shards.merged_state_page`): the
+    time window is the key range of every partition, the name and contact filters are applied while merging."""
     org = auth.org_id
     params = {"name": name, "contact_id": contact_id, "since": since, "until": until}
     fingerprint = query_fingerprint("cdp.activity_log", params)
-    low = "CDPACT#" + (ulid_bound(clock.parse_iso_input(since, "query.since"), high=False) if since else "")
-    high = "CDPACT#" + (ulid_bound(clock.parse_iso_input(until, "query.until"), high=True) if until else "~")
-    items, nxt = cursor_page(
-        store,
+    within = ulid_range("CDPACT#", since, until)
+
+    def keep(i: Item) -> bool:
+        return (not name or i.get("name") == name) and (not contact_id or i.get("contact_id") == contact_id)
+
+    items, nxt = read_page(
         org,
         fingerprint,
         cursor,
-        limit=limit,
-        sk_between=(low, high),
-        forward=False,
-        filters={"name": name, "contact_id": contact_id},
+        lambda state: shards.merged_state_page(
+            store,
+            state,
+            pks=shards.all_pks(org),
+            index=None,
+            within=within,
+            forward=False,
+            limit=limit,
+            keep=keep if name or contact_id else None,
+        ),
     )
     return [models.Activity.model_validate(i) for i in items], nxt

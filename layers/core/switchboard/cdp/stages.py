@@ -2,7 +2,9 @@
 
 Keys (under `ORG#<org>`): `CDPSTAGE#<stg_id>` the stage, `CDPSTAGEKEY#<key>` its unique key; a contact's stage is
 the stage key in the contact's `lifecycle_stage` (written through `contacts.service.write_contact`, so GSI2 and
-`contact.updated` follow); every change writes `CONTACT#<ct>#STAGELOG#<ulid>` and `CDPSTAGELOG#<ulid>` (metrics).
+`contact.updated` follow); every change writes `CONTACT#<ct>#STAGELOG#<ulid>` (the contact's history) and
+`CDPSTAGELOG#<ulid>` (metrics) in the write shard of its ULID (`ORG#<org>#<n>`, named by the history row's `log_pk`:
+switchboard.cdp.logs).
 
 Metrics read counters only, never the contacts:
 - contacts now in each stage: the per-stage counters of `contacts.counter` (one Query of its shards);
@@ -11,8 +13,8 @@ Metrics read counters only, never the contacts:
   stage), kept by the stream consumer from each `CDPSTAGELOG#` INSERT (`count_stage_change`: the log is marked
   `counted` in the transaction that adds it, so a record delivered twice is added once; the day is the ULID's).
 A window is exact to the millisecond: its whole UTC days are read from the day counters (one Query, days x
-`DAY_SHARDS` items) and its two partial edge days from their stage logs (one Query each, bounded by the changes
-of one day, never by the number of contacts).
+`DAY_SHARDS` items) and its two partial edge days from their stage logs (one Query of each write shard and the
+legacy partition per edge day, bounded by the changes of one day, never by the number of contacts).
 """
 
 from __future__ import annotations
@@ -24,14 +26,14 @@ from typing import Any
 from switchboard import clock
 from switchboard.access import AuthContext
 from switchboard.audit import audit_put
-from switchboard.cdp import models
+from switchboard.cdp import logs, models
 from switchboard.cdp.events import activity_puts
 from switchboard.contacts import counter as contact_counter
 from switchboard.contacts import repository as contact_repo
 from switchboard.contacts import service as contacts
 from switchboard.errors import Conflict, NotFound, ValidationFailed
 from switchboard.ids import new_id, new_ulid, ulid_bound, ulid_time
-from switchboard.store import Delete, Put, Store, TxOp, Update, keys
+from switchboard.store import Delete, Put, Store, TxOp, Update, keys, shards
 from switchboard.stream_counts import AlreadyCounted, mark_counted
 
 Item = dict[str, Any]
@@ -178,9 +180,12 @@ def set_contact_stage(store: Store, auth: AuthContext, contact_id: str, body: mo
             "changed_at": clock.iso(now),
         }
         ulid = new_ulid()
+        log_pk = logs.log_pk(org, ulid)
         extra: list[TxOp] = [
-            Put(item={**keys.key(keys.org_pk(org), f"CONTACT#{contact_id}#STAGELOG#{ulid}"), **change}),
-            Put(item={**keys.key(keys.org_pk(org), f"CDPSTAGELOG#{ulid}"), **change}),
+            Put(
+                item={**keys.key(keys.org_pk(org), f"CONTACT#{contact_id}#STAGELOG#{ulid}"), **change, "log_pk": log_pk}
+            ),
+            Put(item={**keys.key(log_pk, f"{STAGE_LOG_PREFIX}{ulid}"), **change}),
             *activity_puts(
                 org,
                 contact_id,
@@ -211,7 +216,7 @@ def day_key(org: str, day: str, shard: int) -> dict[str, str]:
 def count_stage_change(store: Store, log: Item) -> bool:
     """Add one stage-change log to its day's counters, once: False when it was counted already (a redelivery)."""
     ulid = str(log["SK"]).removeprefix(STAGE_LOG_PREFIX)
-    org = str(log["PK"]).removeprefix("ORG#")
+    org = shards.org_of(str(log["PK"]))  # `ORG#<org>#<shard>`, or `ORG#<org>` for a log written before sharding
     day = ulid_time(ulid).strftime("%Y-%m-%d")
     src, dst = str(log.get("from_stage") or ""), str(log.get("to_stage") or "")
     added = {f"pair:{src}>{dst}": 1}
@@ -242,16 +247,18 @@ def _midnight(moment: datetime) -> datetime:
 
 
 def _changes(store: Store, org: str, start: datetime, end: datetime) -> Counter[str]:
-    """Entries, exits and pairs of the stage logs in [start, end] (a partial day: read from its logs)."""
-    logs = store.query_all(
-        keys.org_pk(org),
+    """Entries, exits and pairs of the stage logs in [start, end] (a partial day: read from its logs, in every write
+    shard and the legacy partition; counted, so in no particular order)."""
+    rows = shards.query_all(
+        store,
+        shards.all_pks(org),
         sk_between=(
             f"{STAGE_LOG_PREFIX}{ulid_bound(start, high=False)}",
             f"{STAGE_LOG_PREFIX}{ulid_bound(end, high=True)}",
         ),
     )
     found: Counter[str] = Counter()
-    for log in logs:
+    for log in rows:
         src, dst = log.get("from_stage") or "", log.get("to_stage") or ""
         found[f"pair:{src}>{dst}"] += 1
         found[f"out:{src}"] += 1 if src else 0

@@ -8,7 +8,8 @@ and ~25 writes), in this order:
 
   identities     the sentinels the request could not release (a contact may own hundreds), 25 per chunk
   children       `CONTACT#<ct>#…` notes, tags (+ `CTAG#` rows), consents and their history, suppressions, stage
-                 history (+ `CDPSTAGELOG#`), activity (+ `CDPACT#`, `CDPEVTID#`): a page of 8 per chunk
+                 history (+ `CDPSTAGELOG#`), activity (+ `CDPACT#`, `CDPEVTID#`): a page of 8 per chunk; a log row
+                 in the partition its contact row names (`log_pk`: a write shard; absent: `ORG#<org>`)
   objects        the contact's CDP objects (GSI2 `ORG#<org>#CONTACTOBJ#<ct>`): comments, then links, then the object
   links          other records' links to the contact (GSI1 `ORG#<org>#CONTACTLINKS#<ct>`), 8 per chunk
   segments       memberships: a page of 25 segments per chunk, each left (`refresh_contact`; counted from the stream)
@@ -175,6 +176,7 @@ def _identities(store: Store, org: str, contact_id: str, checkpoint: Checkpoint)
 def _children(store: Store, org: str, contact_id: str, checkpoint: Checkpoint) -> Checkpoint | None:
     # cascade stage: switchboard.cdp.events loads when the cascade runs, not for the contacts DELETE route
     from switchboard.cdp.events import event_sentinel
+    from switchboard.cdp.logs import mirror_key
 
     page = store.query(keys.org_pk(org), sk_prefix=f"CONTACT#{contact_id}#", limit=CHILDREN_PER_CHUNK, consistent=True)
     if not page.items:
@@ -183,14 +185,13 @@ def _children(store: Store, org: str, contact_id: str, checkpoint: Checkpoint) -
     for child in page.items:
         ops.append(Delete(key={"PK": child["PK"], "SK": child["SK"]}))
         kind, _, rest = child["SK"].removeprefix(f"CONTACT#{contact_id}#").partition("#")
+        log = mirror_key(org, child)  # a stage change's or an activity's log row, where it was written
+        if log is not None:
+            ops.append(Delete(key=log))
         if kind == "TAG":
             ops.append(Delete(key=keys.key(keys.org_pk(org), f"CTAG#{rest}#{contact_id}")))
-        elif kind == "STAGELOG":
-            ops.append(Delete(key=keys.key(keys.org_pk(org), f"CDPSTAGELOG#{rest}")))
-        elif kind == "ACT":
-            ops.append(Delete(key=keys.key(keys.org_pk(org), f"CDPACT#{rest}")))
-            if child.get("event_id"):
-                ops.append(Delete(key=event_sentinel(org, child["event_id"])))
+        elif kind == "ACT" and child.get("event_id"):
+            ops.append(Delete(key=event_sentinel(org, child["event_id"])))
     store.transact(ops)
     return {"stage": "children"}
 

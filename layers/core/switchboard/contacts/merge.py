@@ -14,14 +14,17 @@ The job moves the rest, one bounded chunk at a time (each safe to run twice), fr
 
   identities  `IDENTITIES_PER_CHUNK` sentinels re-pointed (UpdateItem, condition `contact_id = <source>`)
   children    Query `CONTACT#<source>#` (`CHILDREN_PER_CHUNK`, consistent, from the start: moved rows are gone) + one
-              BatchGet of the same suffixes under the target; one transaction: each child Put under the target
-              (unless the target has its own: the target's wins) and Deleted, a tag's reverse row moved along
+              BatchGet of the same suffixes under the target and of the log rows the activities and stage changes
+              mirror (`CDPACT#`, `CDPSTAGELOG#` in the partition their `log_pk` names: switchboard.cdp.logs); one
+              transaction: each child Put under the target (unless the target has its own: the target's wins) and
+              Deleted, a tag's reverse row moved along, a log row's `contact_id` set to the target
   segments    Query `CDPSEG#` (25 from `cursor`): the source leaves them (`segments.refresh_contact`)
   done        the pointer `status: merged` (it stays: ids only, for identities resolved later)
 
 Each identities / children chunk first reads the target (consistent): once it is deleted, what is left of the source
 is deleted instead of moved (sentinels on condition they still name the source), so nothing of the person outlives
-the target's erasure. A target deleted while a chunk runs can still receive that chunk's moves (not handled).
+the target's erasure (a log row, and an activity's event-id sentinel, go with their contact row). A target deleted
+while a chunk runs can still receive that chunk's moves (not handled).
 
 The request runs up to `INLINE_CHUNKS` chunks itself (a merge of an ordinary contact completes before it answers);
 the rest runs on the JobsQueue.
@@ -34,7 +37,8 @@ from typing import Any
 from switchboard import clock
 from switchboard.access import AuthContext
 from switchboard.audit import audit_put
-from switchboard.cdp import segments
+from switchboard.cdp import logs, segments
+from switchboard.cdp.events import event_sentinel
 from switchboard.contacts import models, search
 from switchboard.contacts import repository as repo
 from switchboard.contacts.identifiers import Identifier
@@ -46,7 +50,7 @@ from switchboard.store import Delete, Put, Store, TxOp, Update
 Item = dict[str, Any]
 KIND = "contacts.merge"
 IDENTITIES_PER_CHUNK = 25
-CHILDREN_PER_CHUNK = 20  # ≤ 4 operations each (Put, Delete, a tag's two reverse rows): ≤ 80 per transaction
+CHILDREN_PER_CHUNK = 20  # ≤ 4 operations each (Put, Delete, a tag's two reverse rows or a log row): ≤ 80 in all
 SEGMENTS_PER_CHUNK = 25
 INLINE_CHUNKS = 4
 TX_LIMIT = 100
@@ -197,17 +201,36 @@ def _move_children(store: Store, org: str, source_id: str, target_id: str, *, mo
     if not page.items:
         return 0
     suffixes = {c["SK"]: c["SK"].split("#", 2)[2] for c in page.items}  # e.g. NOTE#note_…, TAG#tag_…
+    mirrors = {c["SK"]: m for c in page.items if (m := logs.mirror_key(org, c)) is not None}
     wanted = [repo.child_key(org, target_id, *s.split("#", 1)) for s in suffixes.values()] if move else []
-    taken = {t["SK"].split("#", 2)[2] for t in store.batch_get(wanted, consistent=True)}
+    found = store.batch_get([*wanted, *mirrors.values()] if move else [], consistent=True)
+    taken = {t["SK"].split("#", 2)[2] for t in found if t["SK"].startswith("CONTACT#")}
+    logged = {(t["PK"], t["SK"]) for t in found}
     ops: list[TxOp] = []
     for child in page.items:
         suffix = suffixes[child["SK"]]
         ops.append(Delete(key={"PK": child["PK"], "SK": child["SK"]}))
         if child.get("entity") == "ContactTag":
             ops.append(Delete(key=repo.tag_reverse_key(org, child["tag_id"], source_id)))
-        if suffix in taken or not move:
+        log = mirrors.get(child["SK"])
+        if not move:  # the target is gone: the source's rows go, with the log rows and sentinels they own
+            if log is not None:
+                ops.append(Delete(key=log))
+            if child.get("entity") == "Activity" and child.get("event_id"):
+                ops.append(Delete(key=event_sentinel(org, child["event_id"])))
+            continue
+        if log is not None and (log["PK"], log["SK"]) in logged:  # the organization's log names the target now
+            ops.append(
+                Update(
+                    key=log,
+                    expression="SET contact_id = :to",
+                    condition="attribute_exists(PK)",
+                    values={":to": target_id},
+                )
+            )
+        if suffix in taken:
             continue  # the target's own tag, consent or suppression for the same thing wins
-        moved = {**child, "SK": f"CONTACT#{target_id}#{suffix}"}
+        moved = {**child, "SK": f"CONTACT#{target_id}#{suffix}"}  # `log_pk` moves along: the log row stays put
         if "contact_id" in moved:
             moved["contact_id"] = target_id
         ops.append(Put(item=moved))
