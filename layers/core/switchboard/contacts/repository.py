@@ -72,33 +72,12 @@ def index_attributes(org_id: str, item: Item) -> Item:
     return out
 
 
-def walk_pks(org_id: str) -> list[str]:
-    """The partitions of the organization's contact list (GSI1) a walk over every contact reads: the legacy
-    unsharded one first, then the shards. A contact only ever leaves the legacy partition (its next write puts it
-    in its shard) and keeps its shard, so a walk in this order meets every contact that exists throughout it."""
-    *sharded, legacy = shards.index_pks(list_pk(org_id))
-    return [legacy, *sharded]
-
-
 def walk_page(
     store: Store, org_id: str, checkpoint: dict[str, Any] | None, *, limit: int
 ) -> tuple[list[Item], dict[str, Any] | None]:
-    """One page of a job's walk over every contact of the organization (`shards.scan_page` over `walk_pks`, the
-    partitions one after the other), and the checkpoint to continue from: None only when the walk is done. The page
-    goes on into the next partitions while it has fewer than `limit` contacts: it reads at most `limit` items, in
-    at most one Query per partition (a page may still be short or empty). A checkpoint without `part` is a
-    LastEvaluatedKey of the unsharded list, written before the list was sharded: the walk resumes there and then
-    reads the shards."""
-    if checkpoint is not None and "part" not in checkpoint:
-        checkpoint = {"part": 0, "cursor": checkpoint}
-    pks = walk_pks(org_id)
-    out: list[Item] = []
-    for _ in pks:
-        items, checkpoint = shards.scan_page(store, pks, checkpoint, limit=limit - len(out), index="GSI1")
-        out += items
-        if checkpoint is None or len(out) >= limit:
-            break
-    return out, checkpoint
+    """One page of a job's walk over every contact of the organization: `shards.walk_page` over the contact list
+    (GSI1; its legacy partition first, then the shards). None only when the walk is done."""
+    return shards.walk_page(store, list_pk(org_id), checkpoint, index="GSI1", limit=limit)
 
 
 def stage_in_use(store: Store, org_id: str, stage: str) -> bool:

@@ -120,20 +120,34 @@ def query_all(store: Store, pks: Sequence[str], **query: Any) -> list[Item]:
     return [i for p in pks for i in store.query_all(p, **query)]
 
 
-def scan_page(
-    store: Store, pks: Sequence[str], checkpoint: dict[str, Any] | None, *, limit: int, **query: Any
+def walk_pks(base: str) -> list[str]:
+    """The partitions of a sharded index list in the order a walk over every item reads them: the legacy unsharded
+    one (`base`) first, then the shards. An item only ever leaves the legacy partition (its next write puts it in its
+    shard) and keeps its shard, so a walk in this order meets every item that exists throughout it."""
+    return [base, *(f"{base}#{s}" for s in range(count()))]
+
+
+def walk_page(
+    store: Store, base: str, checkpoint: dict[str, Any] | None, *, index: str, limit: int
 ) -> tuple[list[Item], dict[str, Any] | None]:
-    """One page of a walk over every partition of a list, in no particular order (a job's chunk: a build, a
-    backfill): up to `limit` items of the partition the checkpoint is at, and the checkpoint to continue from
-    (`{"part": <index in pks>, "cursor": <LastEvaluatedKey>}`; None when the last partition is done). `query` is the
-    key condition and index of `Store.query`. A checkpoint without `part` (written before the list was sharded) is a
-    position in the last partition of `pks`, the legacy one. A page may be short or empty where a partition ends."""
-    part = int(checkpoint.get("part", len(pks) - 1)) if checkpoint else 0
-    cursor = checkpoint.get("cursor") if checkpoint else None
-    page = store.query(pks[part], limit=limit, start_key=cursor, **query)
-    if page.last_key is not None:
-        return page.items, {"part": part, "cursor": page.last_key}
-    return page.items, ({"part": part + 1, "cursor": None} if part + 1 < len(pks) else None)
+    """One page of a job's walk over every item of the sharded index list `base` (`walk_pks`, the partitions one
+    after the other, in no order within the list), and the checkpoint to continue from (`{"part": <index in
+    walk_pks>, "cursor": <LastEvaluatedKey>}`): None only when the walk is done. The page goes on into the next
+    partitions while it has fewer than `limit` items: it reads at most `limit` items, in at most one Query per
+    partition (a page may still be short or empty). A checkpoint without `part` is a LastEvaluatedKey of the
+    unsharded list, written before the list was sharded: the walk resumes there and then reads the shards."""
+    if checkpoint is not None and "part" not in checkpoint:
+        checkpoint = {"part": 0, "cursor": checkpoint}
+    pks = walk_pks(base)
+    part, cursor = (int(checkpoint["part"]), checkpoint.get("cursor")) if checkpoint else (0, None)
+    out: list[Item] = []
+    while part < len(pks) and len(out) < limit:
+        page = store.query(pks[part], index=index, limit=limit - len(out), start_key=cursor)
+        out += page.items
+        if page.last_key is not None:
+            return out, {"part": part, "cursor": page.last_key}
+        part, cursor = part + 1, None
+    return out, ({"part": part, "cursor": None} if part < len(pks) else None)
 
 
 # Ordered merge over shards -------------------------------------------------------------------------------------
