@@ -537,7 +537,9 @@ def test_stage_metrics_read_counters_a_bounded_number_of_items_whatever_the_cont
         assert by_key["lead"]["contacts"] == 30 * (round_ + 1)
         assert by_key["customer"]["contacts"] == 10 * (round_ + 1)
         assert by_key["customer"]["entered"] == sum(10 * (r + 1) for r in range(round_ + 1))
-    assert read[1] == read[0] < 30  # twice the contacts and the changes, the same items read
+    # twice the contacts and the changes, the same items read: one more at most, when the second round's contacts
+    # are the first in one of the contact counter's shards (C15 reads the shards that exist)
+    assert read[0] < 30 and read[0] <= read[1] <= read[0] + 1
 
 
 def test_stage_metrics_windows_are_exact_at_their_partial_edge_days(api: Api):
