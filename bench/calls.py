@@ -76,8 +76,8 @@ def _operations(ids: dict[str, str]) -> list[Operation]:
             "GET",
             "/v1/contacts?limit=20",
             200,
-            {RATE: 1, "dynamodb.Query": 1},
-            "rate limit; one page of the contacts index",
+            {RATE: 1, "dynamodb.Query": 16 + 1},
+            "rate limit; one page of the contacts index: one Query per write shard (16) and the legacy one",
         ),
         Operation(
             "resolve a contact",
