@@ -8,6 +8,7 @@ from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from typing import Any
 
+import boto3
 import httpx
 from moto import mock_aws
 from starlette.testclient import TestClient
@@ -24,6 +25,26 @@ from switchboard.mail import read_outbox
 from switchboard.store import get_store
 
 PASSWORD = "correct horse battery"
+
+
+class _SetupClients:
+    """The boto3 clients `create_resources` builds each test's tables, queues and bus with, made once per test
+    process: creating a client costs more than the whole moto setup, and moto intercepts a client's requests while a
+    mock is active whenever the client was made. Only the setup uses them; the code under test makes its own."""
+
+    def __init__(self) -> None:
+        self._session: boto3.session.Session | None = None
+        self._clients: dict[tuple[Any, ...], Any] = {}
+
+    def client(self, service: str, **kwargs: Any) -> Any:
+        key = (service, *sorted(kwargs.items()))
+        if key not in self._clients:
+            self._session = self._session or boto3.session.Session()
+            self._clients[key] = self._session.client(service, **kwargs)  # type: ignore[call-overload]
+        return self._clients[key]
+
+
+_setup_clients = _SetupClients()
 
 
 def serialize_dynamodb(monkeypatch: Any) -> None:
@@ -53,7 +74,7 @@ def moto_resources(monkeypatch: Any) -> Iterator[tuple[LocalTemplate, Resources]
         try:
             aws.reset_clients()
             template = load_template(stage="local")
-            resources = create_resources(template, prefix="switchboard-it")
+            resources = create_resources(template, prefix="switchboard-it", session=_setup_clients)
             for name, value in resources.function_env(template.function("SystemFunction")).items():
                 monkeypatch.setenv(name, value)
             monkeypatch.setenv("PUBLIC_BASE_URL", "https://switchboard.test")  # the stack parameter of a deployment

@@ -14,6 +14,7 @@ from botocore.config import Config
 
 _clients: dict[str, Any] = {}
 _lock = threading.Lock()
+_session: boto3.session.Session | None = None  # one per process: its loader keeps the service models once read
 
 
 cached_client = _clients.get  # a client already made, or None: one call less on the hot path (`Store.client`)
@@ -23,21 +24,23 @@ def client(service: str) -> Any:
     cached = _clients.get(service)
     if cached is not None:
         return cached
+    global _session
     with _lock:
         cached = _clients.get(service)
         if cached is None:
+            _session = _session or boto3.session.Session()
             config = Config(
                 retries={"mode": "standard", "max_attempts": 4},
                 connect_timeout=3,
                 read_timeout=10,
                 tcp_keepalive=True,
             )
-            cached = boto3.session.Session().client(service, config=config)  # type: ignore[call-overload]
+            cached = _session.client(service, config=config)  # type: ignore[call-overload]
             _clients[service] = cached
     return cached
 
 
 def reset_clients() -> None:
-    """Drop cached clients (tests switch between moto contexts)."""
+    """Drop cached clients (tests switch between moto contexts); the session stays, with the models it has read."""
     with _lock:
         _clients.clear()
