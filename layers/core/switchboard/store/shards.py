@@ -25,6 +25,7 @@ import hashlib
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 from switchboard.config import get_settings
@@ -116,8 +117,10 @@ def get(
 
 
 def query_all(store: Store, pks: Sequence[str], **query: Any) -> list[Item]:
-    """Every item of the key condition over several partitions (a small, bounded collection per partition)."""
-    return [i for p in pks for i in store.query_all(p, **query)]
+    """Every item of the key condition over several partitions (a small, bounded collection per partition), in the
+    order of `pks`; the partitions are read side by side (`_read_round`)."""
+    pages = _read_round([partial(store.query_all, p, **query) for p in pks])
+    return [i for page in pages for i in page]
 
 
 def walk_pks(base: str) -> list[str]:
