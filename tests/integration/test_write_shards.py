@@ -243,3 +243,27 @@ def test_a_rare_filter_over_shards_pages_short_and_resumes_to_every_match(aws_re
             break
     assert got == want  # in order, each once, short pages included
     assert pages > len(want) // 3 + 1  # the budget ended some pages short
+
+
+def test_a_merge_reads_the_shards_of_a_round_side_by_side(api: Api):
+    """A page's first round queries every partition at once: each Query waits at a barrier that only opens when
+    every partition's Query is in flight together (read one after another, the first would wait alone and fail)."""
+    import threading
+
+    store = get_store()
+    pks = shards.index_pks(conversations.list_pk(api.org_id))
+    barrier = threading.Barrier(len(pks), timeout=30)
+    original = store.query
+
+    def query(pk: str, **kw: Any) -> Any:
+        barrier.wait()
+        return original(pk, **kw)
+
+    store.query = query  # type: ignore[method-assign]
+    items, position = shards.merged_page(store, pks, None, index="GSI1", limit=20, forward=False)
+    assert items == [] and position is None
+    assert barrier.n_waiting == 0 and not barrier.broken
+    # and the reads of a key over every partition (shards.query_all)
+    barrier.reset()
+    rows = shards.query_all(store, pks, sk_prefix="NOTHING#")
+    assert rows == [] and not barrier.broken

@@ -118,8 +118,8 @@ def get(
 
 def query_all(store: Store, pks: Sequence[str], **query: Any) -> list[Item]:
     """Every item of the key condition over several partitions (a small, bounded collection per partition), in the
-    order of `pks`; the partitions are read side by side (`_read_round`)."""
-    pages = _read_round([partial(store.query_all, p, **query) for p in pks])
+    order of `pks`; the partitions are read side by side (`read_round`)."""
+    pages = read_round([partial(store.query_all, p, **query) for p in pks])
     return [i for page in pages for i in page]
 
 
@@ -179,14 +179,16 @@ class _Shard:
 _readers: ThreadPoolExecutor | None = None
 
 
-def _read_round(calls: list[Callable[[], Any]]) -> list[Any]:
-    """The reads of one round of a merge, side by side: a page costs the latency of its slowest partition, not the
-    sum over the shards (boto3 clients are thread-safe; `switchboard.aws` shares one per container)."""
+def read_round(calls: Sequence[Callable[[], Any]]) -> list[Any]:
+    """The answers of `calls` (reads of several partitions), in order, made side by side: a round of reads costs
+    the latency of its slowest partition, not the sum over the partitions (boto3 clients are thread-safe;
+    `switchboard.aws` shares one per container). The one thread pool of every list over shards."""
     global _readers
-    if len(calls) == 1:
-        return [calls[0]()]
+    if len(calls) <= 1:
+        return [call() for call in calls]
     if _readers is None:
-        _readers = ThreadPoolExecutor(max_workers=16, thread_name_prefix="shard-read")
+        # every partition of a round at once: up to 64 shards and the legacy partition (threads start as needed)
+        _readers = ThreadPoolExecutor(max_workers=65, thread_name_prefix="shard-read")
     return list(_readers.map(lambda call: call(), calls))
 
 
@@ -247,7 +249,7 @@ def merged_page(
                 size = min(200, base * 4**shard.fetches)
             bound = Position(shard.last_read) if shard.last_read is not None else start
             calls.append(_reader(store, shard.pk, index, bound, size, forward, within))
-        for shard, (rows, more) in zip(blocking, _read_round(calls), strict=True):
+        for shard, (rows, more) in zip(blocking, read_round(calls), strict=True):
             reads += 1
             shard.fetches += 1
             if rows:

@@ -28,12 +28,12 @@ import functools
 import hashlib
 import json
 from collections.abc import Sequence
-from concurrent.futures import ThreadPoolExecutor
 from datetime import timedelta
 from typing import Any
 
 from switchboard.config import get_settings
 from switchboard.store import Store, keys
+from switchboard.store.shards import read_round
 
 Item = dict[str, Any]
 DELIVERY_RETENTION = timedelta(days=30)
@@ -204,12 +204,6 @@ def get_alerting(store: Store, org_id: str) -> Item | None:
 
 
 # Lists over shards ------------------------------------------------------------------------------------------------
-@functools.lru_cache(maxsize=1)
-def _readers() -> ThreadPoolExecutor:
-    """Kept for the container's life: a list's shards are read at once."""
-    return ThreadPoolExecutor(max_workers=8, thread_name_prefix="delivery-shards")
-
-
 Positions = dict[str, str | None]  # shard → GSI sort key of the last item handed out ("" = none yet; None = done)
 
 
@@ -252,7 +246,7 @@ def merged_page(
         )
         return n, items, last is None
 
-    results = list(_readers().map(read, live)) if len(live) > 1 else [read(n) for n in live]
+    results = read_round([functools.partial(read, n) for n in live])
     candidates = sorted(
         ((item[f"{index}SK"], n, item) for n, items, _ in results for item in items), key=lambda c: c[0], reverse=True
     )[:limit]
