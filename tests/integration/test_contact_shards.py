@@ -82,7 +82,8 @@ def test_contacts_land_on_the_shards_of_their_lists_and_older_ones_stay_where_th
         assert c["GSI1PK"] == shards.index_pk(contact_repo.list_pk(org), c["id"]) != contact_repo.list_pk(org)
         if c.get("lifecycle_stage"):
             assert c["GSI2PK"] == shards.index_pk(contact_repo.stage_pk(org, "customer"), c["id"])
-    assert len({c["GSI1PK"] for c in sharded}) >= 12  # spread over the shards of the organization's list
+    # spread over the shards of the organization's list (36 random ids miss 8 of 16 shards with p < 10^-6)
+    assert len({c["GSI1PK"] for c in sharded}) >= 9
     assert {c["GSI1PK"] for c in legacy} == {contact_repo.list_pk(org)}
     # a change of an older contact writes its keys again: it moves onto its shard
     moved = legacy[1]

@@ -353,7 +353,8 @@ def test_the_organization_purge_removes_log_rows_in_every_shard_and_the_legacy_p
     ok(api.put(f"/v1/cdp/contacts/{person['id']}/lifecycle-stage", json={"stage": "lead"}))
     get_store().put({**keys.key(keys.org_pk(api.org_id), f"AUDIT#{new_ulid()}"), "entity": "AuditLog"})
     written = [r for p in ("CDPACT#", "CDPSTAGELOG#", "AUDIT#") for r in _rows(api.org_id, p)]
-    assert len({r["PK"] for r in written}) >= 10 and any(r["PK"] == keys.org_pk(api.org_id) for r in written)
+    # several shards (≥ 22 random ULIDs miss 10 of 16 shards with p < 10^-6) and the legacy partition
+    assert len({r["PK"] for r in written}) >= 8 and any(r["PK"] == keys.org_pk(api.org_id) for r in written)
 
     assert delete_org(api, owner).status_code == 202
     move_clock(monkeypatch, timedelta(days=31))
