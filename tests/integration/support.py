@@ -114,6 +114,23 @@ class Api:
     def get(self, path: str, **kw: Any) -> httpx.Response:
         return self.request("GET", path, **kw)
 
+    def pages(self, path: str, limit: int, **params: str) -> list[list[str]]:
+        """The ids of every page of a cursor list, following `meta.cursor` until `has_more` is false (asserting
+        that a cursor comes exactly with more to read)."""
+        pages: list[list[str]] = []
+        cursor = None
+        while True:
+            query = {"limit": str(limit), **params, **({"cursor": cursor} if cursor else {})}
+            resp = self.get(path, params=query)
+            assert resp.status_code == 200, resp.text
+            body = resp.json()
+            pages.append([c["id"] for c in body["data"]])
+            cursor = body["meta"].get("cursor")
+            if not body["meta"]["has_more"]:
+                assert cursor is None
+                return pages
+            assert cursor
+
     def post(self, path: str, **kw: Any) -> httpx.Response:
         return self.request("POST", path, **kw)
 

@@ -55,18 +55,7 @@ def _seed(api: Api, n: int, *, legacy_every: int = 4, prefix: str = "P") -> list
 
 
 def _pages(api: Api, limit: int, **params: str) -> list[list[str]]:
-    pages, cursor = [], None
-    while True:
-        query = {"limit": str(limit), **params, **({"cursor": cursor} if cursor else {})}
-        resp = api.get("/v1/contacts", params=query)
-        assert resp.status_code == 200, resp.text
-        body = resp.json()
-        pages.append([c["id"] for c in body["data"]])
-        cursor = body["meta"].get("cursor")
-        if not body["meta"]["has_more"]:
-            assert cursor is None
-            return pages
-        assert cursor
+    return api.pages("/v1/contacts", limit, **params)
 
 
 def _newest_first(items: list[Item]) -> list[str]:

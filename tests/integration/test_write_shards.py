@@ -79,18 +79,7 @@ def _seed_conversations(api: Api, channel: dict, n: int) -> list[Item]:
 
 
 def _pages(api: Api, limit: int, **params: str) -> list[list[str]]:
-    pages, cursor = [], None
-    while True:
-        query = {"limit": str(limit), **params, **({"cursor": cursor} if cursor else {})}
-        resp = api.get("/v1/conversations", params=query)
-        assert resp.status_code == 200, resp.text
-        body = resp.json()
-        pages.append([c["id"] for c in body["data"]])
-        cursor = body["meta"].get("cursor")
-        if not body["meta"]["has_more"]:
-            assert cursor is None
-            return pages
-        assert cursor
+    return api.pages("/v1/conversations", limit, **params)
 
 
 def test_a_sharded_list_is_one_order_and_its_cursor_resumes_without_gaps_or_duplicates(api: Api, channel: dict):
