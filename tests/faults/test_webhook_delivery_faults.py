@@ -353,12 +353,21 @@ def test_a_thousand_events_through_failing_receivers_are_all_delivered_at_least_
         received_in = time.monotonic() - started
 
         # The deliveries API agrees once the last attempts are recorded: every one succeeded, nothing else exists.
-        deadline = time.monotonic() + 15
+        # A 2xx can come from an attempt that a recover superseded (it outlived its lease on a loaded machine): the
+        # delivery is then driven by the recover's message, which may fail and retry a few times more (40 % of
+        # requests fail), or exhaust its schedule and be recovered again, as above.
+        deadline, last_recover = time.monotonic() + 90, 0.0
         while True:
             rows = all_deliveries(api)
             statuses = Counter(r["status"] for r in rows)
             if statuses == Counter({"succeeded": len(expected)}) or time.monotonic() > deadline:
                 break
+            exhausted = {expected[r["id"]][0] for r in rows if r["status"] == "exhausted" and r["id"] in expected}
+            if exhausted and time.monotonic() - last_recover > 5:
+                for name in exhausted:
+                    resp = api.post(f"{BASE}/endpoints/{endpoints[name]['id']}/recover", json={"since": since})
+                    assert resp.status_code == 202, resp.text
+                last_recover = time.monotonic()
             time.sleep(0.2)
         assert statuses == Counter({"succeeded": len(expected)}), statuses
         assert {r["id"] for r in rows} == expected.keys()
