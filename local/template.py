@@ -457,8 +457,16 @@ def _logical_of(value: Any) -> str | None:
     return None
 
 
-def _filters(tpl: LocalTemplate, props: Mapping[str, Any]) -> tuple[dict[str, Any], ...]:
+MAX_FILTERS = 5  # Lambda's default quota of filters per event source mapping; it refuses to create one with more
+
+
+def _filters(tpl: LocalTemplate, props: Mapping[str, Any], where: str) -> tuple[dict[str, Any], ...]:
     criteria = tpl.resolve(props.get("FilterCriteria") or {})
+    if len(criteria.get("Filters") or []) > MAX_FILTERS:
+        raise TemplateError(
+            f"{where}: {len(criteria['Filters'])} FilterCriteria filters; Lambda allows {MAX_FILTERS} per event "
+            "source mapping"
+        )
     out = []
     for item in criteria.get("Filters") or []:
         pattern = item.get("Pattern")
@@ -518,7 +526,7 @@ def _function_spec(tpl: LocalTemplate, logical_id: str, resource: Mapping[str, A
                     batch_size=int(tpl.resolve(eprops.get("BatchSize", 10))),
                     report_batch_item_failures=report,
                     maximum_batching_window=float(tpl.resolve(eprops.get("MaximumBatchingWindowInSeconds", 0))),
-                    filters=_filters(tpl, eprops),
+                    filters=_filters(tpl, eprops, f"{logical_id}.{name}"),
                     enabled=enabled,
                 )
             )
@@ -534,7 +542,7 @@ def _function_spec(tpl: LocalTemplate, logical_id: str, resource: Mapping[str, A
                     batch_size=int(tpl.resolve(eprops.get("BatchSize", 100))),
                     report_batch_item_failures=report,
                     starting_position=str(tpl.resolve(eprops.get("StartingPosition", "LATEST"))),
-                    filters=_filters(tpl, eprops),
+                    filters=_filters(tpl, eprops, f"{logical_id}.{name}"),
                     maximum_retry_attempts=int(tpl.resolve(eprops.get("MaximumRetryAttempts", -1))),
                     bisect_on_error=bool(tpl.resolve(eprops.get("BisectBatchOnFunctionError", False))),
                     on_failure=_logical_of(destination),

@@ -27,7 +27,7 @@ from switchboard.cdp.stages import STAGE_LOG_PREFIX, count_stage_change
 from switchboard.contacts.counter import count_contact_record, is_contact
 from switchboard.logs import redact_logs
 from switchboard.store import get_store
-from switchboard.store.table import deserialize
+from switchboard.store.table import Item, deserialize
 
 logger = Logger()
 redact_logs(logger)
@@ -39,23 +39,38 @@ def _processor() -> BatchProcessor:
     return BatchProcessor(event_type=EventType.DynamoDBStreams)
 
 
+def record_kind(event: str, old: Item | None, new: Item | None) -> str | None:
+    """The counter a stream record moves, or None for a record the consumer has no use for. The mapping's filters
+    (template.yaml) let exactly these records through; any other that reaches the function is ignored."""
+    if (event in ("INSERT", "MODIFY") and is_contact(new)) or (event == "REMOVE" and is_contact(old)):
+        return "contact"
+    if (event == "INSERT" and is_member_row(new)) or (event == "REMOVE" and is_member_row(old)):
+        return "member"
+    sk = str((new or {}).get("SK", ""))
+    if event == "INSERT" and sk.startswith(STAGE_LOG_PREFIX):
+        return "stage_change"
+    if event == "INSERT" and sk.startswith(RECORD_PREFIX):
+        return "usage_record"
+    return None
+
+
 def record_handler(record: DynamoDBRecord) -> bool:
     raw = record.raw_event
     stream = raw["dynamodb"]
     event = str(raw["eventName"])
     new = deserialize(stream["NewImage"]) if stream.get("NewImage") else None
     old = deserialize(stream["OldImage"]) if stream.get("OldImage") else None
-    sk = str((new or old or {}).get("SK", ""))
-    if is_contact(new) or is_contact(old):
+    kind = record_kind(event, old, new)
+    if kind == "contact":
         counted = count_contact_record(get_store(), event, old, new, str(stream["SequenceNumber"]))
         metrics.count("ContactRecordsCounted" if counted else "ContactRecordsRepeated")
-    elif is_member_row(new) or is_member_row(old):
+    elif kind == "member":
         counted = count_member_record(get_store(), event, old, new, str(stream["SequenceNumber"]))
         metrics.count("SegmentMembersCounted" if counted else "SegmentMembersRepeated")
-    elif event == "INSERT" and new is not None and sk.startswith(STAGE_LOG_PREFIX):
+    elif kind == "stage_change" and new is not None:
         counted = count_stage_change(get_store(), new)
         metrics.count("StageChangesCounted" if counted else "StageChangesRepeated")
-    elif event == "INSERT" and new is not None and sk.startswith(RECORD_PREFIX):
+    elif kind == "usage_record" and new is not None:
         counted = count_record(get_store(), new)
         metrics.count("UsageRecordsCounted" if counted else "UsageRecordsRepeated")
     else:
