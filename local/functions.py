@@ -162,11 +162,20 @@ class FunctionPool:
             timeout_seconds=self.spec.timeout,
         )
 
-    def invoke(self, event: dict[str, Any], context: LambdaContext | None = None) -> Any:
-        """Run the handler with `event` on a free copy; exceptions propagate (as a Lambda function error)."""
+    def invoke(
+        self,
+        event: dict[str, Any],
+        context: LambdaContext | None = None,
+        *,
+        on_start: Callable[[], None] | None = None,
+    ) -> Any:
+        """Run the handler with `event` on a free copy; exceptions propagate (as a Lambda function error).
+        `on_start` is called once a copy is ready, right before the handler runs (where Lambda's timeout starts)."""
         module = self._acquire()
         try:
             handler: Callable[[dict[str, Any], Any], Any] = getattr(module, self.spec.handler)
+            if on_start is not None:
+                on_start()
             return handler(event, context or self.context())
         finally:
             self._free.put(module)

@@ -4,8 +4,9 @@ What it emulates, from `template.yaml`:
 - routing over every function's `Api` events with API Gateway's precedence: static segments beat `{var}`, which
   beats `{proxy+}`; an explicit method beats `ANY`; no resource, or no method on it → `MISSING_AUTHENTICATION_TOKEN`;
 - the REQUEST (or TOKEN) Lambda authorizer on every route that does not say `Auth: {Authorizer: NONE}`:
-  `Exception("Unauthorized")` → `UNAUTHORIZED`, any other failure → `AUTHORIZER_FAILURE`, a malformed answer →
-  `AUTHORIZER_CONFIGURATION_ERROR`, a Deny (or no matching Allow) → `ACCESS_DENIED`; an Allow puts its `context`
+  `Exception("Unauthorized")` → `UNAUTHORIZED`; as on AWS, any other exception, no answer within the authorizer
+  function's Timeout (counted from the handler's start, as Lambda counts it) or a malformed answer →
+  `AUTHORIZER_CONFIGURATION_ERROR`; a Deny (or no matching Allow) → `ACCESS_DENIED`; an Allow puts its `context`
   (values as strings) and `principalId` into `requestContext.authorizer`;
 - REST API v1 proxy events and results; a handler that raises, or answers a malformed result, → `DEFAULT_5XX` (502);
   29 s without an answer → `INTEGRATION_TIMEOUT` (504); bodies over 10 MB → `REQUEST_TOO_LARGE`;
@@ -26,6 +27,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import functools
 import ipaddress
 import json
 import logging
@@ -640,14 +642,14 @@ class Gateway:
             }
         started = time.perf_counter()
         try:
-            result = await self._call(spec.function, auth_event)
+            result = await self._call_authorizer(spec.function, auth_event)
         except GatewayError:
             raise
         except Exception as err:
             if str(err) == "Unauthorized":
                 raise GatewayError("UNAUTHORIZED", "Unauthorized") from None
             log.exception("authorizer %s failed", spec.function)
-            raise GatewayError("AUTHORIZER_FAILURE", "Authorizer error") from None
+            raise GatewayError("AUTHORIZER_CONFIGURATION_ERROR", "Authorizer error") from None
         latency = int((time.perf_counter() - started) * 1000)
         if not isinstance(result, dict) or "principalId" not in result or "policyDocument" not in result:
             log.error("authorizer %s answered without principalId/policyDocument: %r", spec.function, result)
@@ -670,6 +672,26 @@ class Gateway:
         out["principalId"] = str(result["principalId"])
         out["integrationLatency"] = latency
         return out
+
+    async def _call_authorizer(self, function: str, event: dict[str, Any]) -> Any:
+        """The authorizer's answer; a Lambda timeout (the function's Timeout from the handler's start: a local import
+        of a new copy does not count, as Lambda's init does not) is `AUTHORIZER_CONFIGURATION_ERROR`, as on AWS."""
+        pool = self.functions[function]
+        limit = float(pool.spec.timeout)
+        loop = asyncio.get_running_loop()
+        began = asyncio.Event()
+        run = functools.partial(pool.invoke, event, on_start=lambda: loop.call_soon_threadsafe(began.set))
+        future = loop.run_in_executor(self.executor, run)
+        starting = asyncio.ensure_future(began.wait())
+        try:
+            await asyncio.wait({future, starting}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            starting.cancel()
+        try:
+            return await asyncio.wait_for(asyncio.shield(future), timeout=limit)
+        except TimeoutError:
+            log.error("authorizer %s did not answer within its %.1f s timeout", function, limit)
+            raise GatewayError("AUTHORIZER_CONFIGURATION_ERROR", "Authorizer error") from None
 
     # Integration -----------------------------------------------------------------------------------------------
     async def _call(self, function: str, event: dict[str, Any]) -> Any:
@@ -737,6 +759,7 @@ def _error_type(err: GatewayError) -> str:
     return {
         "UNAUTHORIZED": "UnauthorizedException",
         "ACCESS_DENIED": "AccessDeniedException",
+        "AUTHORIZER_CONFIGURATION_ERROR": "AuthorizerConfigurationException",
         "MISSING_AUTHENTICATION_TOKEN": "MissingAuthenticationTokenException",
         "REQUEST_TOO_LARGE": "RequestTooLargeException",
     }.get(err.response_type, "InternalServerErrorException")

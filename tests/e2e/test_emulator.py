@@ -99,6 +99,16 @@ Resources:
         gatewayresponse.header.WWW-Authenticate: "'Bearer'"
       ResponseTemplates:
         application/json: '{"error":{"code":"unauthenticated","message":"no","request_id":"$context.requestId"}}'
+  GatewayResponseAuthorizerConfiguration:
+    Type: AWS::ApiGateway::GatewayResponse
+    Properties:
+      RestApiId: !Ref Api
+      ResponseType: AUTHORIZER_CONFIGURATION_ERROR
+      StatusCode: '503'
+      ResponseParameters:
+        gatewayresponse.header.Retry-After: "'1'"
+      ResponseTemplates:
+        application/json: '{"error":{"code":"authorizer_unavailable","message":"later","request_id":"$context.requestId"}}'
   GatewayResponseDefault5xx:
     Type: AWS::ApiGateway::GatewayResponse
     Properties:
@@ -334,8 +344,8 @@ def test_public_route_skips_the_authorizer(synthetic):
         (None, 401, "unauthenticated"),
         ("nonsense", 401, "unauthenticated"),
         ("deny", 403, "forbidden"),
-        ("boom", 500, "internal_error"),
-        ("bad", 500, "internal_error"),
+        ("boom", 503, "authorizer_unavailable"),  # raised: AUTHORIZER_CONFIGURATION_ERROR, as on AWS
+        ("bad", 503, "authorizer_unavailable"),  # a malformed answer: the same
     ],
 )
 def test_authorizer_outcomes(synthetic, token, status, code):
@@ -347,6 +357,9 @@ def test_authorizer_outcomes(synthetic, token, status, code):
     assert error["request_id"] == response.headers["x-amzn-requestid"]
     if status == 401:
         assert response.headers["www-authenticate"] == "Bearer"  # the template's ResponseParameters
+    if status == 503:
+        assert response.headers["retry-after"] == "1"
+        assert response.headers["x-amzn-errortype"] == "AuthorizerConfigurationException"
 
 
 def test_unknown_route_uses_builtin_envelope_when_the_template_has_none(synthetic):

@@ -163,7 +163,8 @@ def test_throttled_idempotency_bookkeeping_does_not_turn_a_committed_write_into_
 
 def test_a_throttled_credential_lookup_answers_503_from_the_gateway_not_500(api: Api, faults):
     """The authorizer's read of the credential is throttled after every retry: the authorizer fails, and the gateway
-    response for AUTHORIZER_FAILURE tells the client to retry (503 + Retry-After), in the envelope."""
+    response for AUTHORIZER_CONFIGURATION_ERROR (API Gateway's answer to a failed authorizer) tells the client to
+    retry (503 + Retry-After), in the envelope."""
     faults.fail(
         "dynamodb", "GetItem", "ProvisionedThroughputExceededException", when=lambda p: "CRED#" in json.dumps(p)
     )
