@@ -60,7 +60,7 @@ def stack_state(stack_id: str) -> StackState | None:
 
         client = boto3.client("cloudformation", region_name=stack_id.split(":")[3])
         stack = client.describe_stacks(StackName=stack_id)["Stacks"][0]
-    except Exception:  # noqa: BLE001 - any failure: the caller treats the update as a possible rollback
+    except Exception:  # any failure: the caller treats the update as a possible rollback
         logger.exception("could not read the stack's status")
         return None
     in_use: dict[str, int] = {}

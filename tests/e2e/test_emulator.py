@@ -108,7 +108,7 @@ Resources:
       ResponseParameters:
         gatewayresponse.header.Retry-After: "'1'"
       ResponseTemplates:
-        application/json: '{"error":{"code":"authorizer_unavailable","message":"later","request_id":"$context.requestId"}}'
+        application/json: '{"error":{"code":"authorizer_unavailable","request_id":"$context.requestId"}}'
   GatewayResponseDefault5xx:
     Type: AWS::ApiGateway::GatewayResponse
     Properties:
