@@ -11,6 +11,11 @@ Two moto 5 behaviours break the local stack under concurrency, so this module ch
    a cancelled one detaches the table from every open DynamoDB stream iterator: the stream poller would never see
    another record. `patch_transactions()` replaces it with an undo log of the touched items plus a truncation of the
    stream shard back to where the transaction began: same results, cost O(items touched), table object kept.
+
+And one limit AWS enforces and moto does not, so that the local stack and the tests fail where AWS would:
+`patch_limits()` makes EventBridge's `PutEvents` refuse a request whose entries exceed 256 KiB together (one entry
+over it included), as EventBridge does (ValidationException), sizing entries as EventBridge does
+(switchboard.events.limits). moto already refuses more than 10 entries.
 """
 
 from __future__ import annotations
@@ -26,6 +31,8 @@ if TYPE_CHECKING:
 _patch_lock = threading.Lock()
 _patch_users = 0
 _original_transact: Any = None
+_limit_users = 0
+_original_put_events: Any = None
 
 
 class _SerializedDynamoDB:
@@ -66,6 +73,7 @@ class LocalMotoServer:
         from werkzeug.serving import make_server
 
         patch_transactions()
+        patch_limits()
         self.patched = True
         app = DomainDispatcherApplication(create_backend_app)
         self.server = make_server(
@@ -89,6 +97,7 @@ class LocalMotoServer:
             if self.patched:
                 self.patched = False
                 unpatch_transactions()
+                unpatch_limits()
 
 
 def patch_transactions() -> None:
@@ -112,6 +121,39 @@ def unpatch_transactions() -> None:
         if _patch_users == 0 and _original_transact is not None:
             DynamoDBBackend.transact_write_items = _original_transact  # type: ignore[method-assign]
             _original_transact = None
+
+
+def patch_limits() -> None:
+    """EventBridge's PutEvents size limit on moto's events backend (reference counted; `unpatch_limits` undoes it)."""
+    global _limit_users, _original_put_events
+    from moto.events.models import EventsBackend
+
+    with _patch_lock:
+        if _limit_users == 0:
+            _original_put_events = EventsBackend.put_events
+            EventsBackend.put_events = _put_events_within_limits  # type: ignore[method-assign]
+        _limit_users += 1
+
+
+def unpatch_limits() -> None:
+    global _limit_users, _original_put_events
+    from moto.events.models import EventsBackend
+
+    with _patch_lock:
+        _limit_users = max(0, _limit_users - 1)
+        if _limit_users == 0 and _original_put_events is not None:
+            EventsBackend.put_events = _original_put_events  # type: ignore[method-assign]
+            _original_put_events = None
+
+
+def _put_events_within_limits(self: Any, events: list[dict[str, Any]]) -> Any:
+    from moto.events.exceptions import ValidationException
+
+    from switchboard.events.limits import MAX_REQUEST_BYTES, entry_size
+
+    if sum(entry_size(entry) for entry in events) > MAX_REQUEST_BYTES:
+        raise ValidationException("Total size of the entries in the request is over the limit.")
+    return _original_put_events(self, events)
 
 
 def _key_values(table: Any, op_type: str, op: dict[str, Any]) -> tuple[Any, Any]:

@@ -13,6 +13,7 @@ from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from switchboard import metrics, tracing
+from switchboard.events.outbox import read_detail
 from switchboard.logs import redact_logs
 from switchboard.messaging import messages
 from switchboard.store import get_store
@@ -32,7 +33,9 @@ def record_handler(record: SQSRecord) -> str:
     if body.get("kind") == "sandbox_status":
         messages.advance_sandbox(get_store(), body["organization_id"], body["message_id"], body["status"])
         return "advanced"
-    detail = body.get("detail") or {}  # an EventBridge event: message.queued
+    detail = read_detail(get_store(), body.get("detail") or {})  # an EventBridge event: message.queued
+    if detail is None:
+        return "erased"  # the message's event was erased with its recipient: nothing to send
     data = detail.get("data") or {}
     org = detail["organization_id"]
     outcome = messages.deliver(get_store(), org, data["message_id"])

@@ -15,7 +15,7 @@ from starlette.testclient import TestClient
 
 from local.functions import FunctionPool, FunctionRegistry, serialize_resolvers
 from local.gateway import Gateway
-from local.moto_server import patch_transactions, unpatch_transactions
+from local.moto_server import patch_limits, patch_transactions, unpatch_limits, unpatch_transactions
 from local.resources import Resources, create_resources
 from local.template import LocalTemplate, load_template
 from switchboard import aws
@@ -70,6 +70,7 @@ def moto_resources(monkeypatch: Any) -> Iterator[tuple[LocalTemplate, Resources]
     """moto in-process with every resource of template.yaml; the functions' environment set as in AWS."""
     with mock_aws():
         patch_transactions()
+        patch_limits()
         serialize_dynamodb(monkeypatch)
         try:
             aws.reset_clients()
@@ -83,6 +84,7 @@ def moto_resources(monkeypatch: Any) -> Iterator[tuple[LocalTemplate, Resources]
             yield template, resources
         finally:
             unpatch_transactions()
+            unpatch_limits()
             reset_settings()
             aws.reset_clients()
 

@@ -31,7 +31,7 @@ from switchboard.cdp import models, segment_counts, segment_delete, segment_wind
 from switchboard.cdp.event_counts import event_window
 from switchboard.contacts import repository as contact_repo
 from switchboard.errors import Conflict, DomainError, NotFound, ValidationFailed
-from switchboard.events.outbox import outbox_put
+from switchboard.events.outbox import outbox_put, read_detail
 from switchboard.ids import new_id
 from switchboard.jobs import service as jobs
 from switchboard.paging import cursor_page, query_fingerprint
@@ -380,9 +380,9 @@ def refresh_contact(
 def handle_record(store: Store, record: Item) -> None:
     """One SQS record of CdpSegmentEventsQueue (an EventBridge `contact.updated` event): the contact re-evaluated.
     Raises when it fails: the consumer's `BatchProcessor` reports the record alone (SQS retries it, then the DLQ)."""
-    detail = json.loads(record["body"])["detail"]
-    contact_id = (detail.get("data") or {}).get("contact_id")
-    if contact_id:
+    detail = read_detail(store, json.loads(record["body"])["detail"])
+    contact_id = ((detail or {}).get("data") or {}).get("contact_id")
+    if detail is not None and contact_id:
         refresh_contact(store, detail["organization_id"], contact_id)
 
 

@@ -46,7 +46,7 @@ from switchboard.contacts import search
 from switchboard.contacts import service as contacts
 from switchboard.contacts.identifiers import Identifier
 from switchboard.errors import Conflict, DomainError
-from switchboard.events.outbox import outbox_put
+from switchboard.events.outbox import outbox_put, read_detail
 from switchboard.ids import ulid_bound
 from switchboard.store import Delete, Put, Store, TxOp, Update, keys, shards, versioned
 from switchboard.webhooks import repository as webhooks
@@ -477,7 +477,7 @@ def is_erasure_record(record: Item) -> bool:
 def handle_record(store: Store, record: Item, has_time: Callable[[], bool] | None = None) -> None:
     """One SQS record carrying a `contact.erasure` event (EventBridge envelope): the cascade driven from its
     checkpoint. Raises when it fails: the consumer's `BatchProcessor` reports the record alone (SQS retries it)."""
-    detail = json.loads(record["body"])["detail"]
-    contact_id = (detail.get("data") or {}).get("contact_id")
-    if contact_id:
+    detail = read_detail(store, json.loads(record["body"])["detail"])
+    contact_id = ((detail or {}).get("data") or {}).get("contact_id")
+    if detail is not None and contact_id:
         drive(store, detail["organization_id"], contact_id, has_time=has_time)

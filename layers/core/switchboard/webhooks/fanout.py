@@ -24,6 +24,7 @@ from typing import Any
 from aws_lambda_powertools import Logger
 
 from switchboard import clock
+from switchboard.events.outbox import read_detail
 from switchboard.store import Store, get_store
 from switchboard.webhooks import dispatch, pace
 from switchboard.webhooks import repository as repo
@@ -145,7 +146,10 @@ def plan_batch(records: list[dict[str, Any]]) -> dict[str, Callable[[], list[str
     planned: dict[str, list[tuple[dict[str, Any], Plan]]] = {}
     for record in records:
         try:
-            detail = json.loads(record["body"])["detail"]
+            detail = read_detail(store, json.loads(record["body"])["detail"])
+            if detail is None:  # erased before it was fanned out: nothing to deliver
+                steps[record["messageId"]] = list
+                continue
             org = detail["organization_id"]
             if org not in endpoints_of:
                 endpoints_of[org] = repo.list_endpoints(store, org)
