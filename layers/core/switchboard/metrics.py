@@ -15,6 +15,8 @@ per-tenant figures. The metric names are the contract of the dashboard and alarm
 | `ApiRequests`, `ApiClientErrors`, `ApiServerErrors`, `ApiThrottled` | every API function | responses, 4xx, 5xx, 429 |
 | `MessagesSent`, `MessagesFailed`, `MessageSendRetries` | message_sender | provider accepted, refused, retry |
 | `EventsPublished`, `EventsFailed` | event_publisher | outbox events put on the bus / left for the stream to retry |
+| `EventsByReference` | event_publisher | events too large for the bus, published as a reference to their outbox item |
+| `EventsErasedBeforeUse` | event consumers | events by reference whose outbox item was erased or purged: skipped |
 | `WebhookDeliveries`, `WebhookDeliveryFailures`, `WebhookRetries`, `WebhookExhausted` | webhook_sender | attempts |
 | `DlqMoves` | queue consumers | records that failed their last allowed receive: SQS moves them to the DLQ |
 """
