@@ -10,7 +10,7 @@ import pytest
 
 from functions.usage_meter.app import handler, record_kind
 from local.patterns import matches_any
-from local.template import MAX_FILTERS, load_template
+from local.template import MAX_FILTERS, TemplateError, load_template
 from switchboard.store.table import serialize
 from tests.helpers import FakeContext
 
@@ -80,3 +80,31 @@ def test_a_record_the_consumer_does_not_need_is_ignored_without_touching_the_tab
     test's AWS endpoint refuses every call, which would fail the record)."""
     records = [stream_record(ITEMS["member"], "MODIFY", 1), stream_record(ITEMS["message"], "INSERT", 2)]
     assert handler({"Records": records}, FakeContext()) == {"batchItemFailures": []}
+
+
+def test_the_local_stack_refuses_a_mapping_lambda_would_refuse(tmp_path):
+    filters = "\n".join(f"""                - Pattern: '{{"eventName": ["E{n}"]}}'""" for n in range(6))
+    (tmp_path / "template.yaml").write_text(
+        f"""
+Transform: AWS::Serverless-2016-10-31
+Resources:
+  Table:
+    Type: AWS::DynamoDB::Table
+  Consumer:
+    Type: AWS::Serverless::Function
+    Properties:
+      CodeUri: fns/consumer/
+      Handler: app.handler
+      Events:
+        Stream:
+          Type: DynamoDB
+          Properties:
+            Stream: !GetAtt Table.StreamArn
+            StartingPosition: LATEST
+            FilterCriteria:
+              Filters:
+{filters}
+"""
+    )
+    with pytest.raises(TemplateError, match=r"Consumer\.Stream: 6 FilterCriteria filters; Lambda allows 5"):
+        load_template(tmp_path / "template.yaml")
