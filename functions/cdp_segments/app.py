@@ -13,7 +13,7 @@ from aws_lambda_powertools.utilities.batch import BatchProcessor, EventType, pro
 from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from switchboard import tracing
+from switchboard import metrics, tracing
 from switchboard.cdp import segments
 from switchboard.contacts import erasure
 from switchboard.store import get_store
@@ -37,6 +37,7 @@ def record_handler(record: SQSRecord, lambda_context: LambdaContext) -> None:
 
 @tracing.traced
 @logger.inject_lambda_context(clear_state=True)
+@metrics.flushed
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     response = process_partial_response(
         event=event, record_handler=record_handler, processor=_processor(), context=context

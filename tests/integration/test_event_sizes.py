@@ -89,6 +89,7 @@ def test_a_reference_whose_outbox_item_was_erased_is_skipped(
     pipeline: Pipeline,  # noqa: F811
     receiver: Receiver,  # noqa: F811
     monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
 ):
     """Items of events published by reference outlive every queue (STORED_TTL), so one is only gone when a contact's
     erasure or the organization's purge deleted it: the event must not be acted on, nor fail into the DLQ."""
@@ -100,7 +101,9 @@ def test_a_reference_whose_outbox_item_was_erased_is_skipped(
     get_store().client.delete_item(
         TableName=get_store().table_name, Key={"PK": {"S": stored["PK"]}, "SK": {"S": stored["SK"]}}
     )
+    capsys.readouterr()
     pipeline.fan_out()  # asserts that no record failed
+    assert '"EventsErasedBeforeUse":[1.0]' in capsys.readouterr().out  # counted, in the fan-out's EMF line
     pipeline.send()
     assert receiver.of("/erased") == []
 
