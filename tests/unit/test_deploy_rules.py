@@ -222,3 +222,21 @@ def test_the_transform_is_the_one_cloudformation_runs():
     )
     assert "AuthorizerFunction" in rules.api_functions(cfn) and "JobsFunction" not in rules.api_functions(cfn)
     assert rules.consumers(cfn) >= {"UsageMeterFunction", "CdpSegmentsFunction", "EventPublisherFunction"}
+
+
+def test_the_local_gateway_routes_the_auth_routes_as_api_gateway_will():
+    """local/template.py reads the new events and the local gateway's routing agrees with the deployed resources:
+    POST to the throttled method, other methods to the ANY beside it (the function answers 405), the rest of
+    /v1/auth/ to the greedy resource."""
+    from local.gateway import RouteTable
+    from local.template import load_template
+
+    routes = RouteTable.from_template(load_template())
+    for path in AUTH_ROUTES:
+        post, _ = routes.match("POST", path)
+        other, _ = routes.match("GET", path)
+        assert (post.resource, post.method, post.function) == (path, "POST", "IdentityFunction")
+        assert (other.resource, other.method, other.function) == (path, "ANY", "IdentityFunction")
+        assert post.authorizer == other.authorizer == "CredentialAuthorizer"
+    logout, params = routes.match("POST", "/v1/auth/logout")
+    assert (logout.resource, params) == ("/v1/auth/{proxy+}", {"proxy": "logout"})
