@@ -36,6 +36,7 @@ import re
 import time
 from typing import Any
 
+from switchboard import jsonbody
 from switchboard.errors import Unauthenticated, ValidationFailed
 from switchboard.providers.base import (
     CallbackEvent,
@@ -143,8 +144,8 @@ def verify_jwt(token: str, key: str, *, now: float | None = None) -> dict[str, A
     """An HS256 JWT as Evolution signs its webhooks: `Unauthenticated` unless well signed, unexpired and Evolution's."""
     try:
         head_b64, claims_b64, signature_b64 = token.split(".")
-        head = json.loads(_b64url(head_b64))
-        claims = json.loads(_b64url(claims_b64))
+        head = jsonbody.parse(_b64url(head_b64))
+        claims = jsonbody.parse(_b64url(claims_b64))
         signature = _b64url(signature_b64)
     except (ValueError, binascii.Error):
         raise Unauthenticated("The webhook's bearer token is not a JWT.") from None
@@ -512,7 +513,7 @@ class EvolutionProvider(LinkedDeviceProvider):
 
     def parse_callback(self, body: bytes) -> list[CallbackEvent]:
         try:
-            doc = json.loads(body)
+            doc = jsonbody.parse(body)
         except ValueError:
             raise ValidationFailed.field("body", "is not valid JSON") from None
         if not isinstance(doc, dict) or not isinstance(doc.get("event"), str):
