@@ -158,6 +158,20 @@ NAME_PATTERN = r"^[^\x00-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]*$"
 Name = Annotated[str, Field(pattern=NAME_PATTERN)]
 
 
+def _not_a_dot_segment(value: str) -> str:
+    if value in (".", ".."):
+        raise ValueError("must not be . or ..")
+    return value
+
+
+# A file name someone else will save or show (an upload's `file_name`): a name's rules, no path separator (`/`, `\`)
+# and not `.` or `..`, so it never names another place when a client writes it to disk.
+FILE_NAME_PATTERN = r"^[^/\\\x00-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]+$"
+FileName = Annotated[
+    str, Field(min_length=1, max_length=255, pattern=FILE_NAME_PATTERN), AfterValidator(_not_a_dot_segment)
+]
+
+
 # Every `*_at` field of a resource: the API writes ISO 8601 UTC with milliseconds and `Z` (`switchboard.clock.iso`),
 # which is RFC 3339, so the document says `format: date-time` and typed clients can read a datetime.
 Timestamp = Annotated[str, Field(json_schema_extra={"format": "date-time"})]
