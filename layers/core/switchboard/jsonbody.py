@@ -50,7 +50,8 @@ class TooDeep(json.JSONDecodeError):
 
 def parse(text: str | bytes) -> Any:
     """Plain `json.loads` (no rule on keys or numbers: a provider's callback body is the provider's) behind the depth
-    check: a `json.JSONDecodeError` (a `ValueError`; `TooDeep` for too deep JSON) for malformed JSON, never a `RecursionError`."""
+    check: a `json.JSONDecodeError` (a `ValueError`; `TooDeep` when nested too deep) for malformed JSON, never a
+    `RecursionError`."""
     if too_deep(text):
         raise TooDeep(text if isinstance(text, str) else "")
     return json.loads(text)
