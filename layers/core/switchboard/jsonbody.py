@@ -3,9 +3,9 @@
 It is `json.loads` after a depth check and with three hooks, so the rules below hold for every body of every route,
 whatever its model:
 - a document nested deeper than `MAX_DEPTH` (64) arrays and objects is malformed JSON (a `json.JSONDecodeError`, 400
-  `invalid_json`), found by `too_deep` before the parser could recurse (the C scanner would raise `RecursionError`
-  near 1,000 levels, which no route expects); provider callbacks, whose bodies are read with plain `json`, go through
-  `parse` for the same check;
+  `invalid_json`), found by `too_deep` before the parser could recurse (the C scanner raises `RecursionError` near
+  10,000 levels, Python code walking a document near 1,000; no route expects either); provider callbacks, whose
+  bodies are read with plain `json`, go through `parse` for the same check;
 - a key given twice in one object is refused (the last would win silently: `"role":"viewer","role":"owner"`);
 - a number DynamoDB cannot store (`switchboard.models.unstorable_number`) is refused, wherever it sits (typed
   fields, free-form documents, rule trees);
