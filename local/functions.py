@@ -9,12 +9,14 @@ imports a new copy only when every existing one is busy.
 from __future__ import annotations
 
 import importlib.util
+import itertools
 import logging
 import queue
 import sys
 import threading
 import time
 import uuid
+from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -27,17 +29,88 @@ log = logging.getLogger("local.functions")
 
 _import_lock = threading.Lock()
 _instance_counter = 0
-_resolve_lock = threading.RLock()
+
+
+class FairTurns:
+    """One resolver invocation at a time, the turns handed out fairly: while several wait, the next turn goes to the
+    tenant served least recently (`tenant_of`: the organization, else the caller's address), so a tenant's burst
+    queues behind itself instead of in front of every other tenant. Re-entrant for the thread holding the turn."""
+
+    MEMORY = 4096  # tenants whose last turn is remembered (the oldest are forgotten beyond it)
+
+    def __init__(self) -> None:
+        self._cond = threading.Condition()
+        self._holder: int | None = None
+        self._depth = 0
+        self._waiting: dict[str, deque[int]] = {}  # tenant → waiting threads, in arrival order
+        self._served: dict[str, int] = {}  # tenant → when it last had a turn (a counter)
+        self._ticks = itertools.count()
+
+    def acquire(self, tenant: str) -> None:
+        me = threading.get_ident()
+        with self._cond:
+            if self._holder == me:
+                self._depth += 1
+                return
+            if self._holder is None and not self._waiting:
+                self._grant(me, tenant)
+                return
+            self._waiting.setdefault(tenant, deque()).append(me)
+            while self._holder != me:
+                self._cond.wait()
+
+    def release(self) -> None:
+        with self._cond:
+            self._depth -= 1
+            if self._depth:
+                return
+            self._holder = None
+            if self._waiting:
+                tenant = min(self._waiting, key=lambda t: self._served.get(t, -1))
+                waiting = self._waiting[tenant]
+                following = waiting.popleft()
+                if not waiting:
+                    del self._waiting[tenant]
+                self._grant(following, tenant)
+                self._cond.notify_all()
+
+    def waiting(self) -> int:
+        """How many invocations wait for a turn."""
+        with self._cond:
+            return sum(len(q) for q in self._waiting.values())
+
+    def _grant(self, thread: int, tenant: str) -> None:
+        self._holder, self._depth = thread, 1
+        self._served.pop(tenant, None)
+        self._served[tenant] = next(self._ticks)
+        while len(self._served) > self.MEMORY:
+            del self._served[next(iter(self._served))]
+
+
+def tenant_of(event: Any) -> str:
+    """Whose request an API event is: the organization the authorizer found, else the credential's principal, else
+    the caller's address."""
+    context = (event.get("requestContext") or {}) if isinstance(event, dict) else {}
+    authorizer = context.get("authorizer") or {}
+    for key in ("organization_id", "principal_id"):
+        if authorizer.get(key):
+            return f"{key}:{authorizer[key]}"
+    return f"ip:{(context.get('identity') or {}).get('sourceIp') or '-'}"
+
+
+_turns = FairTurns()
 
 
 def serialize_resolvers() -> None:
-    """Run one Powertools resolver invocation at a time in this process (idempotent).
+    """Run one Powertools resolver invocation at a time in this process (idempotent), in fair turns per tenant.
 
     Powertools keeps the current request on the `BaseRouter` *class* (`BaseRouter.current_event`), so two resolvers
     — even separately imported copies of different functions — running at once in one process would read each
     other's event. In Lambda a container serves one request at a time, so this never happens there; here every
     function shares the process. Plain handlers (authorizer, stream and queue consumers) are not resolvers and stay
-    parallel, and DynamoDB requests of concurrent API calls still interleave, so races are still exercised.
+    parallel, and DynamoDB requests of concurrent API calls still interleave, so races are still exercised. The turns
+    go round the waiting tenants (`FairTurns`): one organization's burst costs another organization's request at most
+    one turn per other tenant waiting, not the whole burst.
     """
     from aws_lambda_powertools.event_handler.api_gateway import ApiGatewayResolver
 
@@ -46,8 +119,11 @@ def serialize_resolvers() -> None:
         return
 
     def resolve(self: Any, event: Any, context: Any) -> Any:
-        with _resolve_lock:
+        _turns.acquire(tenant_of(event))
+        try:
             return current(self, event, context)
+        finally:
+            _turns.release()
 
     resolve._local_serialized = True  # type: ignore[attr-defined]
     ApiGatewayResolver.resolve = resolve  # type: ignore[method-assign]

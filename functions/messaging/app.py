@@ -1480,8 +1480,18 @@ def last_conversation_history_sync(convID: str) -> Data[catalog_models.HistorySy
         "Who may call: the channel's provider; no credential, the provider's signature is checked."
     ),
 )
-def provider_subscription(channelID: str) -> Response[str]:
-    params = app.current_event.query_string_parameters or {}
+def provider_subscription(
+    channelID: str,
+    mode: Annotated[str | None, Query(alias="hub.mode", max_length=64, description="Meta: `subscribe`")] = None,
+    verify_token: Annotated[
+        str | None, Query(alias="hub.verify_token", max_length=512, description="Meta: the channel's verify token")
+    ] = None,
+    challenge: Annotated[
+        str | None, Query(alias="hub.challenge", max_length=512, description="Meta: echoed when the token matches")
+    ] = None,
+) -> Response[str]:
+    given = {"hub.mode": mode, "hub.verify_token": verify_token, "hub.challenge": challenge}
+    params = {name: value for name, value in given.items() if value is not None}
     return Response(
         status_code=200, content_type="text/plain", body=callbacks.subscription(get_store(), channelID, params)
     )

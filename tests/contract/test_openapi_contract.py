@@ -3,7 +3,8 @@
 Checks on every response: no 5xx, status code / content type / headers / body conform to the documented responses,
 invalid input is rejected and valid input is accepted (schemathesis' checks), and every error is in the CONVENTIONS
 envelope (`error_envelope` in conftest.py). Operations are discovered from the running stack's document at test
-time, so routes added by any group are fuzzed without touching this file.
+time, so routes added by any group are fuzzed without touching this file. Every operation with a JSON body also gets
+the two bodies schemathesis cannot write: nested 20,000 levels deep and with a key given twice.
 
 schemathesis runs through its engine (what `st run` uses) rather than its pytest plugin, which does not support
 pytest 9 yet; the test fails with one line per distinct failure and a curl command that reproduces it.
@@ -17,17 +18,21 @@ import pytest
 import schemathesis
 
 from tests.contract.conftest import (
+    DEEP_BODY,
+    DUPLICATE_BODY,
     FUZZ_COVERAGE,
     FUZZ_EXAMPLES,
     FUZZ_SEED,
     SCHEMA_INEXPRESSIBLE,
     FuzzReport,
     fuzz_config,
+    json_operations,
     run_fuzzer,
 )
 from tests.e2e.conftest import Stack
 
 pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("contract")]
+
 
 # Deleting the organization is fuzzed on its own (an API key may never do it), in its own test below.
 ORG_DELETE = {"method": "DELETE", "path": "/v1/organization"}
@@ -74,3 +79,26 @@ def test_organization_delete_conforms(contract_stack: Stack) -> None:
     with contract_stack.client() as client:
         org = client.get("/v1/organization")
         assert org.status_code == 200 and org.json()["data"]["status"] == "active"
+
+
+def test_every_json_route_refuses_deep_nesting_and_duplicate_keys(contract_stack: Stack, api_schema: Any) -> None:
+    """Every operation with a JSON body, with the owner's key: a body nested 20,000 levels is 400 `invalid_json`
+    before anything else reads it, a key given twice is 400 `validation_failed`; a route the key may not use at all
+    (sessions only) is 403 first. Never a 5xx."""
+    operations = json_operations(api_schema.raw_schema)
+    assert len(operations) > 100, operations
+    wrong: list[str] = []
+    with contract_stack.client(headers={"Content-Type": "application/json"}, timeout=30.0) as client:
+        for method, path in operations:
+            for body, code in ((DEEP_BODY, "invalid_json"), (DUPLICATE_BODY, "validation_failed")):
+                answer = client.request(method, path, content=body.encode())
+                error = (
+                    answer.json().get("error")
+                    if answer.headers.get("content-type", "").startswith("application/json")
+                    else None
+                )
+                refused_first = answer.status_code == 403 and error and error.get("code") == "forbidden"
+                if not refused_first and (answer.status_code != 400 or not error or error.get("code") != code):
+                    wrong.append(f"{method} {path} ({code}): {answer.status_code} {answer.text[:200]}")
+    contract_stack.assert_alive()
+    assert not wrong, "\n".join(wrong)

@@ -108,7 +108,7 @@ def test_contact_lifecycle_over_http(live):
         # Tags: the catalogue and assignment by name or id.
         tag_name = f"VIP-{uuid.uuid4().hex[:6]}"
         tag = _data(c.post(f"/v1/contacts/{ada['id']}/tags", json={"name": tag_name}), 201)
-        assert tag_name in [t["name"] for t in _data(c.get("/v1/contact-tags", params={"limit": 100}))]
+        assert tag_name in [t["name"] for t in _data(c.get("/v1/contact-tags"))]  # the whole catalogue
         assert _data(c.get(f"/v1/contact-tags/{tag['tag_id']}"))["name"] == tag_name
         _error(c.post(f"/v1/contacts/{ada['id']}/tags", json={"tag_id": tag["tag_id"]}), 409, "conflict")
         assert [x["id"] for x in _data(c.get("/v1/contacts", params={"tag": tag_name}))] == [ada["id"]]

@@ -58,8 +58,10 @@ class Settings(BaseModel):
     login_delay_base_seconds: int = Field(default=2, ge=1)  # doubled on every further failure
     login_delay_max_seconds: int = Field(default=15 * 60, ge=1)
     organizations_per_user_per_day: int = Field(default=10, ge=1)
-    callbacks_per_channel_per_minute: int = Field(default=1200, ge=1)
+    callbacks_per_channel_per_minute: int = Field(default=1200, ge=1)  # verified callbacks (and handshakes)
+    callback_failures_per_channel_per_minute: int = Field(default=300, ge=1)  # refused ones, counted apart
     portal_failures_per_ip: int = Field(default=20, ge=1)  # wrong portal tokens per client IP per auth window
+    portal_failures_per_token_prefix: int = Field(default=5, ge=1)  # wrong tokens per link prefix per auth window
     # Partition-key shards of an organization's hot items (switchboard.store.shards): a power of two, only ever
     # raised (stack parameter TenantShards).
     tenant_shards: int = Field(default=16, ge=1, le=64)

@@ -1,6 +1,11 @@
 """The JSON reader of every request body (`switchboard.api.jsonbody.parse_body`) and of JSON Lines imports.
 
-It is `json.loads` with three hooks, so the rules below hold for every body of every route, whatever its model:
+It is `json.loads` after a depth check and with three hooks, so the rules below hold for every body of every route,
+whatever its model:
+- a document nested deeper than `MAX_DEPTH` (64) arrays and objects is malformed JSON (a `json.JSONDecodeError`, 400
+  `invalid_json`), found by `too_deep` before the parser could recurse (the C scanner raises `RecursionError` near
+  10,000 levels, Python code walking a document near 1,000; no route expects either); provider callbacks, whose
+  bodies are read with plain `json`, go through `parse` for the same check;
 - a key given twice in one object is refused (the last would win silently: `"role":"viewer","role":"owner"`);
 - a number DynamoDB cannot store (`switchboard.models.unstorable_number`) is refused, wherever it sits (typed
   fields, free-form documents, rule trees);
@@ -12,9 +17,44 @@ rest stay on the C scanner's path.
 from __future__ import annotations
 
 import json
+import re
+from itertools import accumulate
 from typing import Any
 
 from switchboard.models import NUMBER_MAX_DIGITS, unstorable_number
+
+MAX_DEPTH = 64
+# Strings (escapes included) are removed before the brackets are counted (`"[[["` nests nothing); linear.
+_STRING = re.compile(r'"(?:[^"\\]|\\.)*"', re.S)
+_BRACKETS = {ord("["): 1, ord("{"): 1, ord("]"): -1, ord("}"): -1}
+_NOT_BRACKETS = re.compile(r"[^\[\]{}]+")
+
+
+def too_deep(text: str | bytes, limit: int = MAX_DEPTH) -> bool:
+    """Whether the JSON text nests arrays and objects more than `limit` levels deep (outside strings): a cheap scan
+    of the raw text, at C speed for the text and one step per bracket. Malformed text is judged by its brackets."""
+    if isinstance(text, bytes):
+        text = text.decode("utf-8", "replace")
+    if text.count("[") + text.count("{") <= limit:
+        return False
+    brackets = _NOT_BRACKETS.sub("", _STRING.sub("", text)).encode()
+    return max(accumulate(map(_BRACKETS.__getitem__, brackets)), default=0) > limit
+
+
+class TooDeep(json.JSONDecodeError):
+    """JSON nested deeper than `MAX_DEPTH`: malformed for every reader here (400 `invalid_json`)."""
+
+    def __init__(self, text: str) -> None:
+        super().__init__(f"arrays and objects nest deeper than {MAX_DEPTH} levels", text, 0)
+
+
+def parse(text: str | bytes) -> Any:
+    """Plain `json.loads` (no rule on keys or numbers: a provider's callback body is the provider's) behind the depth
+    check: a `json.JSONDecodeError` (a `ValueError`; `TooDeep` when nested too deep) for malformed JSON, never a
+    `RecursionError`."""
+    if too_deep(text):
+        raise TooDeep(text if isinstance(text, str) else "")
+    return json.loads(text)
 
 
 class BodyRefused(ValueError):
@@ -95,7 +135,10 @@ def _locate(value: Any, path: str) -> BodyRefused | None:
 
 def loads(text: str) -> Any:
     """`json.loads(text)` under the rules above; a `BodyRefused` naming the field for a body that breaks them (the
-    body is read a second time, tolerantly, only to find where)."""
+    body is read a second time, tolerantly, only to find where); a `json.JSONDecodeError` for malformed JSON and for
+    JSON nested deeper than `MAX_DEPTH`."""
+    if too_deep(text):
+        raise TooDeep(text)
     try:
         return _DECODER.decode(text)
     except BodyRefused as err:

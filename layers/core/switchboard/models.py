@@ -158,6 +158,15 @@ NAME_PATTERN = r"^[^\x00-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]*$"
 Name = Annotated[str, Field(pattern=NAME_PATTERN)]
 
 
+# A file name someone else will save or show (an upload's `file_name`): a name's rules, no path separator (`/`, `\`)
+# and not `.` or `..`, so it never names another place when a client writes it to disk. One pattern (no lookahead,
+# so the document states all of it): the first one to three characters say "not only dots".
+_FILE_CHAR = r"[^/\\\x00-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]"
+_FILE_START = _FILE_CHAR.replace("[^", "[^.", 1)
+FILE_NAME_PATTERN = rf"^(?:{_FILE_START}|\.{_FILE_START}|\.\.{_FILE_CHAR}){_FILE_CHAR}*$"
+FileName = Annotated[str, Field(min_length=1, max_length=255, pattern=FILE_NAME_PATTERN)]
+
+
 # Every `*_at` field of a resource: the API writes ISO 8601 UTC with milliseconds and `Z` (`switchboard.clock.iso`),
 # which is RFC 3339, so the document says `format: date-time` and typed clients can read a datetime.
 Timestamp = Annotated[str, Field(json_schema_extra={"format": "date-time"})]

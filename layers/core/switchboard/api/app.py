@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import inspect
 import json
 import re
@@ -34,6 +35,7 @@ from switchboard.api.idempotency import idempotency_middleware
 from switchboard.api.jsonbody import parse_body
 from switchboard.config import get_settings
 from switchboard.errors import DomainError, MethodNotAllowed, PayloadTooLarge, RateLimited, RouteNotFound
+from switchboard.jsonbody import MAX_DEPTH, too_deep
 from switchboard.logs import redact_logs
 from switchboard.providers.base import ProviderUnavailable
 from switchboard.store import get_store
@@ -115,12 +117,9 @@ def _validation_details(errors: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def _core_middleware(app: Any, next_middleware: Callable[[Any], Any]) -> Any:
-    """The checks every route makes after its request is validated, in their order: the body's size limit (413), the
-    organization's rate limit (429, and `RateLimit-*` headers on every response), then idempotency
-    (`idempotency_middleware`)."""
-    body = app.current_event.body
-    if body and len(body) > MAX_BODY_BYTES:
-        raise PayloadTooLarge()
+    """The checks every route makes after its request is validated, in their order: the organization's rate limit
+    (429, and `RateLimit-*` headers on every response), then idempotency (`idempotency_middleware`); the body's size
+    limit (413) is checked before (`_refused_request`)."""
     rate_headers = _rate_limit(app)
     response = idempotency_middleware(app, next_middleware)
     if rate_headers:
@@ -159,6 +158,43 @@ def _sequence_annotation(annotation: Any) -> bool:
     return isinstance(origin, type) and issubclass(origin, Sequence) and origin is not str
 
 
+def _refused_request(app: Any, spec: RouteSpec) -> Response | None:
+    """The error for a request every route refuses before reading it (CONVENTIONS "Requests the service refuses"),
+    or None:
+    - a query parameter the route does not declare (400 `validation_failed`, one detail `query.<name>` each): an
+      unknown filter must not be read as "no filter";
+    - `Idempotency-Key` given more than once (400): which one counts would be undefined;
+    - a body over 256 KiB (413), or nested deeper than `switchboard.jsonbody.MAX_DEPTH` (400 `invalid_json`), before
+      anything parses it (the routes that read their raw body, provider callbacks, included)."""
+    event = app.current_event
+    raw = event.raw_event
+    given = raw.get("multiValueQueryStringParameters") or raw.get("queryStringParameters") or {}
+    if given:
+        unknown = sorted(set(given) - spec.query_names)
+        if unknown:
+            details = [{"field": f"query.{n}", "message": "is not a parameter of this operation"} for n in unknown]
+            message = "; ".join(f"{d['field']}: {d['message']}" for d in details[:3])
+            return error_response(app, 400, "validation_failed", message, details)
+    headers = raw.get("multiValueHeaders") or {}
+    if sum(len(v or ()) for k, v in headers.items() if k.lower() == "idempotency-key") > 1:
+        details = [{"field": "headers.idempotency-key", "message": "must be sent once"}]
+        return error_response(app, 400, "validation_failed", "headers.idempotency-key: must be sent once", details)
+    body = event.body
+    if body:
+        if len(body) > MAX_BODY_BYTES:
+            raise PayloadTooLarge()  # before any reading of it
+        text = body
+        if event.is_base64_encoded:
+            try:
+                text = base64.b64decode(body)
+            except ValueError:
+                return None  # left to the route's own reading
+        if too_deep(text):
+            message = f"The request body is not valid JSON: arrays and objects nest deeper than {MAX_DEPTH} levels."
+            return error_response(app, 400, "invalid_json", message)
+    return None
+
+
 @dataclass(eq=False)
 class RouteSpec:
     """One method of one route as the resolver registered it: what tests and the OpenAPI document read."""
@@ -183,6 +219,11 @@ class RouteSpec:
         return re.sub(r"<(.*?)>", r"{\1}", self.rule)
 
     @cached_property
+    def query_names(self) -> frozenset[str]:
+        """The query parameters the route declares (their aliases: `hub.mode`), as the document lists them."""
+        return frozenset(param.alias for param in self.dependant.query_params)
+
+    @cached_property
     def dependant(self) -> Dependant:
         # on a route's first call or when documenting: the dependant models stay off the cold start
         from aws_lambda_powertools.event_handler.openapi.dependant import get_dependant
@@ -196,6 +237,8 @@ class RouteGate:
     - a dynamic route never serves a path that is a static route's path (`GET /v1/contacts/block` is not the contact
       `block`): 405 with the static route's methods in `Allow`;
     - the route's declared access (`requires`, `authenticated`, `public`);
+    - what every route refuses before reading the request (`_refused_request`: unknown query parameters, a repeated
+      `Idempotency-Key`, a body too large or nested too deep);
     - a body the route refuses before validating it (`_refused_body`).
     Then it runs Powertools' request validation, `_core_middleware` and (for a route without middlewares of its own)
     Powertools' response validation through their public `handler` method, in this one frame of the route's
@@ -215,6 +258,9 @@ class RouteGate:
                 raise MethodNotAllowed(headers={"Allow": ", ".join(shadowing)})
         if spec.access is not None:
             spec.access.check(current_auth_optional(app))
+        refusal = _refused_request(app, spec)
+        if refusal is not None:
+            return refusal
         if app.current_event.body and (body_params := spec.dependant.body_params):
             refusal = _refused_body(app, body_params)
             if refusal is not None:
@@ -237,11 +283,11 @@ _ROUTE_PARAMETERS = inspect.signature(APIGatewayRestResolver.route).parameters
 
 class Resolver(APIGatewayRestResolver):
     """`APIGatewayRestResolver` whose routes all run the same stack, in this order: `RouteGate` (static paths,
-    access, refused bodies), Powertools' request validation, `_core_middleware` (size, rate limit, idempotency), the
-    route's own middlewares, Powertools' response validation (`RouteGate` runs the ones before and after the route's
-    own middlewares). Powertools would validate the request before any
-    middleware, so every route is registered with `enable_validation=False` and gets the validation middlewares in
-    its own list (the OpenAPI document is the resolver's, with validation on). `routes` lists what was registered."""
+    access, refused requests and bodies), Powertools' request validation, `_core_middleware` (rate limit,
+    idempotency), the route's own middlewares, Powertools' response validation (`RouteGate` runs the ones before and
+    after the route's own middlewares). Powertools would validate the request before any middleware, so every route
+    is registered with `enable_validation=False` and gets the validation middlewares in its own list (the OpenAPI
+    document is the resolver's, with validation on). `routes` lists what was registered."""
 
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(**kwargs)

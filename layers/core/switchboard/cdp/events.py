@@ -13,6 +13,7 @@ rows form their own key range.)
 from __future__ import annotations
 
 import logging
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
@@ -21,12 +22,13 @@ from ulid import ULID
 from switchboard import clock
 from switchboard.access import AuthContext
 from switchboard.cdp import logs, models, segments
+from switchboard.contacts import repository as repo
 from switchboard.contacts import service as contacts
-from switchboard.contacts.identifiers import normalize
+from switchboard.contacts.identifiers import Identifier, normalize
 from switchboard.errors import Conflict, DomainError, NotFound, ValidationFailed
 from switchboard.ids import new_id, ulid_range
 from switchboard.paging import cursor_page, query_fingerprint, read_page
-from switchboard.store import Put, Store, Update, keys, shards
+from switchboard.store import Put, Store, TxOp, Update, keys, shards
 
 Item = dict[str, Any]
 
@@ -44,11 +46,20 @@ def ulid_at(moment: datetime) -> str:
 
 
 def activity_puts(
-    org: str, contact_id: str, *, event_id: str, name: str, kind: str, properties: Item, occurred: datetime
+    org: str,
+    contact_id: str,
+    *,
+    event_id: str,
+    name: str,
+    kind: str,
+    properties: Item,
+    occurred: datetime,
+    ulid: str | None = None,
 ) -> list[Put | Update]:
     """The writes of one activity: the contact's timeline (naming the log row's partition), the organization's log
-    (in its ULID's write shard) and the contact's day count."""
-    ulid = ulid_at(occurred)
+    (in its ULID's write shard) and the contact's day count. `ulid`: the activity's id when the caller orders
+    activities of one instant itself (else a ULID of `occurred`)."""
+    ulid = ulid or ulid_at(occurred)
     log_pk = logs.log_pk(org, ulid)
     body = {
         "entity": "Activity",
@@ -68,14 +79,14 @@ def activity_puts(
     ]
 
 
-def day_count_op(org: str, contact_id: str, name: str, occurred: datetime) -> Update:
-    """The transaction operation that counts one `name` event of the contact on its day of occurrence."""
+def day_count_op(org: str, contact_id: str, name: str, occurred: datetime, count: int = 1) -> Update:
+    """The transaction operation that counts `count` `name` events of the contact on their day of occurrence."""
     day = clock.iso(occurred)[:10]
     return Update(
         key=keys.key(keys.org_pk(org), f"CONTACT#{contact_id}#EVDAY#{name}#{day}"),
         expression="SET #e = :e ADD events :one",
         names={"#e": "entity"},
-        values={":e": "EventDay", ":one": 1},
+        values={":e": "EventDay", ":one": count},
     )
 
 
@@ -92,70 +103,227 @@ def _contact_for(store: Store, auth: AuthContext, event: models.EventIn, n: int)
     return str(contact["id"])
 
 
-def _occurred(event: models.EventIn, n: int) -> datetime:
+def _occurred(event: models.EventIn, n: int, received: datetime | None = None) -> datetime:
     if not event.timestamp:
-        return clock.now()
+        return received or clock.now()
     try:
         return clock.parse_iso(event.timestamp)
     except ValueError:
         raise ValidationFailed.field(f"body.events[{n}].timestamp", "is not an ISO 8601 time") from None
 
 
+MAX_TRANSACTION_ITEMS = 100  # DynamoDB's limit per TransactWriteItems
+
+
+@dataclass
+class _Planned:
+    """One event of the batch ready to be written: its contact (`contact_id`) and, for the first event of a contact
+    the batch creates, that contact's creation (`creation`)."""
+
+    index: int
+    event_id: str
+    event: models.EventIn
+    occurred: datetime
+    contact_id: str
+    creation: list[TxOp] = field(default_factory=list)
+    ulid: str | None = None  # events without a timestamp: one instant, ordered as in the batch
+
+    def ops(self, org: str) -> list[TxOp]:
+        """The event's sentinel, timeline and log rows (its day count is added per transaction, `_Transactions`)."""
+        sentinel = Put(
+            item={
+                **event_sentinel(org, self.event_id),
+                "entity": "EventId",
+                "contact_id": self.contact_id,
+                "received_at": clock.now_iso(),
+            },
+            condition="attribute_not_exists(PK)",
+            error=_Duplicate(),
+        )
+        timeline = activity_puts(
+            org,
+            self.contact_id,
+            event_id=self.event_id,
+            name=self.event.name,
+            kind="event",
+            properties=self.event.properties,
+            occurred=self.occurred,
+            ulid=self.ulid,
+        )
+        return [*self.creation, sentinel, *timeline[:2]]
+
+    def day(self) -> tuple[str, str, str]:
+        return (self.contact_id, self.event.name, clock.iso(self.occurred)[:10])
+
+
+class _Transactions:
+    """Planned events packed into TransactWriteItems of at most 100 operations, in batch order: each event's rows,
+    the contacts the batch creates, and one day-count update per (contact, name, day) of the transaction (two
+    operations of one transaction may not touch one item)."""
+
+    def __init__(self, org: str) -> None:
+        self.org = org
+        self.groups: list[tuple[list[_Planned], list[TxOp]]] = []
+
+    def add(self, planned: _Planned) -> None:
+        ops = planned.ops(self.org)
+        if self.groups:
+            events, current = self.groups[-1]
+            days = {p.day() for p in events} | {planned.day()}
+            if len(current) + len(ops) + len(days) <= MAX_TRANSACTION_ITEMS:
+                events.append(planned)
+                current.extend(ops)
+                return
+        self.groups.append(([planned], ops))
+
+    def operations(self, events: list[_Planned], ops: list[TxOp]) -> list[TxOp]:
+        days: dict[tuple[str, str, str], list[_Planned]] = {}
+        for planned in events:
+            days.setdefault(planned.day(), []).append(planned)
+        counts = [
+            day_count_op(self.org, contact, name, same[0].occurred, len(same))
+            for (contact, name, _), same in days.items()
+        ]
+        return [*ops, *counts]
+
+
+def _plan(
+    store: Store, auth: AuthContext, batch: models.EventBatch, ids: list[str]
+) -> tuple[list[_Planned], list[int], dict[int, models.EventResult]]:
+    """Each event's contact from at most three BatchGetItem rounds for the whole batch (event-id sentinels, identity
+    sentinels and named contacts together; then the contacts the sentinels name), and the creation of the contacts
+    whose identity nobody owns. → (planned events, the indexes left to the one-by-one path, the results known
+    already: duplicates and refusals)."""
+    org = auth.org_id
+    done: dict[int, models.EventResult] = {}
+    targets: dict[int, tuple[datetime, str | Identifier]] = {}
+    first: dict[str, int] = {}
+    received = clock.now()
+    instant = int(ULID.from_datetime(received))  # + n: the batch's untimed events, in batch order
+    for n, (event_id, event) in enumerate(zip(ids, batch.events, strict=True)):
+        if event_id in first:
+            done[n] = models.EventResult(index=n, event_id=event_id, status="duplicate")
+            continue
+        first[event_id] = n
+        try:
+            occurred = _occurred(event, n, received)
+            if event.contact_id:
+                targets[n] = (occurred, event.contact_id)
+            else:
+                assert event.contact is not None
+                c = event.contact
+                targets[n] = (occurred, normalize(c.type, c.value, c.source, f"body.events[{n}].contact"))
+        except DomainError as err:
+            error = {"code": err.code, "message": err.message, "details": err.details}
+            done[n] = models.EventResult(index=n, event_id=event_id, status="rejected", error=error)
+    wanted = [event_sentinel(org, ids[n]) for n in targets]
+    wanted += [
+        repo.contact_key(org, t) if isinstance(t, str) else repo.sentinel_key(org, t.sentinel_sk)
+        for _, t in targets.values()
+    ]
+    found = {(i["PK"], i["SK"]): i for i in store.batch_get(wanted)}
+    owners = {
+        str(t.sentinel_sk): str(item["contact_id"])
+        for _, t in targets.values()
+        if isinstance(t, Identifier) and (item := found.get(_pair(repo.sentinel_key(org, t.sentinel_sk))))
+    }
+    missing = [repo.contact_key(org, c) for c in set(owners.values())]
+    missing = [k for k in missing if _pair(k) not in found]
+    found |= {(i["PK"], i["SK"]): i for i in store.batch_get(missing)} if missing else {}
+
+    def untimed(n: int) -> str | None:
+        return None if batch.events[n].timestamp else str(ULID.from_int(instant + n))
+
+    planned: list[_Planned] = []
+    slow: list[int] = []
+    created: dict[str, str] = {}  # identity sentinel → the contact the batch creates for it
+    for n, (occurred, target) in targets.items():
+        event_id, event = ids[n], batch.events[n]
+        if _pair(event_sentinel(org, event_id)) in found:
+            done[n] = models.EventResult(index=n, event_id=event_id, status="duplicate")
+            continue
+        if isinstance(target, str):
+            if _pair(repo.contact_key(org, target)) not in found:
+                slow.append(n)  # answered by the one-by-one path: not found, or a merged contact
+                continue
+            planned.append(_Planned(n, event_id, event, occurred, target, ulid=untimed(n)))
+            continue
+        owner = owners.get(target.sentinel_sk)
+        if owner is not None:
+            if _pair(repo.contact_key(org, owner)) not in found:
+                slow.append(n)  # merged or deleted meanwhile: the one-by-one path follows or frees it
+                continue
+            planned.append(_Planned(n, event_id, event, occurred, owner, ulid=untimed(n)))
+        elif target.sentinel_sk in created:
+            planned.append(_Planned(n, event_id, event, occurred, created[target.sentinel_sk], ulid=untimed(n)))
+        else:
+            item, creation = contacts.creation_ops(auth, {}, [(target, None)])
+            created[target.sentinel_sk] = str(item["id"])
+            planned.append(_Planned(n, event_id, event, occurred, str(item["id"]), creation, untimed(n)))
+    return planned, slow, done
+
+
+def _pair(key: dict[str, str]) -> tuple[str, str]:
+    return key["PK"], key["SK"]
+
+
+def _one(store: Store, auth: AuthContext, n: int, event_id: str, event: models.EventIn) -> models.EventResult:
+    """One event on its own (a transaction per event): the path of events the batch could not plan, and of a
+    transaction that was cancelled (a concurrent duplicate or claim)."""
+    org = auth.org_id
+    try:
+        occurred = _occurred(event, n)
+        contact_id = _contact_for(store, auth, event, n)
+        rows = _Planned(n, event_id, event, occurred, contact_id).ops(org)
+        store.transact([*rows, day_count_op(org, contact_id, event.name, occurred)])
+    except _Duplicate:
+        return models.EventResult(index=n, event_id=event_id, status="duplicate")
+    except DomainError as err:
+        error = {"code": err.code, "message": err.message, "details": err.details}
+        return models.EventResult(index=n, event_id=event_id, status="rejected", error=error)
+    return models.EventResult(index=n, event_id=event_id, status="accepted", contact_id=contact_id)
+
+
 def ingest(store: Store, auth: AuthContext, batch: models.EventBatch) -> models.IngestResult:
-    """Each event is one transaction (sentinel + timeline + log): a duplicate never blocks the others. Segments
+    """A batch's work is bounded by the batch, not by its events one at a time: its contacts are found with a few
+    BatchGetItem rounds (`_plan`), and its events, with the contacts it creates for identities nobody owns, are
+    written in TransactWriteItems of up to 100 operations (`_Transactions`): a batch of 100 events naming 100 new
+    phones is about a dozen calls. A cancelled transaction (a concurrent duplicate or claim) wrote nothing; its
+    events and every later one then take the one-by-one path, where a duplicate never blocks the others. Segments
     counting events are then re-evaluated for the batch's contacts (`segments.refresh_after_events`)."""
     org = auth.org_id
     ids = [e.event_id or new_id("cev") for e in batch.events]
-    seen = {i["SK"].removeprefix("CDPEVTID#") for i in store.batch_get([event_sentinel(org, i) for i in set(ids)])}
-    results: list[models.EventResult] = []
-    for n, (event_id, event) in enumerate(zip(ids, batch.events, strict=True)):
-        if event_id in seen:
-            results.append(models.EventResult(index=n, event_id=event_id, status="duplicate"))
-            continue
+    planned, slow, results = _plan(store, auth, batch, ids)
+    transactions = _Transactions(org)
+    for event in planned:
+        transactions.add(event)
+    for position, (events, ops) in enumerate(transactions.groups):
         try:
-            occurred = _occurred(event, n)
-            contact_id = _contact_for(store, auth, event, n)
-            store.transact(
-                [
-                    Put(
-                        item={
-                            **event_sentinel(org, event_id),
-                            "entity": "EventId",
-                            "contact_id": contact_id,
-                            "received_at": clock.now_iso(),
-                        },
-                        condition="attribute_not_exists(PK)",
-                        error=_Duplicate(),
-                    ),
-                    *activity_puts(
-                        org,
-                        contact_id,
-                        event_id=event_id,
-                        name=event.name,
-                        kind="event",
-                        properties=event.properties,
-                        occurred=occurred,
-                    ),
-                ]
+            store.transact(transactions.operations(events, ops))
+        except DomainError:
+            slow += [p.index for group, _ in transactions.groups[position:] for p in group]
+            break
+        for p in events:
+            results[p.index] = models.EventResult(
+                index=p.index, event_id=p.event_id, status="accepted", contact_id=p.contact_id
             )
-        except _Duplicate:
-            results.append(models.EventResult(index=n, event_id=event_id, status="duplicate"))
+    seen = {r.event_id for r in results.values() if r.status == "accepted"}
+    for n in sorted(slow):
+        if ids[n] in seen:  # the same id earlier in the batch (planned once, not again)
+            results[n] = models.EventResult(index=n, event_id=ids[n], status="duplicate")
             continue
-        except DomainError as err:
-            error = {"code": err.code, "message": err.message, "details": err.details}
-            results.append(models.EventResult(index=n, event_id=event_id, status="rejected", error=error))
-            continue
-        seen.add(event_id)
-        results.append(models.EventResult(index=n, event_id=event_id, status="accepted", contact_id=contact_id))
-    accepted = {r.contact_id for r in results if r.status == "accepted" and r.contact_id}
+        results[n] = _one(store, auth, n, ids[n], batch.events[n])
+        seen.add(ids[n])
+    ordered = [results[n] for n in range(len(ids))]
+    accepted = {r.contact_id for r in ordered if r.status == "accepted" and r.contact_id}
     if accepted:
         try:
             segments.refresh_after_events(store, org, accepted)
         except DomainError:  # the events are stored: a busy table only delays membership until the next rebuild
             logging.getLogger("switchboard").warning("segment refresh after ingest failed", exc_info=True)
-    count = {s: sum(1 for r in results if r.status == s) for s in ("accepted", "duplicate", "rejected")}
+    count = {s: sum(1 for r in ordered if r.status == s) for s in ("accepted", "duplicate", "rejected")}
     return models.IngestResult(
-        accepted=count["accepted"], duplicates=count["duplicate"], rejected=count["rejected"], results=results
+        accepted=count["accepted"], duplicates=count["duplicate"], rejected=count["rejected"], results=ordered
     )
 
 

@@ -96,6 +96,8 @@ def _jsonl_rows(content: str) -> list[Any]:
             rows.append(jsonbody.loads(line))
         except jsonbody.BodyRefused as err:  # a key twice, a number DynamoDB cannot store
             rows.append({"__error__": str(err)})
+        except jsonbody.TooDeep as err:
+            rows.append({"__error__": err.msg})
         except ValueError:
             rows.append({"__error__": "is not a JSON object"})
         if len(rows) > MAX_ROWS:

@@ -13,13 +13,12 @@ from switchboard.identity import models, otp, repository, sessions
 from switchboard.identity.passwords import dummy_hash, hash_password, verify_password
 from switchboard.ids import new_id, new_ulid
 from switchboard.mail import Mail, MailSender
-from switchboard.ratelimit import backoff_clear, backoff_fail, backoff_wait, hit, peek
+from switchboard.ratelimit import backoff_clear, backoff_fail, backoff_wait, hit
 from switchboard.store import Delete, Put, Store, keys
 
 REGISTER = "register"
 RESET = "reset"
 WINDOW = 15 * 60
-CODE_FAILURES_PER_WINDOW = 5
 CODES_SENT_PER_WINDOW = 5
 
 
@@ -77,21 +76,45 @@ def limit_request(store: Store, email: str, ip: str | None) -> None:
 
 
 # Codes ------------------------------------------------------------------------------------------------------------
-def _check_code(store: Store, purpose: str, email: str, code: str, *, consume: bool = True) -> None:
-    bucket = f"code:{purpose}:{email}"
-    peek(store, bucket, limit=CODE_FAILURES_PER_WINDOW, window_seconds=WINDOW)
+def _code_bucket(purpose: str, email: str, ip: str | None) -> str:
+    return f"code:{purpose}:{email}:{ip or '-'}"
+
+
+def _check_code(store: Store, purpose: str, email: str, code: str, *, ip: str | None, consume: bool = True) -> None:
+    """Wrong codes slow down per (purpose, e-mail, client IP), as wrong passwords do: after a few, each further try
+    from there waits a delay that doubles with every failure (429 with Retry-After), and the right code then still
+    works. A flood of guesses from one place never blocks the owner's code elsewhere (a wrong code voids nothing);
+    a new code clears the delay of the address that asked for it."""
+    settings = get_settings()
+    bucket = _code_bucket(purpose, email, ip)
+    failures = backoff_wait(
+        store,
+        bucket,
+        free=settings.login_failures_before_delay,
+        base_seconds=settings.login_delay_base_seconds,
+        max_seconds=settings.login_delay_max_seconds,
+    )
     try:
         otp.verify(store, purpose, email, code, consume=consume)
     except ValidationFailed:
-        hit(store, bucket, limit=CODE_FAILURES_PER_WINDOW, window_seconds=WINDOW)
+        backoff_fail(store, bucket)
         raise
+    if failures:
+        backoff_clear(store, bucket)
+
+
+def _issue_code(store: Store, purpose: str, email: str, ip: str | None) -> str:
+    """A new code for (purpose, e-mail), replacing the old one; the asking address starts without a delay."""
+    code = otp.issue(store, purpose, email)
+    backoff_clear(store, _code_bucket(purpose, email, ip))
+    return code
 
 
 def request_email_verification(store: Store, mailer: MailSender, email: str, *, ip: str | None = None) -> None:
     email = normalize_email(email)
     limit_request(store, email, ip)
     hit(store, f"send:{REGISTER}:{email}", limit=CODES_SENT_PER_WINDOW, window_seconds=WINDOW)
-    code = otp.issue(store, REGISTER, email)
+    code = _issue_code(store, REGISTER, email, ip)
     mailer.send(
         Mail(
             to=email,
@@ -105,7 +128,7 @@ def request_email_verification(store: Store, mailer: MailSender, email: str, *, 
 def confirm_email(store: Store, email: str, code: str, *, ip: str | None = None) -> None:
     email = normalize_email(email)
     limit_request(store, email, ip)
-    _check_code(store, REGISTER, email, code)
+    _check_code(store, REGISTER, email, code, ip=ip)
     otp.mark_verified(store, REGISTER, email)
 
 
@@ -145,7 +168,7 @@ def register_verify(store: Store, body: models.RegisterVerify, *, ip: str | None
     e-mail that has an account answers 409 only after a right code (no enumeration)."""
     email = normalize_email(body.email)
     limit_request(store, email, ip)
-    _check_code(store, REGISTER, email, body.otp_code)
+    _check_code(store, REGISTER, email, body.otp_code, ip=ip)
     if store.get(keys.user_email(email), consistent=True):
         raise Conflict("An account with this e-mail already exists.")
     return _create_user(store, email, body.password, body.name, [])
@@ -190,7 +213,7 @@ def request_password_reset(store: Store, mailer: MailSender, email: str, *, ip: 
     hit(store, f"send:{RESET}:{email}", limit=CODES_SENT_PER_WINDOW, window_seconds=WINDOW)
     if store.get(keys.user_email(email), consistent=True) is None:
         return
-    code = otp.issue(store, RESET, email)
+    code = _issue_code(store, RESET, email, ip)
     mailer.send(
         Mail(
             to=email,
@@ -206,7 +229,7 @@ def confirm_password_reset(store: Store, body: models.PasswordConfirm, *, ip: st
     """Set the new password and end every session of the user. Returns how many sessions ended."""
     email = normalize_email(body.email)
     limit_request(store, email, ip)
-    _check_code(store, RESET, email, body.otp_code)
+    _check_code(store, RESET, email, body.otp_code, ip=ip)
     sentinel = store.get(keys.user_email(email), consistent=True)
     if sentinel is None:
         raise ValidationFailed("The code is wrong or has expired.", code="invalid_otp")

@@ -9,19 +9,22 @@ from switchboard import clock
 from switchboard.access import ROLE_RANK, AuthContext
 from switchboard.errors import Unauthenticated
 from switchboard.identity import repository, sessions
-from switchboard.identity.credentials import extract_credential, hash_token
+from switchboard.identity.credentials import credential_of, hash_token
 from switchboard.identity.security import ip_allowed, session_idle
 from switchboard.store import Store
 
 
 def authenticate(store: Store, headers: Mapping[str, str] | None, source_ip: str | None = None) -> AuthContext:
     headers = dict(headers or {})
-    token = extract_credential(headers)
-    if not token:
+    found = credential_of(headers)
+    if not found:
         raise Unauthenticated("Send an API key in X-Api-Key or a token in Authorization: Bearer.")
+    token, carrier = found
     cred = repository.get_credential(store, hash_token(token))
     if cred is None:
         raise Unauthenticated("The credential is unknown, revoked or expired.")
+    if carrier == "x-api-key" and cred["kind"] != "api_key":
+        raise Unauthenticated("X-Api-Key carries API keys only; send a session token as Authorization: Bearer.")
 
     if cred["kind"] == "api_key":
         if cred.get("suspended"):  # its organization is pending deletion; a restore lifts it

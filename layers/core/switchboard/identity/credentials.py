@@ -29,14 +29,21 @@ def display_prefix(token: str) -> str:
 
 def extract_credential(headers: dict[str, str] | None) -> str | None:
     """The credential of a request: `X-Api-Key`, or `Authorization: Bearer <token>` (header names any case)."""
+    found = credential_of(headers)
+    return found[0] if found else None
+
+
+def credential_of(headers: dict[str, str] | None) -> tuple[str, str] | None:
+    """(the credential, the header that carried it: `x-api-key` or `bearer`) or None. `X-Api-Key` carries API keys
+    only (CONVENTIONS "Requests the service refuses"): the caller checks the kind of what it names."""
     if not headers:
         return None
     lowered = {k.lower(): v for k, v in headers.items() if isinstance(v, str)}
     api_key = (lowered.get("x-api-key") or "").strip()
     if api_key:
-        return api_key
+        return api_key, "x-api-key"
     authz = (lowered.get("authorization") or "").strip()
     scheme, _, token = authz.partition(" ")
     if scheme.lower() == "bearer" and token.strip():
-        return token.strip()
+        return token.strip(), "bearer"
     return None

@@ -1,8 +1,11 @@
-"""One-time codes: 6 digits, hashed at rest, 10-minute expiry, at most 5 wrong tries, then void."""
+"""One-time codes: 6 digits, hashed at rest, 10-minute expiry, used once.
+
+A wrong code never voids the right one: anyone who knows an e-mail could otherwise block its owner's code with a
+few guesses. Guessing is slowed where it comes from instead (a progressive delay per purpose, e-mail and client IP,
+`switchboard.identity.accounts`), and a new code replaces the old one."""
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import hmac
 import secrets
@@ -13,7 +16,6 @@ from switchboard.errors import Conflict, ValidationFailed
 from switchboard.store import Store
 
 CODE_TTL = timedelta(minutes=10)
-MAX_TRIES = 5
 
 
 def _key(purpose: str, email: str) -> dict[str, str]:
@@ -35,7 +37,6 @@ def issue(store: Store, purpose: str, email: str) -> str:
             "entity": "OneTimeCode",
             "salt": salt,
             "code_hash": _digest(salt, code),
-            "tries": 0,
             "expires_at": clock.epoch(now + CODE_TTL),
             "verified": False,
             "ttl": clock.epoch(now + CODE_TTL + timedelta(days=1)),
@@ -53,21 +54,13 @@ def _invalid() -> ValidationFailed:
 
 
 def verify(store: Store, purpose: str, email: str, code: str, *, consume: bool) -> None:
-    """Check a code. Each wrong try counts atomically; after 5 the code is void. `consume` uses it up on success."""
+    """Check a code within its lifetime (400 `invalid_otp` otherwise). `consume` uses it up on success."""
     key = _key(purpose, email)
     item = store.get(key, consistent=True)
     now = clock.epoch(clock.now())
-    if item is None or int(item.get("tries", 0)) >= MAX_TRIES or int(item["expires_at"]) <= now:
+    if item is None or int(item["expires_at"]) <= now:
         raise _invalid()
     if not hmac.compare_digest(item["code_hash"], _digest(item["salt"], code)):
-        with contextlib.suppress(Conflict):  # already void or gone
-            store.update(
-                key,
-                "ADD tries :one",
-                condition="attribute_exists(PK) AND tries < :max",
-                values={":one": 1, ":max": MAX_TRIES},
-                return_values="NONE",
-            )
         raise _invalid()
     if consume:
         try:

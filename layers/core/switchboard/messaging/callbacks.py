@@ -2,18 +2,20 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from switchboard import clock, ratelimit
 from switchboard.access import AuthContext
 from switchboard.config import get_settings
 from switchboard.contacts.identifiers import normalize_phone
-from switchboard.errors import NotFound, UnsupportedByProvider, ValidationFailed
+from switchboard.errors import Forbidden, NotFound, Unauthenticated, UnsupportedByProvider, ValidationFailed
 from switchboard.identity import repository as identity_repository
 from switchboard.ids import new_ulid
 from switchboard.messaging import channels, cloud_webhook, messages, models
-from switchboard.providers import provider_for
+from switchboard.providers import Provider, provider_for
 from switchboard.providers.base import (
+    AcceptOnce,
     GroupEvent,
     InboundMessage,
     LabelCatalogEvent,
@@ -22,7 +24,9 @@ from switchboard.providers.base import (
     SessionStatus,
     StatusCallback,
 )
-from switchboard.store import Store
+from switchboard.store import Store, shards
+
+Item = dict[str, Any]
 
 
 def sandbox_inbound(
@@ -50,31 +54,75 @@ def _channel(store: Store, channel_id: str) -> dict[str, Any]:
     return channels.get_item(store, pointer["organization_id"], channel_id)
 
 
-def limit_callbacks(store: Store, channel_id: str) -> None:
-    """A channel's callbacks (signed or not) have a budget per minute: 429 once spent."""
-    limit = get_settings().callbacks_per_channel_per_minute
-    ratelimit.hit(store, f"callback:{channel_id}", limit=limit, window_seconds=60)
+def _budget(store: Store, channel_id: str, *, verified: bool) -> None:
+    """A channel's callbacks have two budgets per minute, counted apart: verified ones
+    (`callbacks_per_channel_per_minute`) and refused ones (`callback_failures_per_channel_per_minute`), so a flood
+    of unsigned or wrongly signed requests never spends what the channel's real engine needs. 429 once spent."""
+    settings = get_settings()
+    if verified:
+        ratelimit.hit(
+            store, f"callback:{channel_id}", limit=settings.callbacks_per_channel_per_minute, window_seconds=60
+        )
+    else:
+        limit = settings.callback_failures_per_channel_per_minute
+        ratelimit.hit(store, f"callback-refused:{channel_id}", limit=limit, window_seconds=60)
+
+
+def _verified[T](store: Store, channel_id: str, check: Callable[[], T]) -> T:
+    """`check()` (the provider's signature or token check), counted against the channel's budget of verified
+    callbacks when it passes, of refused ones when it raises (then 429 if that budget is spent, else its error)."""
+    try:
+        result = check()
+    except (Unauthenticated, Forbidden, ValidationFailed):
+        _budget(store, channel_id, verified=False)
+        raise
+    _budget(store, channel_id, verified=True)
+    return result
 
 
 def subscription(store: Store, channel_id: str, params: dict[str, str]) -> str:
-    limit_callbacks(store, channel_id)
     channel = _channel(store, channel_id)
     adapter = provider_for(channel)
     verify = getattr(adapter, "verify_subscription", None)
     if verify is None:
         raise UnsupportedByProvider("This channel's provider has no subscription handshake.")
-    return str(verify(params, (adapter.channel.get("config") or {}).get("verify_token", "")))
+    token = (adapter.channel.get("config") or {}).get("verify_token", "")
+    return str(_verified(store, channel_id, lambda: verify(params, token)))
+
+
+def _accept_once(store: Store, channel: Item, once: AcceptOnce) -> dict[str, str]:
+    """Remember a callback the provider's signature does not bind to its body (`AcceptOnce`): the same one again is
+    a replay, 401 and nothing stored. The marker lives in the channel's organization (a write shard of it) until
+    the token's end."""
+    org = str(channel["organization_id"])
+    marker = {"PK": shards.pk(org, once.key), "SK": f"CBONCE#{channel['id']}#{once.key}"}
+    store.put(
+        {**marker, "entity": "CallbackOnce", "ttl": once.until},
+        condition="attribute_not_exists(PK)",
+        error=Unauthenticated("This callback was already received (a replayed token and body)."),
+    )
+    return marker
 
 
 def provider_callback(store: Store, channel_id: str, headers: dict[str, str], body: bytes) -> dict[str, Any]:
     """Verify the provider's signature, then store each inbound message once, apply each status, and follow the
     engine's session, group and chat-label events."""
-    limit_callbacks(store, channel_id)
     channel = _channel(store, channel_id)
     if channel.get("platform") == cloud_webhook.PLATFORM:
-        return cloud_webhook.receive(store, headers, body, default=channel)
+        routed = _verified(store, channel_id, lambda: cloud_webhook.route(store, headers, body, default=channel))
+        return cloud_webhook.enqueue(store, routed)
     adapter = provider_for(channel)
-    adapter.verify_callback(headers, body)
+    once = _verified(store, channel_id, lambda: adapter.verify_callback(headers, body))
+    marker = _accept_once(store, channel, once) if once is not None else None
+    try:
+        return _apply(store, channel, adapter, body)
+    except Exception:
+        if marker is not None:  # not processed: the provider's retry of it must be accepted
+            store.delete(marker)
+        raise
+
+
+def _apply(store: Store, channel: Item, adapter: Provider, body: bytes) -> dict[str, Any]:
     received, statuses = 0, 0
     for event in adapter.parse_callback(body):
         if isinstance(event, InboundMessage):

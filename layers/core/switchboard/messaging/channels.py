@@ -225,31 +225,28 @@ def provider(store: Store, auth: AuthContext, channel_id: str) -> tuple[Item, Pr
     return item, provider_for(item)
 
 
-def connect(store: Store, auth: AuthContext, channel_id: str, *, force: bool = False) -> models.Channel:
+def connect(
+    store: Store, auth: AuthContext, channel_id: str, *, force: bool = False, rotate: bool = False
+) -> models.Channel:
+    """Connect (or, `force`, reconnect) the channel at its provider. `rotate` (a reconnect): a linked-device channel
+    is handed a new callback key (`_rotated_key`), the engine's webhook is set with it and the old key stops
+    working."""
     item = get_item(store, auth.org_id, channel_id, consistent=True)
     if item["status"] == "connected" and not force:
         return view(item)
-    adapter = provider_for(item)
+    rotated = _rotated_key(item) if rotate else {}
+    adapter = provider_for({**item, **rotated})
     if force:
         with contextlib.suppress(ProviderUnavailable, ProviderRejected):
             adapter.disconnect()
     try:
         result = adapter.connect()
     except ProviderRejected as err:
-        return view(
-            _save(store, auth, item, {"status": "error", "last_error": err.message}, "error", {"error": err.message})
-        )
+        refused = {"status": "error", "last_error": err.message, **rotated}
+        return view(_save(store, auth, item, refused, "error", {"error": err.message}))
     except ProviderUnavailable as err:
-        return view(
-            _save(
-                store,
-                auth,
-                item,
-                {"status": "error", "last_error": str(err) or "provider unavailable"},
-                "error",
-                {"error": str(err)},
-            )
-        )
+        down = {"status": "error", "last_error": str(err) or "provider unavailable", **rotated}
+        return view(_save(store, auth, item, down, "error", {"error": str(err)}))
     error = None
     if result.status == "error":
         error = str(result.metadata.get("gateway_error") or result.metadata.get("error") or "The provider refused.")
@@ -257,10 +254,20 @@ def connect(store: Store, auth: AuthContext, channel_id: str, *, force: bool = F
         "status": result.status,
         "last_error": error,
         "metadata": {**(item.get("metadata") or {}), **result.metadata},
+        **rotated,
     }
     if result.status == "connected":
         changes["last_connected_at"] = clock.now_iso()
     return view(_save(store, auth, item, changes, "reconnected" if force else result.status))
+
+
+def _rotated_key(item: Item) -> Item:
+    """The change that moves a linked-device channel to its next callback key generation (the engine may have been
+    handed the new key whatever the connect's outcome, so it is saved with every outcome); none for other
+    platforms, whose callbacks are signed with their provider's own secret."""
+    if item.get("platform") != "whatsapp_web":
+        return {}
+    return {"callback_key_generation": int(item.get("callback_key_generation") or 0) + 1}
 
 
 def record_session_status(store: Store, channel: Item, event: SessionStatus) -> Item:
@@ -301,14 +308,18 @@ def disconnect(store: Store, auth: AuthContext, channel_id: str) -> models.Chann
 
 
 def reconnect(store: Store, auth: AuthContext, channel_id: str, *, force: bool) -> models.Channel:
-    return connect(store, auth, channel_id, force=True) if force else _reconnect_soft(store, auth, channel_id)
+    """A reconnect that reaches the provider (always when `force`, else when the channel is not connected) also
+    rotates a linked-device channel's callback key."""
+    if force:
+        return connect(store, auth, channel_id, force=True, rotate=True)
+    return _reconnect_soft(store, auth, channel_id)
 
 
 def _reconnect_soft(store: Store, auth: AuthContext, channel_id: str) -> models.Channel:
     item = get_item(store, auth.org_id, channel_id, consistent=True)
     if item["status"] == "connected":
         return view(item)
-    return connect(store, auth, channel_id)
+    return connect(store, auth, channel_id, rotate=True)
 
 
 def status(store: Store, auth: AuthContext, channel_id: str) -> models.ChannelStatusView:

@@ -135,14 +135,19 @@ def _batches(messages: list[str]) -> list[list[str]]:
 
 def receive(store: Store, headers: dict[str, str], body: bytes, *, default: Item | None = None) -> dict[str, Any]:
     """Meta's callback, answered fast: the signature is checked here (401, nothing stored or queued, when it fails
-    for any channel the body speaks for), then each verified change is queued (`CloudWebhookQueue`) for the
-    `cloud_webhook` consumer, which processes it once (`process`)."""
+    for any channel the body speaks for), then each verified change is queued (`enqueue`)."""
+    return enqueue(store, route(store, headers, body, default=default))
+
+
+def enqueue(store: Store, routed: list[tuple[Item, list[Change]]]) -> dict[str, Any]:
+    """Each verified change (`route`) queued (`CloudWebhookQueue`) for the `cloud_webhook` consumer, which processes
+    it once (`process`)."""
     # on first use: keeps switchboard.providers.whatsapp_cloud off the cold start
     from switchboard.providers.whatsapp_cloud import WhatsAppCloudProvider
 
     messages: list[str] = []
     processed: dict[str, int] = {"received": 0, "statuses_applied": 0}
-    for channel, changes in route(store, headers, body, default=default):
+    for channel, changes in routed:
         # the messages are read now (no I/O): one Meta could never accept is 400 here rather than a queued failure
         WhatsAppCloudProvider(channel).events([value for field, value in changes if field == "messages"])
         for field, value in changes:

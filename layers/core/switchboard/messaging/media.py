@@ -17,7 +17,7 @@ from switchboard.errors import Conflict, NotFound, UnsupportedByProvider, Valida
 from switchboard.ids import new_id
 from switchboard.messaging import channels, conversations, messages
 from switchboard.messaging.models import BlockedOnChannel
-from switchboard.models import MEDIA_ID_MAX, MEDIA_ID_PATTERN, BaseModel, Strict, Timestamp
+from switchboard.models import MEDIA_ID_MAX, MEDIA_ID_PATTERN, BaseModel, FileName, Strict, Timestamp
 from switchboard.paging import cursor_page, query_fingerprint
 from switchboard.store import Put, Store, keys, shards
 
@@ -213,7 +213,9 @@ class UploadRequest(Strict):
         description="The file's MIME type (one of the listed types)",
     )
     size: int = Field(gt=0, le=MAX_UPLOAD, description="bytes")
-    file_name: str | None = Field(default=None, max_length=255, description="The file's name")
+    file_name: FileName | None = Field(
+        default=None, description="The file's name: no path separator (`/`, `\\`), control or bidi characters"
+    )
 
     openapi_examples = ({"content_type": "application/pdf", "size": 48213, "file_name": "invoice-A-1042.pdf"},)
 

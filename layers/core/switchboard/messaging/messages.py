@@ -115,6 +115,12 @@ def _content(body: models.SendMessage) -> tuple[str | None, dict[str, Any] | Non
         return None, {"location": body.location.model_dump()}, "[location]"
     if not body.media or not (body.media.url or body.media.id or body.media.asset_id):
         raise ValidationFailed.field("body.media", f"a url, id or asset_id is required for {body.type} messages")
+    if body.media.url and not get_settings().is_local:
+        # on first use: keeps switchboard.netguard (ssl, certifi) off the cold start
+        from switchboard import netguard
+
+        # the engine or Meta fetches it: a webhook URL's rule (https, public addresses only), outside the local stack
+        netguard.require_safe_url(body.media.url, "body.media.url", allow_local=False)
     return body.media.caption, {"media": body.media.model_dump(exclude_none=True)}, f"[{body.type}]"
 
 

@@ -178,6 +178,15 @@ class MessageChange:
     timestamp: str | None = None
 
 
+@dataclass(frozen=True)
+class AcceptOnce:
+    """A verified callback that must be accepted once: its id (a digest, unique per channel) and until when (epoch
+    seconds) a second delivery of it is refused."""
+
+    key: str
+    until: int
+
+
 CallbackEvent = (
     InboundMessage | StatusCallback | SessionStatus | GroupEvent | LabelEvent | LabelCatalogEvent | MessageChange
 )
@@ -203,8 +212,10 @@ class Provider:
         the local stack's leniency (its fakes). Called at channel create and update."""
 
     # Inbound callbacks (provider → us) -------------------------------------------------------------------------------
-    def verify_callback(self, headers: dict[str, str], body: bytes) -> None:
-        """Raise `Unauthenticated` unless the callback is really from the provider (signature check)."""
+    def verify_callback(self, headers: dict[str, str], body: bytes) -> AcceptOnce | None:
+        """Raise `Unauthenticated` unless the callback is really from the provider (signature check). A provider
+        whose signature does not cover the body (Evolution's JWT) answers the `AcceptOnce` the callback is
+        remembered under, so the same token and body are not accepted twice."""
         raise self._unsupported("inbound callbacks")
 
     def parse_callback(self, body: bytes) -> Sequence[CallbackEvent]:

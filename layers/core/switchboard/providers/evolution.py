@@ -36,8 +36,10 @@ import re
 import time
 from typing import Any
 
+from switchboard import jsonbody
 from switchboard.errors import Unauthenticated, ValidationFailed
 from switchboard.providers.base import (
+    AcceptOnce,
     CallbackEvent,
     ConnectResult,
     DownloadedMedia,
@@ -139,12 +141,23 @@ def _b64url(data: str) -> bytes:
     return base64.urlsafe_b64decode(data + "=" * (-len(data) % 4))
 
 
+def _number(value: Any) -> float | None:
+    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
+
+
+TOKEN_LIFETIME = 600  # seconds: Evolution signs `exp = iat + 600` (webhook.controller.ts `generateJwtToken`)
+CLOCK_SKEW = 60  # seconds an engine's clock may run ahead of ours
+
+
 def verify_jwt(token: str, key: str, *, now: float | None = None) -> dict[str, Any]:
-    """An HS256 JWT as Evolution signs its webhooks: `Unauthenticated` unless well signed, unexpired and Evolution's."""
+    """An HS256 JWT as Evolution signs its webhooks: `Unauthenticated` unless well signed, Evolution's, issued
+    recently (`iat` required, at most `TOKEN_LIFETIME` ago and not ahead of our clock by more than `CLOCK_SKEW`),
+    unexpired, and living no longer than Evolution's own tokens (`exp - iat` ≤ `TOKEN_LIFETIME`): a captured token
+    works for at most its ten minutes, whatever `exp` it claims."""
     try:
         head_b64, claims_b64, signature_b64 = token.split(".")
-        head = json.loads(_b64url(head_b64))
-        claims = json.loads(_b64url(claims_b64))
+        head = jsonbody.parse(_b64url(head_b64))
+        claims = jsonbody.parse(_b64url(claims_b64))
         signature = _b64url(signature_b64)
     except (ValueError, binascii.Error):
         raise Unauthenticated("The webhook's bearer token is not a JWT.") from None
@@ -153,11 +166,18 @@ def verify_jwt(token: str, key: str, *, now: float | None = None) -> dict[str, A
     expected = hmac.new(key.encode(), f"{head_b64}.{claims_b64}".encode(), hashlib.sha256).digest()
     if not hmac.compare_digest(signature, expected):
         raise Unauthenticated("The webhook's bearer token is not signed with this channel's key.")
-    moment = time.time() if now is None else now
-    if not isinstance(claims.get("exp"), (int, float)) or claims["exp"] < moment:
-        raise Unauthenticated("The webhook's bearer token has expired.")
     if claims.get("app") != "evolution" or claims.get("action") != "webhook":
         raise Unauthenticated("The webhook's bearer token is not an Evolution API webhook token.")
+    moment = time.time() if now is None else now
+    issued, expires = _number(claims.get("iat")), _number(claims.get("exp"))
+    if issued is None or expires is None:
+        raise Unauthenticated("The webhook's bearer token needs numeric iat and exp claims.")
+    if expires <= moment:
+        raise Unauthenticated("The webhook's bearer token has expired.")
+    if not moment - TOKEN_LIFETIME <= issued <= moment + CLOCK_SKEW:
+        raise Unauthenticated("The webhook's bearer token was not issued recently.")
+    if not 0 < expires - issued <= TOKEN_LIFETIME:
+        raise Unauthenticated(f"The webhook's bearer token lives longer than {TOKEN_LIFETIME} s.")
     return claims
 
 
@@ -504,15 +524,19 @@ class EvolutionProvider(LinkedDeviceProvider):
         return {"chat_id": payload["chat_id"], "action": action}
 
     # Callbacks --------------------------------------------------------------------------------------------------------
-    def verify_callback(self, headers: dict[str, str], body: bytes) -> None:
+    def verify_callback(self, headers: dict[str, str], body: bytes) -> AcceptOnce:
+        """Evolution's JWT does not cover the body, so a verified callback is accepted once per (`iat`, body): the
+        same token and body again within the token's life are a replay (refused by the caller)."""
         value = (header(headers, "authorization") or "").strip()
         if not value.lower().startswith("bearer "):
             raise Unauthenticated("Missing Authorization: Bearer header.")
-        verify_jwt(value[7:].strip(), self.secret)
+        claims = verify_jwt(value[7:].strip(), self.secret)
+        digest = hashlib.sha256(f"{claims['iat']}:{hashlib.sha256(body).hexdigest()}".encode()).hexdigest()
+        return AcceptOnce(key=digest, until=int(claims["exp"]) + CLOCK_SKEW)
 
     def parse_callback(self, body: bytes) -> list[CallbackEvent]:
         try:
-            doc = json.loads(body)
+            doc = jsonbody.parse(body)
         except ValueError:
             raise ValidationFailed.field("body", "is not valid JSON") from None
         if not isinstance(doc, dict) or not isinstance(doc.get("event"), str):

@@ -31,6 +31,7 @@ import re
 from typing import Any
 from urllib.parse import urlsplit
 
+from switchboard import jsonbody
 from switchboard.errors import Unauthenticated, ValidationFailed
 from switchboard.providers.base import (
     CallbackEvent,
@@ -579,7 +580,7 @@ class WahaProvider(LinkedDeviceProvider):
 
     def parse_callback(self, body: bytes) -> list[CallbackEvent]:
         try:
-            doc = json.loads(body)
+            doc = jsonbody.parse(body)
         except ValueError:
             raise ValidationFailed.field("body", "is not valid JSON") from None
         if not isinstance(doc, dict) or not isinstance(doc.get("event"), str):

@@ -45,7 +45,7 @@ from datetime import UTC, datetime
 from typing import Any
 from urllib.parse import urlsplit
 
-from switchboard import clock
+from switchboard import clock, jsonbody
 from switchboard.config import get_settings
 from switchboard.errors import Forbidden, Unauthenticated, ValidationFailed
 from switchboard.providers.base import (
@@ -606,7 +606,7 @@ def changes_by_number(body: bytes) -> dict[str, list[tuple[str, dict[str, Any]]]
     names no number). `messages` changes carry messages and statuses; the other fields (group, template, account
     and quality updates) are events about the number."""
     try:
-        doc = json.loads(body)
+        doc = jsonbody.parse(body)
     except ValueError:
         raise ValidationFailed.field("body", "is not valid JSON") from None
     if not isinstance(doc, dict) or doc.get("object") != "whatsapp_business_account":

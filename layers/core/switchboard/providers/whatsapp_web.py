@@ -8,8 +8,10 @@ Evolution's instance (default: the channel id). Each engine's adapter speaks tha
 
 Callbacks: on `connect` the adapter points the engine's webhook at
 `<PUBLIC_BASE_URL>/v1/providers/{channel_id}/callback` with a per-channel secret. The secret is never stored: it is
-an HMAC of the channel id under the server secret (`CURSOR_SECRET`), so rotating that secret needs a `reconnect` of
-each linked-device channel.
+an HMAC of the channel id and the channel's `callback_key_generation` under the server secret (`CURSOR_SECRET`).
+A reconnect that reaches the engine (`reconnect` of a channel that is not connected, `reconnect/force`) moves the
+channel to a new generation, so the engine is handed a new key and the old one stops working (rotation); rotating
+`CURSOR_SECRET` needs a `reconnect/force` of each linked-device channel.
 
 A send whose engine answer is lost after the request left (read timeout, dropped connection) or carries no message id
 raises `SendUncertain`: the message is then never handed to the engine again, and the engine's callbacks reconcile it.
@@ -92,10 +94,16 @@ def header(headers: dict[str, str], name: str) -> str | None:
     return None
 
 
-def callback_secret(channel_id: str) -> str:
-    """The channel's webhook secret: derived, never stored (HMAC-SHA256 of the channel id under the server secret)."""
+def callback_secret(channel_id: str, generation: int = 0) -> str:
+    """The channel's webhook secret of a key generation: derived, never stored (HMAC-SHA256 of the channel id and the
+    generation under the server secret; generation 0 is the channel's first key)."""
     key = get_settings().cursor_secret.get_secret_value().encode()
-    return hmac.new(key, f"whatsapp_web.callback:{channel_id}".encode(), hashlib.sha256).hexdigest()
+    label = f"whatsapp_web.callback:{channel_id}" + (f":{generation}" if generation else "")
+    return hmac.new(key, label.encode(), hashlib.sha256).hexdigest()
+
+
+def key_generation(channel: Channel) -> int:
+    return int(channel.get("callback_key_generation") or 0)
 
 
 def callback_url(channel_id: str) -> str:
@@ -131,7 +139,7 @@ class LinkedDeviceProvider(Provider):
 
     @property
     def secret(self) -> str:
-        return callback_secret(str(self.channel.get("id")))
+        return callback_secret(str(self.channel.get("id")), key_generation(self.channel))
 
     def api(self) -> HttpApi:  # pragma: no cover - each engine builds its own
         raise NotImplementedError

@@ -8,10 +8,10 @@ from datetime import timedelta
 from typing import Any
 
 from switchboard import clock, netguard, ratelimit, sealed
-from switchboard.access import AuthContext
+from switchboard.access import ROLE_RANK, AuthContext
 from switchboard.audit import audit_put
 from switchboard.config import get_settings
-from switchboard.errors import Conflict, NotFound, Unauthenticated, ValidationFailed
+from switchboard.errors import Conflict, NotFound, RateLimited, Unauthenticated, ValidationFailed
 from switchboard.events.outbox import outbox_put
 from switchboard.identity import repository as identity_repository
 from switchboard.ids import new_id, token_urlsafe
@@ -63,11 +63,7 @@ def event_catalogue() -> list[models.EventType]:
 
 
 def _checked_url(url: str, field: str = "body.url") -> str:
-    try:
-        netguard.check_url(url, allow_local=get_settings().is_local)
-    except netguard.UnsafeUrl as err:
-        raise ValidationFailed.field(field, err.message) from None
-    return url.strip()
+    return netguard.require_safe_url(url, field, allow_local=get_settings().is_local)
 
 
 def _audit_view(item: Item) -> Item:
@@ -610,8 +606,46 @@ def _token_hash(token: str) -> str:
     return hashlib.sha256(token.encode()).hexdigest()
 
 
+def _creator(auth: AuthContext) -> Item:
+    """Who minted a portal link, as every use of the link and of its sessions checks again (`_creator_may_act`):
+    the member behind the credential and, when an API key minted it, that key."""
+    fields: Item = {"created_by": auth.principal_id, "creator_user_id": auth.user_id}
+    if auth.principal_type == "api_key":
+        fields["creator_key_id"] = auth.credential_id or auth.principal_id
+    return fields
+
+
+ADMIN = ROLE_RANK["admin"]
+
+
+def _creator_may_act(store: Store, item: Item) -> bool:
+    """A portal link or session acts only while its creator could mint it now: the organization is active, the
+    member who minted it is still in it with the admin role or higher, and the API key that minted it (if a key did)
+    is not revoked and is admin or higher — the checks the authorizer makes on every API request, here in one
+    consistent BatchGetItem. An item that names no creator is refused."""
+    org = str(item["organization_id"])
+    user, key = item.get("creator_user_id"), item.get("creator_key_id")
+    if not user and not key:
+        return False
+    wanted = [keys.organization(org)]
+    if user:
+        wanted.append(keys.member(org, str(user)))
+    if key:
+        wanted.append(keys.api_key_record(org, str(key)))
+    found = {str(i["SK"]): i for i in store.batch_get(wanted, consistent=True)}
+    organization = found.get(keys.organization(org)["SK"])
+    if organization is None or organization.get("status", "active") != "active":
+        return False
+    for needed in wanted[1:]:
+        holder = found.get(needed["SK"])
+        if holder is None or ROLE_RANK.get(str(holder.get("role")), 0) < ADMIN:
+            return False
+    return True
+
+
 def create_portal_access(store: Store, auth: AuthContext, base_url: str, expires_in: int) -> models.PortalAccess:
-    """A single-use magic link to the webhook portal, stored only as its SHA-256."""
+    """A single-use magic link to the webhook portal, stored only as its SHA-256. It names its creator: the link,
+    and the portal sessions it opens, stop (401) as soon as the creator could no longer mint it."""
     org = auth.org_id
     token = PORTAL_TOKEN_PREFIX + token_urlsafe(32)
     digest = _token_hash(token)
@@ -621,7 +655,7 @@ def create_portal_access(store: Store, auth: AuthContext, base_url: str, expires
         **repo.portal_key(digest),
         "entity": "WebhookPortalToken",
         "organization_id": org,
-        "created_by": auth.principal_id,
+        **_creator(auth),
         "created_at": clock.iso(now),
         "expires_at": clock.iso(expires),
         "ttl": clock.epoch(expires) + 3600,
@@ -642,33 +676,49 @@ def create_portal_access(store: Store, auth: AuthContext, base_url: str, expires
 
 
 def consume_portal_token(store: Store, token: str) -> Item:
-    """Exchange a portal token once (conditional delete): the organization it opens; 401 when used or expired."""
+    """Exchange a portal token once (conditional delete): the organization it opens; 401 when used, expired, or
+    when its creator could no longer mint it."""
     deleted = store.delete(
         repo.portal_key(_token_hash(token)),
         condition="attribute_exists(PK) AND expires_at > :now",
         values={":now": clock.now_iso()},
         error=Unauthenticated("The portal link is invalid, used or expired."),
     )
-    if deleted is None or not identity_repository.organization_active(store, deleted["organization_id"]):
+    if deleted is None or not _creator_may_act(store, deleted):
         raise Unauthenticated("The portal link is invalid, used or expired.")
     return deleted
+
+
+PORTAL_TOKEN_BUCKET_CHARS = 12  # `whp_` and 8 random characters: the part of a link its failures are counted under
 
 
 def open_portal_session(store: Store, token: str, *, ip: str | None = None) -> tuple[str, Item]:
     """Exchange a portal link's token (once) for a session of its organization: (the cookie value, the session).
 
     The session is stored only as the SHA-256 of its value, lasts `PORTAL_SESSION_TTL` from the exchange (never
-    extended) and carries the CSRF token its forms must send back. Wrong tokens are counted per client IP: once
-    `portal_failures_per_ip` are spent in the window, every exchange from that IP is 429 until it ends."""
+    extended), carries the CSRF token its forms must send back and the link's creator (checked again on every
+    request). Wrong tokens are counted twice, apart: per client IP (`portal_failures_per_ip`) and per token prefix
+    (`portal_failures_per_token_prefix`, the link's first characters). A prefix whose budget is spent is refused
+    (429) before its tokens are looked up; an IP's spent budget turns its wrong tokens into 429, but a valid link
+    is checked first and opens, so nobody's failures lock other people's links out."""
     settings = get_settings()
-    bucket, window = f"portal:{ip}", settings.auth_window_seconds
-    if ip:
-        ratelimit.peek(store, bucket, limit=settings.portal_failures_per_ip, window_seconds=window)
+    window = settings.auth_window_seconds
+    prefix_bucket = f"portal-token:{token[:PORTAL_TOKEN_BUCKET_CHARS]}"
+    ratelimit.peek(store, prefix_bucket, limit=settings.portal_failures_per_token_prefix, window_seconds=window)
     try:
         link = consume_portal_token(store, token)
     except Unauthenticated:
+        budgets = [(prefix_bucket, settings.portal_failures_per_token_prefix)]
         if ip:
-            ratelimit.hit(store, bucket, limit=settings.portal_failures_per_ip, window_seconds=window)
+            budgets.append((f"portal:{ip}", settings.portal_failures_per_ip))
+        spent: RateLimited | None = None
+        for bucket, limit in budgets:
+            try:
+                ratelimit.hit(store, bucket, limit=limit, window_seconds=window)
+            except RateLimited as err:
+                spent = spent or err
+        if spent is not None:
+            raise spent from None
         raise
     value = PORTAL_SESSION_PREFIX + token_urlsafe(32)
     now = clock.now()
@@ -677,7 +727,7 @@ def open_portal_session(store: Store, token: str, *, ip: str | None = None) -> t
         **repo.portal_session_key(_token_hash(value)),
         "entity": "WebhookPortalSession",
         "organization_id": link["organization_id"],
-        "created_by": link.get("created_by"),
+        **{k: link.get(k) for k in ("created_by", "creator_user_id", "creator_key_id") if link.get(k)},
         "csrf_token": token_urlsafe(32),
         "created_at": clock.iso(now),
         "expires_at": clock.iso(expires),
@@ -688,14 +738,15 @@ def open_portal_session(store: Store, token: str, *, ip: str | None = None) -> t
 
 
 def portal_session(store: Store, value: str) -> Item | None:
-    """The live session a portal cookie names, or None (unknown, malformed or expired)."""
+    """The live session a portal cookie names, or None (unknown, malformed, expired, its organization not active, or
+    its link's creator no longer able to mint it: removed, demoted below admin, or the minting key revoked)."""
     if not value.startswith(PORTAL_SESSION_PREFIX) or len(value) > 100:
         return None
     item = store.get(repo.portal_session_key(_token_hash(value)), consistent=True)
     if item is None or item.get("expires_at", "") <= clock.now_iso():
         return None
-    if not identity_repository.organization_active(store, item["organization_id"]):
-        return None  # pending deletion: the portal stops at once
+    if not _creator_may_act(store, item):
+        return None  # the portal stops at once, like the creator's own credentials
     return item
 
 
