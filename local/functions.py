@@ -21,6 +21,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+from local.iam_recorder import FUNCTION
 from local.template import FunctionSpec
 
 log = logging.getLogger("local.functions")
@@ -163,12 +164,15 @@ class FunctionPool:
         )
 
     def invoke(self, event: dict[str, Any], context: LambdaContext | None = None) -> Any:
-        """Run the handler with `event` on a free copy; exceptions propagate (as a Lambda function error)."""
+        """Run the handler with `event` on a free copy; exceptions propagate (as a Lambda function error). Its AWS
+        calls are attributed to the function (local.iam_recorder checks them against its IAM grants)."""
         module = self._acquire()
+        token = FUNCTION.set(self.spec.logical_id)
         try:
             handler: Callable[[dict[str, Any], Any], Any] = getattr(module, self.spec.handler)
             return handler(event, context or self.context())
         finally:
+            FUNCTION.reset(token)
             self._free.put(module)
 
 
