@@ -313,7 +313,7 @@ class IamCheck:
             if len(self._violations) > 2 * _KEPT:  # nobody takes them in a long-running local stack: its log has them
                 del self._violations[:-_KEPT]
         for violation in found:
-            log.error("%s %s", VIOLATION_MARKER, violation.as_json())
+            log.error("%s %s\n  %s", VIOLATION_MARKER, violation.as_json(), violation.message())
         if self.mode == "fail" and not presigned:
             from botocore.exceptions import ClientError
 

@@ -10,11 +10,12 @@ import pytest
 from botocore.exceptions import ClientError
 
 from local.iam import PolicyModel, sam_transform
-from local.iam_recorder import CHECK, running
+from local.iam_recorder import CHECK, VIOLATION_MARKER, running
 from switchboard import aws
 from switchboard.config import get_settings
 from switchboard.store import get_store, shards
 from tests import iam_check
+from tests.e2e.conftest import Stack
 from tests.integration.support import Api
 
 
@@ -47,7 +48,7 @@ def test_a_removed_grant_fails_the_test_naming_function_action_resource_and_call
     site = found[0].site
     assert site[0].startswith("layers/core/switchboard/jobs/service.py:"), site
     assert any(frame.startswith("functions/contacts/app.py:") for frame in site), site
-    failure = iam_check.report(found)
+    failure = iam_check.report(found, check_mode="fail")
     assert failure is not None
     for part in ("ContactsFunction", "sqs:SendMessage", queue, "layers/core/switchboard/jobs/service.py:"):
         assert part in failure
@@ -90,3 +91,23 @@ def test_a_missing_object_is_access_denied_without_list_bucket_as_on_aws(api: Ap
     with running("JobsFunction"), pytest.raises(s3.exceptions.NoSuchKey):  # S3CrudPolicy: s3:ListBucket too
         s3.get_object(Bucket=bucket, Key=f"assets/{api.org_id}/never-uploaded")
     assert CHECK.take() == []
+
+
+def test_the_local_stack_logs_each_ungranted_call_for_the_e2e_tests_to_fail_on(api: Api, caplog, tmp_path, monkeypatch):
+    model = _without_policy(api, "ContactsFunction", "SQSSendMessagePolicy", "JobsQueue")
+    with caplog.at_level("ERROR", logger="local.iam"), CHECK.checking(model, mode="report"):
+        with running("ContactsFunction"):
+            aws.client("sqs").send_message(QueueUrl=api.resources.queue_url("JobsQueue"), MessageBody="{}")
+        logged = CHECK.take()
+    (line,) = [r.getMessage() for r in caplog.records if r.getMessage().startswith(VIOLATION_MARKER)]
+    # what tests/e2e/conftest.py reads from the local stack's output after each test
+    log = tmp_path / "stack.log"
+    log.write_text(f"2026-01-01 00:00:00 INFO local.stack: ready\n2026-01-01 00:00:01 ERROR local.iam: {line}\n")
+    stack = Stack(url="http://127.0.0.1:1", api_key="k", log_path=log)
+    assert stack.iam_violations() == logged
+    assert stack.iam_violations() == []  # each line is read once
+    with log.open("a") as out:
+        out.write(f"2026-01-01 00:00:02 ERROR local.iam: {line}\n")
+    monkeypatch.setenv("IAM_CHECK", "fail")
+    with pytest.raises(pytest.fail.Exception, match="ContactsFunction calls sqs:SendMessage"):
+        stack.check_iam()
