@@ -22,9 +22,8 @@ import functools
 import logging
 import re
 import threading
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
@@ -339,11 +338,3 @@ def ses_identity_arns(address: str) -> tuple[str, ...]:
         address = address.rsplit("<", 1)[1][:-1]
     domain = address.rsplit("@", 1)[-1]
     return tuple(dict.fromkeys(f"arn:aws:ses:{ARN_PREFIX}:identity/{x}" for x in (address, domain)))
-
-
-def iter_statements(model: PolicyModel, function: str) -> Iterable[Statement]:
-    policy = model.functions.get(function)
-    return policy.statements if policy else ()
-
-
-ROOT = Path(__file__).resolve().parent.parent
