@@ -23,6 +23,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+from local.iam_recorder import FUNCTION
 from local.template import FunctionSpec
 
 log = logging.getLogger("local.functions")
@@ -246,14 +247,17 @@ class FunctionPool:
         on_start: Callable[[], None] | None = None,
     ) -> Any:
         """Run the handler with `event` on a free copy; exceptions propagate (as a Lambda function error).
-        `on_start` is called once a copy is ready, right before the handler runs (where Lambda's timeout starts)."""
+        `on_start` is called once a copy is ready, right before the handler runs (where Lambda's timeout starts).
+        Its AWS calls are attributed to the function (local.iam_recorder checks them against its IAM grants)."""
         module = self._acquire()
+        token = FUNCTION.set(self.spec.logical_id)
         try:
             handler: Callable[[dict[str, Any], Any], Any] = getattr(module, self.spec.handler)
             if on_start is not None:
                 on_start()
             return handler(event, context or self.context())
         finally:
+            FUNCTION.reset(token)
             self._free.put(module)
 
 

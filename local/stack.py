@@ -107,6 +107,7 @@ class LocalStack:
         self._api_executor: ThreadPoolExecutor | None = None
         self._poller_executor: ThreadPoolExecutor | None = None
         self._sock: socket.socket | None = None
+        self._iam_previous: Any = False  # the IAM model active before start (False: not activated)
 
     # Lifecycle -----------------------------------------------------------------------------------------------------
     def __enter__(self) -> LocalStack:
@@ -129,6 +130,7 @@ class LocalStack:
             from local.resources import create_resources
 
             self.resources = create_resources(self.template, prefix=self.prefix)
+            self._check_iam()
             self._set_function_env()
             bootstrapped = self._bootstrap()
             serialize_resolvers()
@@ -172,6 +174,11 @@ class LocalStack:
             except Exception:
                 log.exception("moto server did not stop cleanly")
             self._moto = None
+        if self._iam_previous is not False:
+            from local.iam_recorder import CHECK
+
+            CHECK.activate(self._iam_previous)
+            self._iam_previous = False
         if self._saved_env is not None:
             os.environ.clear()
             os.environ.update(self._saved_env)
@@ -206,6 +213,18 @@ class LocalStack:
                 "AWS_REGION": REGION,
             }
         )
+
+    def _check_iam(self) -> None:
+        """Every AWS call a function makes is checked against its IAM grants (local/iam_recorder.py): an ungranted
+        call is logged (`SWITCHBOARD_IAM_UNGRANTED {...}`) and, with IAM_CHECK=fail (the default), fails with
+        AccessDenied as it would on AWS."""
+        from local.iam import PolicyModel
+        from local.iam_recorder import CHECK, install
+
+        assert self.template is not None
+        install()
+        checked = os.environ.get("IAM_CHECK") != "off"
+        self._iam_previous = CHECK.activate(PolicyModel.build(self.template, self.resources) if checked else None)
 
     def _set_function_env(self) -> None:
         assert self.template is not None

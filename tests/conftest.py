@@ -1,8 +1,12 @@
-"""Shared test setup: a complete, fake environment before anything imports the core layer; network to AWS blocked."""
+"""Shared test setup: a complete, fake environment before anything imports the core layer; network to AWS blocked;
+every AWS call a function makes checked against its IAM grants (tests/iam_check.py)."""
 
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
+
+import pytest
 
 TEST_ENV = {
     "STAGE": "test",
@@ -40,3 +44,25 @@ for _k, _v in TEST_ENV.items():
     os.environ[_k] = _v
 os.environ.pop("AWS_ENDPOINT_URL", None)
 os.environ.pop("AWS_PROFILE", None)
+
+from tests import iam_check  # noqa: E402 - after the environment above: it imports the core layer
+
+iam_check.install()
+
+
+@pytest.fixture(autouse=True)
+def iam_grants() -> Iterator[None]:
+    """Fails the test when a function made an AWS call its IAM policies in template.yaml do not grant."""
+    iam_check.take_in_process()
+    yield
+    failure = iam_check.report(iam_check.take_in_process())
+    if failure:
+        pytest.fail(failure, pytrace=False)
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    lines = iam_check.summary()
+    if lines:
+        terminalreporter.section(f"IAM check (IAM_CHECK={iam_check.mode()}): {len(lines)} distinct ungranted call(s)")
+        for line in lines:
+            terminalreporter.write_line(line)

@@ -22,6 +22,9 @@ from typing import Any
 import httpx
 import pytest
 
+from local.iam_recorder import VIOLATION_MARKER, Violation
+from tests import iam_check
+
 ROOT = Path(__file__).resolve().parents[2]
 READY_MARKER = "SWITCHBOARD_LOCAL_READY"
 START_TIMEOUT = 60.0
@@ -40,6 +43,29 @@ class Stack:
     log_path: Path | None = None
     started_in: float = 0.0
     extra: dict[str, Any] = field(default_factory=dict)
+    iam_read: int = 0  # how much of the output the IAM check has read
+
+    def iam_violations(self) -> list[Violation]:
+        """The ungranted AWS calls the local stack logged since the last look (local/iam_recorder.py)."""
+        if self.log_path is None or not self.log_path.exists():
+            return []
+        with self.log_path.open("rb") as log:
+            log.seek(self.iam_read)
+            data = log.read()
+        end = data.rfind(b"\n") + 1  # whole lines only
+        self.iam_read += end
+        marker = VIOLATION_MARKER + " "
+        return [
+            Violation.from_json(line.split(marker, 1)[1])
+            for line in data[:end].decode(errors="replace").splitlines()
+            if marker in line
+        ]
+
+    def check_iam(self) -> None:
+        """Fails the test when the stack logged an ungranted call since the last check (tests/iam_check.py)."""
+        failure = iam_check.report(self.iam_violations())
+        if failure:
+            pytest.fail(f"the local stack: {failure}", pytrace=False)
 
     @property
     def is_local(self) -> bool:
@@ -131,6 +157,7 @@ def _stop_local_stack(stack: Stack) -> None:
         pytest.fail(f"the local stack did not stop within 15 s of SIGTERM:\n{stack.output()[-20000:]}", pytrace=False)
     if code != 0:
         pytest.fail(f"the local stack exited with {code} on SIGTERM:\n{stack.output()[-20000:]}", pytrace=False)
+    stack.check_iam()
     if stack.log_path is not None:
         stack.log_path.unlink(missing_ok=True)
 
@@ -157,6 +184,20 @@ def live(stack: Stack) -> Iterator[Stack]:
     stack.assert_alive()
     yield stack
     stack.assert_alive()
+
+
+@pytest.fixture(autouse=True)
+def local_stack_iam_grants(request: pytest.FixtureRequest) -> Iterator[None]:
+    """A test using the local stack fails when a function made an AWS call its IAM grants do not allow."""
+    if "stack" not in request.fixturenames:
+        yield
+        return
+    stack: Stack = request.getfixturevalue("stack")
+    if stack.is_local:
+        stack.iam_violations()  # what earlier tests left behind was theirs
+    yield
+    if stack.is_local:
+        stack.check_iam()
 
 
 @pytest.fixture

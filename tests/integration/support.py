@@ -3,6 +3,7 @@ gateway's ASGI app (routing, authorizer, gateway responses) driving the real han
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
@@ -15,6 +16,9 @@ from starlette.testclient import TestClient
 
 from local.functions import FunctionPool, FunctionRegistry, serialize_resolvers
 from local.gateway import Gateway
+from local.iam import PolicyModel
+from local.iam_recorder import CHECK
+from local.iam_recorder import install as install_iam_check
 from local.moto_server import patch_limits, patch_transactions, unpatch_limits, unpatch_transactions
 from local.resources import Resources, create_resources
 from local.template import LocalTemplate, load_template
@@ -67,13 +71,14 @@ def serialize_dynamodb(monkeypatch: Any) -> None:
 
 @contextmanager
 def moto_resources(monkeypatch: Any) -> Iterator[tuple[LocalTemplate, Resources]]:
-    """moto in-process with every resource of template.yaml; the functions' environment set as in AWS."""
+    """moto in-process with every resource of template.yaml; the functions' environment set as in AWS; every AWS call
+    a function makes checked against its IAM grants with these resources' ARNs (tests/iam_check.py)."""
     with mock_aws():
         patch_transactions()
         patch_limits()
         serialize_dynamodb(monkeypatch)
         try:
-            aws.reset_clients()
+            install_iam_check()
             template = load_template(stage="local")
             resources = create_resources(template, prefix="switchboard-it", session=_setup_clients)
             for name, value in resources.function_env(template.function("SystemFunction")).items():
@@ -81,7 +86,9 @@ def moto_resources(monkeypatch: Any) -> Iterator[tuple[LocalTemplate, Resources]
             monkeypatch.setenv("PUBLIC_BASE_URL", "https://switchboard.test")  # the stack parameter of a deployment
             reset_settings()
             aws.reset_clients()
-            yield template, resources
+            checked = os.environ.get("IAM_CHECK") != "off"
+            with CHECK.checking(PolicyModel.build(template, resources) if checked else None):
+                yield template, resources
         finally:
             unpatch_transactions()
             unpatch_limits()

@@ -122,6 +122,30 @@ def test_assets_are_sent_as_links_and_outages_are_retried(api: Api, graph: FakeG
     assert json.dumps(wire)
 
 
+def test_the_message_sender_hands_meta_an_asset_link_its_role_may_sign(api: Api, graph: FakeGraphApi, cloud: dict):
+    """The uploaded asset reaches Meta as a presigned GET URL signed by MessageSenderFunction (the queue consumer),
+    which AWS authorizes as that function's role: its s3:GetObject grant is checked here (tests/iam_check.py)."""
+    from functions.message_sender.app import handler as sender_handler
+    from tests.faults.pipeline import Pipeline
+    from tests.helpers import FakeContext
+
+    asset = api.post("/v1/media/uploads", json={"content_type": "image/png", "size": 3}).json()["data"]
+    sent = api.post(
+        "/v1/messages",
+        json={"channel_id": cloud["id"], "to": "+14155552671", "type": "image", "media": {"asset_id": asset["id"]}},
+    )
+    assert sent.status_code == 202, sent.text
+    pipeline = Pipeline(api)
+    pipeline.publish()
+    records = [r for r in pipeline.receive("OutboundMessagesQueue") if '"message.queued"' in r["body"]]
+    assert len(records) == 1
+    assert sender_handler({"Records": records}, FakeContext()) == {"batchItemFailures": []}
+    wire = graph.requests_to("POST", f"/v23.0/{graph.phone_number_id}/messages")[-1].json
+    assert wire["type"] == "image"
+    assert f"assets/{api.org_id}/{asset['id']}" in wire["image"]["link"]
+    assert api.get(f"/v1/messages/{sent.json()['data']['id']}").json()["data"]["status"] == "sent"
+
+
 # The spec's routes on a whatsapp_cloud channel ------------------------------------------------------------------------
 def _inbound_from(api: Api, graph: FakeGraphApi, cloud: dict, phone: str) -> tuple[str, dict]:
     wamid = graph.inbound_message(phone)

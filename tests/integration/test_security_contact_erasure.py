@@ -15,6 +15,7 @@ import boto3
 from functions.cdp_segments.app import handler as segments_handler
 from switchboard.config import get_settings
 from switchboard.contacts import counter, erasure
+from switchboard.messaging import messages
 from switchboard.store import get_store
 from tests.helpers import run_counters
 from tests.integration.support import Api
@@ -211,3 +212,30 @@ def test_identities_sharing_one_sentinel_delete_in_one_transaction(api: Api):
     assert api.delete(f"/v1/contacts/{person['id']}").status_code == 204
     assert erasure.drive(get_store(), api.org_id, person["id"])
     assert api.post("/v1/contacts", json={"phone": f"+{PHONE}"}).status_code == 201
+
+
+def test_the_erasure_deletes_the_media_of_the_persons_inbound_messages(api: Api):
+    """Inbound media is kept in the bucket under `media/<org>/<channel>/<media id>`: the erasure (CdpSegmentsFunction)
+    deletes it, which its role must be granted (the IAM check fails this test otherwise)."""
+    pipeline = Pipeline(api)
+    channel = ok(api.post("/v1/channels", json={"name": "sbx", "platform": "sandbox"}), 201)
+    ok(api.post(f"/v1/channels/{channel['id']}/connect"))
+    received = api.post(f"/v1/channels/{channel['id']}/sandbox/inbound", json={"from_phone": f"+{PHONE}", "text": "a"})
+    assert received.status_code == 202, received.text
+    accepted = received.json()["data"]
+    # as a provider's inbound image is stored: the message names its media, the bytes are in the bucket
+    store, s3, bucket = get_store(), boto3.client("s3"), get_settings().media_bucket
+    message = messages.get_item(store, api.org_id, accepted["message_id"], consistent=True)
+    store.update(
+        {"PK": message["PK"], "SK": message["SK"]},
+        "SET media = :media",
+        values={":media": {"id": "wamedia-1", "mime_type": "image/jpeg"}},
+    )
+    key = f"media/{api.org_id}/{channel['id']}/wamedia-1"
+    s3.put_object(Bucket=bucket, Key=key, Body=b"\xff\xd8\xff")
+
+    assert api.delete(f"/v1/contacts/{accepted['contact_id']}").status_code == 204
+    run_cascade(pipeline)
+    assert s3.list_objects_v2(Bucket=bucket, Prefix=key).get("KeyCount") == 0
+    erased = messages.get_item(store, api.org_id, accepted["message_id"], consistent=True)
+    assert erased["erased"] is True and erased.get("media") is None

@@ -20,22 +20,32 @@ _session: boto3.session.Session | None = None  # one per process: its loader kee
 cached_client = _clients.get  # a client already made, or None: one call less on the hot path (`Store.client`)
 
 
+def session() -> boto3.session.Session:
+    """The process's one boto3 session (made on first use), which every client of `client()` comes from. A handler
+    registered on its `events` (botocore's event system) before a client is made sees that client's calls: the
+    tests and the local stack check each call against the calling function's IAM grants that way (local/iam.py)."""
+    global _session
+    with _lock:
+        if _session is None:
+            _session = boto3.session.Session()
+        return _session
+
+
 def client(service: str) -> Any:
     cached = _clients.get(service)
     if cached is not None:
         return cached
-    global _session
+    made = session()
     with _lock:
         cached = _clients.get(service)
         if cached is None:
-            _session = _session or boto3.session.Session()
             config = Config(
                 retries={"mode": "standard", "max_attempts": 4},
                 connect_timeout=3,
                 read_timeout=10,
                 tcp_keepalive=True,
             )
-            cached = _session.client(service, config=config)  # type: ignore[call-overload]
+            cached = made.client(service, config=config)  # type: ignore[call-overload]
             _clients[service] = cached
     return cached
 

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from datetime import timedelta
 
+from botocore.exceptions import ClientError
+
 from switchboard import aws, clock
 from switchboard.config import get_settings
 
@@ -35,13 +37,20 @@ def presign_download(key: str) -> tuple[str, str]:
     return str(url), clock.iso(clock.now() + DOWNLOAD_TTL)
 
 
+# What S3 answers GetObject of a missing key: 404 NoSuchKey, or 403 AccessDenied to a role that may not s3:ListBucket
+# the bucket (a function that reads objects is granted s3:GetObject on its key prefix only, template.yaml).
+_MISSING = frozenset({"NoSuchKey", "404", "AccessDenied", "403"})
+
+
 def read_object(key: str, max_bytes: int) -> bytes | None:
     """The object's bytes, or None when it is missing; a larger object is read no further than `max_bytes + 1`
     bytes, so a caller sees it is too large by its length."""
-    s3 = aws.client("s3")
     try:
-        answer = s3.get_object(Bucket=get_settings().media_bucket, Key=key, Range=f"bytes=0-{max_bytes}")
-    except s3.exceptions.NoSuchKey:
-        return None
+        answer = aws.client("s3").get_object(Bucket=get_settings().media_bucket, Key=key, Range=f"bytes=0-{max_bytes}")
+    except ClientError as err:
+        code = str(err.response.get("Error", {}).get("Code", ""))
+        if code in _MISSING:
+            return None
+        raise
     data: bytes = answer["Body"].read(max_bytes + 1)
     return data

@@ -21,6 +21,7 @@ migration is needed; the organization purge walks every shard partition.
 
 from __future__ import annotations
 
+import contextvars
 import hashlib
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -182,14 +183,16 @@ _readers: ThreadPoolExecutor | None = None
 def read_round(calls: Sequence[Callable[[], Any]]) -> list[Any]:
     """The answers of `calls` (reads of several partitions), in order, made side by side: a round of reads costs
     the latency of its slowest partition, not the sum over the partitions (boto3 clients are thread-safe;
-    `switchboard.aws` shares one per container). The one thread pool of every list over shards."""
+    `switchboard.aws` shares one per container). The one thread pool of every list over shards; each read runs in a
+    copy of the caller's context (its context variables: logging keys, the local IAM check's attribution)."""
     global _readers
     if len(calls) <= 1:
         return [call() for call in calls]
     if _readers is None:
         # every partition of a round at once: up to 64 shards and the legacy partition (threads start as needed)
         _readers = ThreadPoolExecutor(max_workers=65, thread_name_prefix="shard-read")
-    return list(_readers.map(lambda call: call(), calls))
+    futures = [_readers.submit(contextvars.copy_context().run, call) for call in calls]
+    return [future.result() for future in futures]
 
 
 def merged_page(

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
 import functools
 import json
 import threading
@@ -537,8 +538,9 @@ def attempt_record(record: dict[str, Any], bodies: Payloads | None = None) -> No
 
 async def attempt_record_async(record: dict[str, Any], bodies: Payloads | None = None) -> None:
     """`attempt_record` on the container's worker threads: the attempts of a batch run at once (each may take up to
-    its timeouts)."""
-    await asyncio.get_running_loop().run_in_executor(_workers(), attempt_record, record, bodies)
+    its timeouts), each in a copy of the caller's context (as `asyncio.to_thread` does)."""
+    run = contextvars.copy_context().run
+    await asyncio.get_running_loop().run_in_executor(_workers(), run, attempt_record, record, bodies)
 
 
 def reschedule(receipt_handle: str, seconds: int) -> None:
