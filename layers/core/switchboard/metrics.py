@@ -16,6 +16,7 @@ per-tenant figures. The metric names are the contract of the dashboard and alarm
 | `MessagesSent`, `MessagesFailed`, `MessageSendRetries` | message_sender | provider accepted, refused, retry |
 | `EventsPublished`, `EventsFailed` | event_publisher | outbox events put on the bus / left for the stream to retry |
 | `WebhookDeliveries`, `WebhookDeliveryFailures`, `WebhookRetries`, `WebhookExhausted` | webhook_sender | attempts |
+| `MailSent`, `MailFailed`, `MailExpired` | mail | SES took a mail / refused or failed it (retried) / past its expiry |
 | `DlqMoves` | queue consumers | records that failed their last allowed receive: SQS moves them to the DLQ |
 """
 
@@ -41,6 +42,7 @@ MAX_RECEIVES = {
     "WebhookEventsQueue": 5,
     "WebhookDeliveriesQueue": 12,
     "CloudWebhookQueue": 5,
+    "MailQueue": 5,
 }
 
 _RESPONSE_NAMES = {
