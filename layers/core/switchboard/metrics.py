@@ -17,6 +17,7 @@ per-tenant figures. The metric names are the contract of the dashboard and alarm
 | `EventsPublished`, `EventsFailed` | event_publisher | outbox events put on the bus / left for the stream to retry |
 | `WebhookDeliveries`, `WebhookDeliveryFailures`, `WebhookRetries`, `WebhookExhausted` | webhook_sender | attempts |
 | `MailSent`, `MailFailed`, `MailExpired` | mail | SES took a mail / refused or failed it (retried) / past its expiry |
+| `JobEnqueueFailures` | API functions, jobs | a committed job's chunk message not sent (the job sweep sends it) |
 | `DlqMoves` | queue consumers | records that failed their last allowed receive: SQS moves them to the DLQ |
 """
 
