@@ -204,9 +204,7 @@ def test_local_ses_sends_from_the_verified_mail_sender_only(local_only):
         sesv2.send_email(FromEmailAddress="someone@elsewhere.io", Destination={"ToAddresses": [to]}, Content=content)
     assert refused.value.response["Error"]["Code"] == "MessageRejected"
     assert mails(local_only, to, count=0) == []
-    sesv2.send_email(
-        FromEmailAddress="no-reply@switchboard.local", Destination={"ToAddresses": [to]}, Content=content
-    )
+    sesv2.send_email(FromEmailAddress="no-reply@switchboard.local", Destination={"ToAddresses": [to]}, Content=content)
     assert [(m["to"], m["subject"], m["text"]) for m in mails(local_only, to)] == [(to, "hi", "hello")]
 
 

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from local.template import parse_yaml
+from local.template import LOCAL_PARAMETERS, parse_yaml
 
 TEMPLATE = parse_yaml((Path(__file__).resolve().parents[2] / "template.yaml").read_text())
 RESOURCES: dict[str, Any] = TEMPLATE["Resources"]
@@ -44,7 +44,10 @@ def test_mail_sender_refuses_placeholders_and_reserved_domains(sender: str):
     assert not _allowed(sender)
 
 
-@pytest.mark.parametrize("sender", ["no-reply@acme.io", "Mail@Notifications.Acme-Corp.com", "x@example.company"])
+@pytest.mark.parametrize(
+    "sender",
+    ["no-reply@acme.io", "Mail@Notifications.Acme-Corp.com", "x@example.company", LOCAL_PARAMETERS["MailSender"]],
+)
 def test_mail_sender_accepts_real_addresses(sender: str):
     assert _allowed(sender)
 
