@@ -8,7 +8,7 @@ SAM_VENV := .venv-sam
 PORT ?= 3000
 PYTEST_WORKERS ?= 2
 
-.PHONY: install chromium dev test test-unit test-integration test-e2e test-faults test-powertools-range lint lint-openapi format typecheck openapi build validate bench fuzz load clean
+.PHONY: install chromium dev test test-unit test-integration test-e2e test-faults test-powertools-range lint lint-openapi format typecheck openapi build validate bootstrap bench fuzz load clean
 
 $(STAMP): requirements-dev.txt layers/core/requirements.txt
 	@test -n "$(PYTHON)" || { echo "python3.13 not found (pyenv install 3.13.0, or set PYTHON=)"; exit 1; }
@@ -114,6 +114,16 @@ build: $(SAM_VENV)/.installed
 	PATH=$(dir $(PYTHON)):$$PATH $(SAM_VENV)/bin/sam build --build-dir $(BUILD_DIR)
 	$(PYTHON) -m compileall -q -j 0 --invalidation-mode unchecked-hash $(BUILD_DIR)
 	$(PYTHON) local/bytecode_check.py $(BUILD_DIR)
+
+## The first credential of a deployed stage, run once after `sam deploy` (docs/operations.md, "Deploying a stage"):
+## an owner, an organization, an owner API key and a sign-up key, shown once. The stack's outputs are read with the
+## AWS credentials of the shell; a second run reports the first owner, NEW_KEY=1 mints another owner key.
+STAGE ?= dev
+bootstrap: $(STAMP)
+	@test -n "$(OWNER_EMAIL)" || { echo "usage: make bootstrap STAGE=dev OWNER_EMAIL=you@your.org [OWNER_NAME=…] [ORG_NAME=…] [NEW_KEY=1]"; exit 1; }
+	PYTHONPATH=layers/core $(BIN)/python -m switchboard.identity.bootstrap --stage "$(STAGE)" \
+		--owner-email "$(OWNER_EMAIL)" $(if $(OWNER_NAME),--owner-name "$(OWNER_NAME)") \
+		$(if $(ORG_NAME),--org-name "$(ORG_NAME)") $(if $(NEW_KEY),--new-key)
 
 bench: install
 	$(BIN)/python -m bench

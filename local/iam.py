@@ -8,8 +8,10 @@ physical names of `resources` (`local.resources`; without it, the names the loca
 an explicit Deny wins, else any Allow whose actions and resources match (`*` and `?` wildcards; actions
 case-insensitive), else denied.
 
-Not modelled (none of them is in the template's function policies): conditions (an Allow with a `Condition` grants
-nothing here, a Deny with one is ignored), permission boundaries, resource policies and session policies. A managed
+Conditions: `StringEquals` / `StringLike` (and their `StringNotEquals` / `StringNotLike` forms) on the condition keys
+the recorder gives a call (`ses:FromAddress` of a mail) are evaluated; a statement with any other operator or key
+counts as not matching (an Allow with it grants nothing here, a Deny with it is ignored). Not modelled: permission
+boundaries, resource policies and session policies. A managed
 policy must be in `MANAGED_POLICIES` (AWS's document, the statements that matter) or a resource of the template.
 
 The recorder that checks every call a function makes against this model is `local.iam_recorder`.
@@ -134,6 +136,9 @@ def _strings(value: Any) -> tuple[str, ...]:
     return tuple(str(v) for v in value)
 
 
+_CONDITION_OPERATORS = frozenset({"StringEquals", "StringLike", "StringNotEquals", "StringNotLike"})
+
+
 @dataclass(frozen=True)
 class Statement:
     policy: str  # where it comes from: an inline policy's name or a managed policy
@@ -142,7 +147,8 @@ class Statement:
     not_actions: tuple[str, ...] = ()
     resources: tuple[str, ...] = ()
     not_resources: tuple[str, ...] = ()
-    conditional: bool = False
+    condition: tuple[tuple[str, str, tuple[str, ...]], ...] = ()  # (operator, key, values), all must hold
+    conditional: bool = False  # a Condition this model cannot evaluate
 
     @classmethod
     def parse(cls, policy: str, raw: Mapping[str, Any]) -> Statement:
@@ -156,8 +162,29 @@ class Statement:
             not_actions=_strings(raw.get("NotAction")),
             resources=_strings(raw.get("Resource")),
             not_resources=_strings(raw.get("NotResource")),
-            conditional=bool(raw.get("Condition")),
+            condition=tuple(
+                (str(operator), str(key), _strings(values))
+                for operator, tests in (raw.get("Condition") or {}).items()
+                for key, values in (tests or {}).items()
+            ),
+            conditional=any(op not in _CONDITION_OPERATORS for op in (raw.get("Condition") or {})),
         )
+
+    def holds(self, context: Mapping[str, str]) -> bool:
+        """Whether every condition of the statement holds for a call with these condition keys (a key the call
+        does not have fails a positive test, as in IAM)."""
+        for operator, key, values in self.condition:
+            value = context.get(key)
+            like = operator.startswith("StringLike") or operator.startswith("StringNotLike")
+            found = value is not None and any(
+                (_pattern(v, False).fullmatch(value) if like else v == value) for v in values
+            )
+            if operator.startswith("StringNot"):
+                if value is not None and found:
+                    return False
+            elif not found:
+                return False
+        return True
 
     def matches(self, action: str, resource: str) -> bool:
         if self.actions:
@@ -177,23 +204,25 @@ class FunctionPolicy:
     function: str
     role: str
     statements: list[Statement]
-    _decisions: dict[tuple[str, str], bool] = field(default_factory=dict, repr=False)
+    _decisions: dict[tuple[Any, ...], bool] = field(default_factory=dict, repr=False)
 
-    def allowed(self, action: str, resource: str) -> bool:
-        known = self._decisions.get((action, resource))
+    def allowed(self, action: str, resource: str, context: Mapping[str, str] | None = None) -> bool:
+        memo = (action, resource, tuple(sorted((context or {}).items())))
+        known = self._decisions.get(memo)
         if known is not None:
             return known
         allowed = False
         for statement in self.statements:
-            if statement.matches(action, resource):
-                if statement.effect == "Deny":
-                    if not statement.conditional:
-                        allowed = False
-                        break
-                elif not statement.conditional:
-                    allowed = True
+            if statement.conditional or not statement.matches(action, resource):
+                continue
+            if statement.condition and not statement.holds(context or {}):
+                continue
+            if statement.effect == "Deny":
+                allowed = False
+                break
+            allowed = True
         if len(self._decisions) < 100_000:
-            self._decisions[(action, resource)] = allowed
+            self._decisions[memo] = allowed
         return allowed
 
 
@@ -203,9 +232,9 @@ class PolicyModel:
     functions: dict[str, FunctionPolicy]  # logical id -> its role's policies
     code_dirs: dict[str, str]  # code directory (e.g. functions/jobs) -> logical id
 
-    def allowed(self, function: str, action: str, resource: str) -> bool:
+    def allowed(self, function: str, action: str, resource: str, context: Mapping[str, str] | None = None) -> bool:
         policy = self.functions.get(function)
-        return policy is not None and policy.allowed(action, resource)
+        return policy is not None and policy.allowed(action, resource, context)
 
     def function_of(self, code_dir: str) -> str | None:
         return self.code_dirs.get(code_dir.rstrip("/"))

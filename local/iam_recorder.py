@@ -75,6 +75,7 @@ class Need:
 
     action: str
     resources: tuple[str, ...]
+    context: tuple[tuple[str, str], ...] = ()  # the condition keys AWS gives the request (`ses:FromAddress`)
 
 
 def _one(action: str, resource: str) -> list[Need]:
@@ -157,11 +158,18 @@ def _ses(operation: str, params: Mapping[str, Any]) -> list[Need]:
         arn = params.get("FromEmailAddressIdentityArn") or params.get("SourceArn")
         sender = params.get("FromEmailAddress") or params.get("Source")
         action = "ses:SendRawEmail" if operation == "SendRawEmail" else "ses:SendEmail"
+        keys = (("ses:FromAddress", _address(str(sender))),) if sender else ()
         if arn:
-            return _one(action, str(arn))
+            return [Need(action, (str(arn),), keys)]
         if sender:
-            return [Need(action, ses_identity_arns(str(sender)))]
+            return [Need(action, ses_identity_arns(str(sender)), keys)]
     return _one(f"ses:{operation}", "*")
+
+
+def _address(sender: str) -> str:
+    """The bare address of a From header (`Name <a@b>` → `a@b`), as SES gives it to `ses:FromAddress`."""
+    sender = sender.strip()
+    return sender.rsplit("<", 1)[1][:-1] if "<" in sender and sender.endswith(">") else sender
 
 
 def _secretsmanager(operation: str, params: Mapping[str, Any]) -> list[Need]:
@@ -302,7 +310,7 @@ class IamCheck:
         denied = [
             need
             for need in needs(service, operation, params)
-            if not any(grants.allowed(function, need.action, r) for r in need.resources)
+            if not any(grants.allowed(function, need.action, r, dict(need.context)) for r in need.resources)
         ]
         if not denied:
             return
@@ -374,25 +382,3 @@ def install() -> None:
             )
         _installed.add(id(session))
     aws.reset_clients()
-    _check_outbox_mail()
-
-
-def _check_outbox_mail() -> None:
-    """Mail the local stack and the tests keep in the table's outbox (`switchboard.mail.OutboxMailSender`) is sent
-    by SES on AWS: each one is checked as the SESv2 SendEmail it stands for."""
-    from switchboard import mail
-
-    outbox = getattr(mail, "OutboxMailSender", None)
-    if outbox is None or getattr(outbox.send, "switchboard_iam_checked", False):
-        return
-    original = outbox.send
-
-    def send(self: Any, message: Any) -> None:
-        from switchboard.config import get_settings
-
-        sender = get_settings().mail_sender
-        CHECK.check("sesv2", "SendEmail", {"FromEmailAddress": sender, "Destination": {"ToAddresses": [message.to]}})
-        original(self, message)
-
-    send.switchboard_iam_checked = True  # type: ignore[attr-defined]
-    outbox.send = send

@@ -131,6 +131,9 @@ class LocalStack:
 
             self.resources = create_resources(self.template, prefix=self.prefix)
             self._check_iam()
+            from local.ses import verify_sender
+
+            verify_sender(self.template)  # what the operator does once per stage (docs/operations.md)
             self._set_function_env()
             bootstrapped = self._bootstrap()
             serialize_resolvers()
@@ -395,7 +398,6 @@ class LocalStack:
 
 
 def _read_mail(to: str | None) -> list[dict[str, Any]]:
-    from switchboard.mail import read_outbox
-    from switchboard.store import get_store
+    from local.ses import sent_mail
 
-    return read_outbox(get_store(), to)
+    return sent_mail(to)

@@ -22,6 +22,8 @@ import yaml
 REGION = "us-east-1"
 ACCOUNT_ID = "123456789012"  # moto's default account: ARNs built here must equal the ones moto returns
 DEFAULT_STAGE = "local"
+# What the local stack deploys with for the parameters a real stage must be given (no default in template.yaml).
+LOCAL_PARAMETERS = {"MailSender": "no-reply@switchboard.local"}
 
 NO_VALUE = object()  # AWS::NoValue: the enclosing key or list item disappears
 
@@ -208,7 +210,8 @@ class LocalTemplate:
 
 
 def load_template(path: str | Path = "template.yaml", stage: str = DEFAULT_STAGE, **overrides: Any) -> LocalTemplate:
-    """Read `template.yaml` for the local stack (parameter `Stage` = `stage`, other parameters at their defaults)."""
+    """Read `template.yaml` for the local stack (parameter `Stage` = `stage`, other parameters at their defaults, or
+    the local value of a parameter without one: `LOCAL_PARAMETERS`)."""
     path = Path(path)
     if not path.is_absolute() and not path.exists():
         candidate = Path(__file__).resolve().parent.parent / path
@@ -229,6 +232,8 @@ def load_template(path: str | Path = "template.yaml", stage: str = DEFAULT_STAGE
                 parameters[name] = [part.strip() for part in default.split(",")]
             else:
                 parameters[name] = str(default) if not isinstance(default, list) else default
+        elif name in LOCAL_PARAMETERS:
+            parameters[name] = LOCAL_PARAMETERS[name]
         else:
             raise TemplateError(f"parameter {name} has no default; pass it to load_template()")
 

@@ -20,13 +20,11 @@ from switchboard.models import BaseModel
 from switchboard.store import get_store
 
 if TYPE_CHECKING:
-    from switchboard import mail
     from switchboard.identity import accounts, apikeys, lifecycle, models, organizations, security, sessions, users
 else:  # the models when a route's dependant is first built, the rules when a route first runs (not at init)
     accounts = lazy_module("switchboard.identity.accounts")
     apikeys = lazy_module("switchboard.identity.apikeys")
     lifecycle = lazy_module("switchboard.identity.lifecycle")
-    mail = lazy_module("switchboard.mail")
     models = lazy_module("switchboard.identity.models")
     organizations = lazy_module("switchboard.identity.organizations")
     security = lazy_module("switchboard.identity.security")
@@ -72,7 +70,7 @@ AUTH = ["auth"]
     ),
 )
 def request_email_verification(body: Annotated[models.EmailOnly, Body()]) -> Data[models.Accepted]:
-    accounts.request_email_verification(get_store(), mail.get_mail_sender(), body.email, ip=source_ip(app))
+    accounts.request_email_verification(get_store(), body.email, ip=source_ip(app))
     return Data(data=models.Accepted())
 
 
@@ -171,7 +169,7 @@ def logout() -> None:
     ),
 )
 def password_reset(body: Annotated[models.EmailOnly, Body()]) -> Data[models.Accepted]:
-    accounts.request_password_reset(get_store(), mail.get_mail_sender(), body.email, ip=source_ip(app))
+    accounts.request_password_reset(get_store(), body.email, ip=source_ip(app))
     return Data(data=models.Accepted())
 
 
@@ -606,7 +604,7 @@ def list_invitations() -> ListData[models.Invitation]:
     ),
 )
 def create_invitation(body: Annotated[models.InvitationCreate, Body()]) -> Data[models.Invitation]:
-    inv = organizations.create_invitation(get_store(), mail.get_mail_sender(), current_auth(app), body, base_url(app))
+    inv = organizations.create_invitation(get_store(), current_auth(app), body, base_url(app))
     return Data(data=inv)
 
 

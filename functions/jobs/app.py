@@ -1,6 +1,6 @@
 """Background jobs (switchboard.jobs): the JobsQueue consumer, one chunk per message, and the schedules that start
-due organization purges (daily), start the day's segment window expiry (daily) and re-send the next chunk of
-stalled jobs (hourly)."""
+due organization purges (daily), start the day's segment window expiry (daily) and send the chunk message of stalled
+jobs, or of jobs whose message could not be sent (every 5 minutes)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from aws_lambda_powertools.utilities.batch import BatchProcessor, EventType, pro
 from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from switchboard import tracing
+from switchboard import metrics, tracing
 from switchboard.cdp import segment_window_job
 from switchboard.jobs import purge, service
 from switchboard.store import get_store
@@ -32,6 +32,7 @@ def record_handler(record: SQSRecord) -> str:
 
 @tracing.traced
 @logger.inject_lambda_context(clear_state=True)
+@metrics.flushed
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     if "Records" in event:
         return process_partial_response(

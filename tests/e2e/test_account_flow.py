@@ -7,6 +7,7 @@ The stack is shared by every test of a worker, so every e-mail is unique.
 from __future__ import annotations
 
 import re
+import time
 import uuid
 from datetime import UTC, datetime, timedelta
 from urllib.parse import parse_qs, urlsplit
@@ -50,16 +51,27 @@ def unique_email(label: str) -> str:
     return f"e2e-{label}-{uuid.uuid4().hex[:12]}@example.com"
 
 
-def mails(stack: Stack, to: str) -> list[dict]:
+MAIL_WAIT = 15.0  # seconds: mail leaves through the queue (outbox → bus → MailQueue → SES), a moment after its request
+
+
+def mails(stack: Stack, to: str, count: int = 1) -> list[dict]:
+    """The mails SES received for `to`, newest first, once there are at least `count` of them (or after MAIL_WAIT
+    seconds, whatever arrived)."""
+    deadline = time.monotonic() + MAIL_WAIT
     with stack.client(auth=False) as client:
-        response = client.get("/_local/mail", params={"to": to})
-    assert response.status_code == 200, response.text
-    return response.json()["data"]  # type: ignore[no-any-return]
+        while True:
+            response = client.get("/_local/mail", params={"to": to})
+            assert response.status_code == 200, response.text
+            rows: list[dict] = response.json()["data"]
+            if len(rows) >= count or time.monotonic() > deadline:
+                return rows
+            time.sleep(0.05)
 
 
-def latest_code(stack: Stack, to: str) -> str:
-    rows = mails(stack, to)
-    assert rows and rows[0].get("otp_code"), f"no code was mailed to {to}: {rows}"
+def latest_code(stack: Stack, to: str, count: int = 1) -> str:
+    """The code of the newest mail to `to`, once `count` mails reached it (the one carrying the code is the last)."""
+    rows = mails(stack, to, count)
+    assert len(rows) >= count and rows[0].get("otp_code"), f"no code was mailed to {to}: {rows}"
     code = rows[0]["otp_code"]
     assert re.fullmatch(r"\d{6}", code) and code in rows[0]["text"]
     return str(code)
@@ -158,7 +170,7 @@ def test_account_flow_from_verification_code_to_an_accepted_invitation(local_onl
     with local_only.client() as platform:
         # ... the invited person registers (verify and register in one step) and logs in ...
         assert platform.post("/v1/auth/email-verification/request", json={"email": bob}).status_code == 202
-        bob_code = latest_code(local_only, bob)
+        bob_code = latest_code(local_only, bob, count=2)  # after the invitation
         bob_user = platform.post(
             "/v1/auth/register/verify", json={"email": bob, "otp_code": bob_code, "password": bob_pw, "name": "Bob"}
         )
@@ -219,7 +231,7 @@ def test_account_flow_refusals(local_only: Stack):
         # an e-mail already registered → 409 conflict after a verified code (both routes, any letter case); without
         # one, 400 email_not_verified as for an e-mail without an account
         assert platform.post("/v1/auth/email-verification/request", json={"email": carol}).status_code == 202
-        again = latest_code(local_only, carol)
+        again = latest_code(local_only, carol, count=2)
         assert_error(
             platform.post(
                 "/v1/auth/register/verify", json={"email": carol.upper(), "otp_code": again, "password": carol_pw}
@@ -230,7 +242,7 @@ def test_account_flow_refusals(local_only: Stack):
         plain = {"email": carol, "password": carol_pw}
         assert_error(platform.post("/v1/auth/register", json=plain), 400, "email_not_verified")
         assert platform.post("/v1/auth/email-verification/request", json={"email": carol}).status_code == 202
-        confirm = {"email": carol, "otp_code": latest_code(local_only, carol)}
+        confirm = {"email": carol, "otp_code": latest_code(local_only, carol, count=3)}
         assert platform.post("/v1/auth/email-verification/confirm", json=confirm).status_code == 200
         assert_error(platform.post("/v1/auth/register", json=plain), 409, "conflict")
 

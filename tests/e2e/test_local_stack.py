@@ -8,6 +8,8 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
+from tests.e2e.test_account_flow import latest_code, mails
+
 pytestmark = pytest.mark.e2e
 
 
@@ -169,10 +171,9 @@ def test_local_mail_lists_what_the_stack_sent(local_only):
     with local_only.client() as client:
         response = client.post("/v1/auth/email-verification/request", json={"email": email})
         assert response.status_code == 202, response.text
-        mail = client.get("/_local/mail", params={"to": email})
+    rows = mails(local_only, email)  # a moment after the request: mail leaves through the queue
+    with local_only.client() as client:
         everyone = client.get("/_local/mail")
-    assert mail.status_code == 200
-    rows = mail.json()["data"]
     assert len(rows) == 1
     assert rows[0]["to"] == email
     assert rows[0]["otp_code"].isdigit() and len(rows[0]["otp_code"]) == 6
@@ -180,6 +181,31 @@ def test_local_mail_lists_what_the_stack_sent(local_only):
     assert everyone.status_code == 200
     assert isinstance(everyone.json()["data"], list)
     assert any(row["to"] == email for row in everyone.json()["data"])
+
+
+def test_local_ses_sends_from_the_verified_mail_sender_only(local_only):
+    """The stack verified its MailSender at start, as an operator does; moto's SES, like SES, refuses any other From
+    address, so a stack sending from an unverified address fails locally too."""
+    import boto3
+    from botocore.exceptions import ClientError
+
+    sesv2 = boto3.client(
+        "sesv2",
+        endpoint_url=local_only.aws_endpoint_url,
+        region_name="us-east-1",
+        aws_access_key_id="local",
+        aws_secret_access_key="local",
+    )
+    identities = {i["IdentityName"] for i in sesv2.list_email_identities()["EmailIdentities"]}
+    assert identities == {"no-reply@switchboard.local"}
+    to = f"e2e-ses-{uuid.uuid4().hex[:10]}@example.com"
+    content = {"Simple": {"Subject": {"Data": "hi"}, "Body": {"Text": {"Data": "hello"}}}}
+    with pytest.raises(ClientError) as refused:
+        sesv2.send_email(FromEmailAddress="someone@elsewhere.io", Destination={"ToAddresses": [to]}, Content=content)
+    assert refused.value.response["Error"]["Code"] == "MessageRejected"
+    assert mails(local_only, to, count=0) == []
+    sesv2.send_email(FromEmailAddress="no-reply@switchboard.local", Destination={"ToAddresses": [to]}, Content=content)
+    assert [(m["to"], m["subject"], m["text"]) for m in mails(local_only, to)] == [(to, "hi", "hello")]
 
 
 def test_local_mail_is_empty_for_an_unknown_recipient(local_only):
@@ -207,7 +233,7 @@ def _second_org_key(live) -> tuple[str, str]:
     email = f"iso-{uuid.uuid4().hex[:10]}@example.com"
     with live.client() as client:
         client.post("/v1/auth/email-verification/request", json={"email": email})
-        code = client.get("/_local/mail", params={"to": email}).json()["data"][0]["otp_code"]
+        code = latest_code(live, email)
         reg = client.post(
             "/v1/auth/register/verify", json={"email": email, "otp_code": code, "password": "isolation-pass"}
         )

@@ -14,6 +14,7 @@ import pytest
 from local.functions import FunctionPool, FunctionRegistry
 from local.gateway import Gateway
 from tests.e2e.conftest import Stack
+from tests.e2e.test_account_flow import latest_code
 from tests.e2e.test_emulator import AUTH_HANDLER, ECHO_HANDLER, OTHER_HANDLER, SYNTHETIC_TEMPLATE, write_app
 
 pytestmark = pytest.mark.e2e
@@ -40,7 +41,7 @@ def test_a_rotating_forwarded_for_does_not_escape_the_login_delay(local_only: St
     email = f"rotate-{uuid.uuid4().hex[:10]}@example.com"
     with local_only.client() as client:
         assert client.post("/v1/auth/email-verification/request", json={"email": email}).status_code == 202
-        code = client.get("/_local/mail", params={"to": email}).json()["data"][0]["otp_code"]
+        code = latest_code(local_only, email)
         body = {"email": email, "otp_code": code, "password": "correct horse battery"}
         assert client.post("/v1/auth/register/verify", json=body).status_code == 201
         statuses = [

@@ -4,6 +4,7 @@ gateway's ASGI app (routing, authorizer, gateway responses) driving the real han
 from __future__ import annotations
 
 import os
+import threading
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
@@ -21,11 +22,11 @@ from local.iam_recorder import CHECK
 from local.iam_recorder import install as install_iam_check
 from local.moto_server import patch_limits, patch_transactions, unpatch_limits, unpatch_transactions
 from local.resources import Resources, create_resources
+from local.ses import sent_mail, verify_sender
 from local.template import LocalTemplate, load_template
 from switchboard import aws
 from switchboard.config import reset_settings
 from switchboard.identity.bootstrap import Bootstrapped, bootstrap_organization
-from switchboard.mail import read_outbox
 from switchboard.store import get_store
 
 PASSWORD = "correct horse battery"
@@ -81,6 +82,7 @@ def moto_resources(monkeypatch: Any) -> Iterator[tuple[LocalTemplate, Resources]
             install_iam_check()
             template = load_template(stage="local")
             resources = create_resources(template, prefix="switchboard-it", session=_setup_clients)
+            verify_sender(template, session=_setup_clients)  # as the operator verifies MailSender in SES
             for name, value in resources.function_env(template.function("SystemFunction")).items():
                 monkeypatch.setenv(name, value)
             monkeypatch.setenv("PUBLIC_BASE_URL", "https://switchboard.test")  # the stack parameter of a deployment
@@ -99,11 +101,19 @@ def moto_resources(monkeypatch: Any) -> Iterator[tuple[LocalTemplate, Resources]
 class Api:
     """httpx-like calls against the gateway. Without `headers`, the bootstrap owner's API key is sent."""
 
-    def __init__(self, client: TestClient, boot: Bootstrapped, template: LocalTemplate, resources: Resources):
+    def __init__(
+        self,
+        client: TestClient,
+        boot: Bootstrapped,
+        template: LocalTemplate,
+        resources: Resources,
+        relay: MailRelay | None = None,
+    ):
         self.client = client
         self.boot = boot
         self.template = template
         self.resources = resources
+        self.relay = relay or MailRelay(resources)
 
     @property
     def owner_key(self) -> str:
@@ -153,7 +163,9 @@ class Api:
         return self.request("DELETE", path, **kw)
 
     def mail(self, to: str) -> list[dict[str, Any]]:
-        return read_outbox(get_store(), to)
+        """What SES received for `to`, newest first, once every mail queued so far went the deployed way."""
+        self.relay.run()
+        return sent_mail(to)
 
     def register(self, email: str, password: str = PASSWORD, name: str | None = None) -> tuple[str, str]:
         """A verified, registered user (through the API); returns (email, user id)."""
@@ -212,9 +224,13 @@ def running_api(template: LocalTemplate, resources: Resources) -> Iterator[Api]:
         for spec in template.functions
     }
     executor = ThreadPoolExecutor(max_workers=8)
-    gateway = Gateway(
-        template, FunctionRegistry(pools), executor=executor, mail_reader=lambda to: read_outbox(get_store(), to)
-    )
+    relay = MailRelay(resources)
+
+    def read_mail(to: str | None) -> list[dict[str, Any]]:
+        relay.run()
+        return sent_mail(to)
+
+    gateway = Gateway(template, FunctionRegistry(pools), executor=executor, mail_reader=read_mail)
     boot = bootstrap_organization(
         get_store(),
         org_name="Local Organization",
@@ -225,9 +241,84 @@ def running_api(template: LocalTemplate, resources: Resources) -> Iterator[Api]:
     )
     try:
         with TestClient(gateway, base_url="http://127.0.0.1:3000", raise_server_exceptions=True) as client:
-            yield Api(client, boot, template, resources)
+            yield Api(client, boot, template, resources, relay)
     finally:
         executor.shutdown(wait=True)
+
+
+class MailRelay:
+    """Plays, when asked, what a deployed stack does with the mails requests queue (switchboard.mail): the `mail.send`
+    outbox events not handed over yet → stream records → the real event_publisher → moto's EventBridge (MailRule) →
+    MailQueue → the real MailFunction → moto's SES v2. Nothing else of the outbox is published."""
+
+    def __init__(self, resources: Resources) -> None:
+        self.resources = resources
+        self.relayed: set[str] = set()
+        self._seq = 10**9
+        self._lock = threading.Lock()
+
+    def pending(self) -> list[dict[str, Any]]:
+        from switchboard.events.outbox import stored_events
+        from switchboard.mail import MAIL_EVENT, MAIL_ORG
+
+        events = stored_events(get_store(), MAIL_ORG)
+        return [e for e in events if e["event_type"] == MAIL_EVENT and e["event_id"] not in self.relayed]
+
+    def publish(self) -> int:
+        """Hand the new mail events to the real publisher (→ bus → MailRule → MailQueue); → how many."""
+        from functions.event_publisher.app import handler
+        from tests.helpers import FakeContext, stream_record
+
+        records = []
+        for item in self.pending():
+            self._seq += 1
+            records.append(stream_record(item, str(self._seq)))
+        if records:
+            assert handler({"Records": records}, FakeContext()) == {"batchItemFailures": []}
+            self.relayed.update(r["dynamodb"]["NewImage"]["event_id"]["S"] for r in records)
+        return len(records)
+
+    def receive(self) -> list[dict[str, Any]]:
+        """The MailQueue messages visible now, as Lambda's SQS records."""
+        import boto3
+
+        from local.pollers import lambda_sqs_record
+
+        sqs = boto3.client("sqs")
+        url, arn = self.resources.queue_url("MailQueue"), self.resources.queue_arn("MailQueue")
+        records: list[dict[str, Any]] = []
+        while True:
+            got = sqs.receive_message(
+                QueueUrl=url, MaxNumberOfMessages=10, MessageSystemAttributeNames=["All"], WaitTimeSeconds=0
+            ).get("Messages", [])
+            if not got:
+                return records
+            records += [lambda_sqs_record(m, arn) for m in got]
+
+    def deliver(self, records: list[dict[str, Any]]) -> list[str]:
+        """Run the real MailFunction on `records`; delete what it did not report failed (Lambda's part); → the ids of
+        the failed ones (they come back after the queue's visibility timeout)."""
+        import boto3
+
+        from functions.mail.app import handler
+        from tests.helpers import FakeContext
+
+        if not records:
+            return []
+        result = handler({"Records": records}, FakeContext())
+        failed = [f["itemIdentifier"] for f in result["batchItemFailures"]]
+        sqs = boto3.client("sqs")
+        for record in records:
+            if record["messageId"] not in failed:
+                sqs.delete_message(
+                    QueueUrl=self.resources.queue_url("MailQueue"), ReceiptHandle=record["receiptHandle"]
+                )
+        return failed
+
+    def run(self) -> list[str]:
+        with self._lock:
+            self.publish()
+            return self.deliver(self.receive())
 
 
 def invitation_token(api: Api, email: str) -> str:

@@ -36,14 +36,14 @@ PROXY_PASSWORD = "proxy-password-plain-7373"
 
 
 def raw_items(api: Api) -> list[dict[str, Any]]:
-    """Every item of the table as DynamoDB returns it (no deserialisation), the local mail outbox left out."""
+    """Every item of the table as DynamoDB returns it (no deserialisation)."""
     client = boto3.client("dynamodb")
     table = get_store().table_name
     items: list[dict[str, Any]] = []
     params: dict[str, Any] = {"TableName": table}
     while True:
         page = client.scan(**params)
-        items += [i for i in page["Items"] if i["PK"]["S"] != "LOCALMAIL"]
+        items += page["Items"]
         if "LastEvaluatedKey" not in page:
             return items
         params["ExclusiveStartKey"] = page["LastEvaluatedKey"]

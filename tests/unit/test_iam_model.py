@@ -94,6 +94,17 @@ def test_an_explicit_deny_wins_and_a_conditional_allow_grants_nothing(template, 
     assert not model.allowed("ContactsFunction", "s3:GetObject", arns["bucket"] + "/assets/a")
 
 
+def test_the_mail_functions_grant_holds_only_for_mail_from_the_mail_sender(model):
+    """MailFunction may send on any identity (SES checks the recipients' in the sandbox) but only with
+    `ses:FromAddress` = MailSender: the condition is evaluated with the key the call gives."""
+    identity = "arn:aws:ses:us-east-1:123456789012:identity/someone@elsewhere.org"
+    sender = load_template(stage="local").parameters["MailSender"]
+    assert model.allowed("MailFunction", "ses:SendEmail", identity, {"ses:FromAddress": sender})
+    assert not model.allowed("MailFunction", "ses:SendEmail", identity, {"ses:FromAddress": "spoof@elsewhere.org"})
+    assert not model.allowed("MailFunction", "ses:SendEmail", identity)
+    assert not model.allowed("IdentityFunction", "ses:SendEmail", identity, {"ses:FromAddress": sender})
+
+
 def test_an_unknown_managed_policy_is_refused_not_guessed(template):
     raw = copy.deepcopy(template.raw)
     raw["Resources"]["SystemFunction"]["Properties"]["Policies"].append("AmazonS3ReadOnlyAccess")
@@ -155,6 +166,7 @@ def test_calls_map_to_the_actions_and_arns_aws_authorizes():
                 "arn:aws:ses:us-east-1:123456789012:identity/no-reply@mail.example.com",
                 "arn:aws:ses:us-east-1:123456789012:identity/mail.example.com",
             ),
+            (("ses:FromAddress", "no-reply@mail.example.com"),),
         )
     ]
     assert needs("secretsmanager", "GetSecretValue", {"SecretId": "cursor"}) == [

@@ -26,13 +26,16 @@ def audit_put(
     before: dict[str, Any] | None = None,
     after: dict[str, Any] | None = None,
     org_id: str | None = None,
+    shard_count: int | None = None,
 ) -> Put:
+    """The entry's Put for the change's transaction; `shard_count`: the stage's `TenantShards` when written from
+    outside the functions (an operator's tool), which read it from their settings."""
     ulid = new_ulid()
     now = clock.now()
     organization_id = org_id or auth.org_id
     return Put(
         item={
-            "PK": shards.pk(organization_id, ulid),
+            "PK": shards.pk(organization_id, ulid, shard_count),
             "SK": f"AUDIT#{ulid}",
             "entity": "AuditLog",
             "id": f"aud_{ulid.lower()}",

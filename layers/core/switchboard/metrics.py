@@ -18,6 +18,8 @@ per-tenant figures. The metric names are the contract of the dashboard and alarm
 | `EventsByReference` | event_publisher | events too large for the bus, published as a reference to their outbox item |
 | `EventsErasedBeforeUse` | event consumers | events by reference whose outbox item was erased or purged: skipped |
 | `WebhookDeliveries`, `WebhookDeliveryFailures`, `WebhookRetries`, `WebhookExhausted` | webhook_sender | attempts |
+| `MailSent`, `MailFailed`, `MailExpired` | mail | SES took a mail / refused or failed it (retried) / past its expiry |
+| `JobEnqueueFailures` | API functions, jobs | a committed job's chunk message not sent (the job sweep sends it) |
 | `DlqMoves` | queue consumers | records that failed their last allowed receive: SQS moves them to the DLQ |
 """
 
@@ -43,6 +45,7 @@ MAX_RECEIVES = {
     "WebhookEventsQueue": 5,
     "WebhookDeliveriesQueue": 12,
     "CloudWebhookQueue": 5,
+    "MailQueue": 5,
 }
 
 _RESPONSE_NAMES = {

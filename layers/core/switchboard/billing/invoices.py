@@ -26,7 +26,7 @@ from switchboard.billing import catalogue, models, service
 from switchboard.errors import Conflict, ValidationFailed
 from switchboard.events.outbox import outbox_put
 from switchboard.ids import new_id
-from switchboard.mail import Mail, get_mail_sender
+from switchboard.mail import Mail, enqueue, mail_puts
 from switchboard.paging import cursor_page, query_fingerprint
 from switchboard.store import Delete, Put, Store, TxOp, Update, keys, versioned
 
@@ -41,6 +41,9 @@ TRANSITIONS: dict[str, frozenset[str]] = {
 ISSUE_REQUIRES = ("legal_name", "billing_email", "address_line_1", "country_code")
 AMOUNTS = ("subtotal_amount", "tax_amount", "total_amount")
 LINE_AMOUNTS = ("quantity", "unit_amount", "line_total")
+# Invoice mails written in the issuing transaction (its other operations: the invoice, its audit entry and event);
+# any further recipients' mails are queued in transactions of their own right after it.
+MAILS_IN_TRANSACTION = 90
 
 
 def invoice_key(org: str, invoice_id: str) -> dict[str, str]:
@@ -297,6 +300,7 @@ def transition(store: Store, auth: AuthContext, invoice_id: str, target: str, bo
     now = clock.now()
     new: Item = {**item, "status": target, "updated_at": clock.iso(now), "version": int(item["version"]) + 1}
     extra: list[TxOp] = []
+    later: list[Mail] = []
     if target == "open":
         profile = service.read_settings(store, org, consistent=True)["billing_profile"]
         missing = [f for f in ISSUE_REQUIRES if not profile.get(f)]
@@ -312,6 +316,9 @@ def transition(store: Store, auth: AuthContext, invoice_id: str, target: str, bo
             "issued_at": clock.iso(now),
             "due_at": clock.iso(now + timedelta(days=int(item.get("payment_terms_days", 30)))),
         }
+        mails = _issued_mails(store, org, new)
+        extra += mail_puts(mails[:MAILS_IN_TRANSACTION])
+        later = mails[MAILS_IN_TRANSACTION:]
     elif target == "paid":
         paid_at = _paid_at(body.paid_at, item) if body.paid_at else now
         new |= {
@@ -335,8 +342,8 @@ def transition(store: Store, auth: AuthContext, invoice_id: str, target: str, bo
                 )
             )
     _write(store, auth, item, new, f"invoice.{target}", extra)
-    if target == "open":
-        _mail_issued(store, org, new)
+    if target == "open" and later:
+        _enqueue_later(store, later)
     return view(new)
 
 
@@ -372,18 +379,25 @@ def checkout(store: Store, auth: AuthContext, invoice_id: str) -> models.Invoice
     return view(new)
 
 
-def _mail_issued(store: Store, org: str, invoice: Item) -> None:
-    """The billing e-mail of the profile and every member who wants billing e-mails hear of a new invoice."""
+def _issued_mails(store: Store, org: str, invoice: Item) -> list[Mail]:
+    """The mails of a new invoice: to the profile's billing e-mail, then every member who wants billing e-mails."""
     # on first use: keeps switchboard.settings.notifications off the cold start
     from switchboard.settings import notifications
 
-    recipients = {str(invoice["billing_profile"].get("billing_email") or "").lower()}
-    recipients |= set(notifications.recipients(store, org, "billing"))
-    sender = get_mail_sender()
+    billing = str(invoice["billing_profile"].get("billing_email") or "").lower()
+    members = set(notifications.recipients(store, org, "billing")) - {billing}
     amount = f"{invoice['total_amount']} {invoice['currency']}"
     text = f"Invoice {invoice['invoice_number']} for {invoice['period']}: {amount}, due {invoice['due_at'][:10]}."
-    for to in sorted(r for r in recipients if r):
-        try:  # the invoice is issued already: a mail outage must not turn that into an error
-            sender.send(Mail(to=to, subject=f"Invoice {invoice['invoice_number']}", text=text))
-        except Exception as err:  # noqa: BLE001 - logged, never raised
-            Logger(child=True).warning("invoice e-mail failed", extra={"error_type": type(err).__name__})
+    subject = f"Invoice {invoice['invoice_number']}"
+    return [Mail(to=to, subject=subject, text=text) for to in [billing, *sorted(members)] if to]
+
+
+def _enqueue_later(store: Store, mails: list[Mail]) -> None:
+    """Mails beyond what the invoice's own transaction holds, queued right after it; the invoice is issued already,
+    so a failure here is logged, never raised."""
+    try:
+        enqueue(store, mails)
+    except Exception as err:  # noqa: BLE001 - logged, never raised
+        Logger(child=True).warning(
+            "invoice e-mails not queued", extra={"count": len(mails), "error_type": type(err).__name__}
+        )

@@ -165,7 +165,7 @@ def delete(store: Store, auth: AuthContext, label_id: str) -> None:
             ),
         ]
     )
-    jobs.enqueue(job.item["id"], 0)
+    jobs.enqueue_committed(store, job.item["id"])
 
 
 def detach_conversation(store: Store, auth: AuthContext, conv_id: str, label: Item) -> None:

@@ -47,7 +47,7 @@ def start_due(store: Store, now: datetime | None = None) -> list[str]:
             store.transact([move, job])
         except _Moved:  # another run started it
             break
-        jobs.enqueue(job.item["id"], 0)
+        jobs.enqueue_committed(store, job.item["id"])
         started.append(str(job.item["id"]))
         last, day = day, _next_day(day)
     return started

@@ -417,8 +417,8 @@ def _start_build(org: str, segment_id: str, generation: int) -> Put:
     return jobs.start_op(BUILD_JOB, org, checkpoint=checkpoint)
 
 
-def _enqueue(job: Put) -> None:
-    jobs.enqueue(job.item["id"], 0)
+def _enqueue(store: Store, job: Put) -> None:
+    jobs.enqueue_committed(store, job.item["id"])
 
 
 def create(store: Store, auth: AuthContext, body: models.SegmentCreate) -> models.Segment:
@@ -445,7 +445,7 @@ def create(store: Store, auth: AuthContext, body: models.SegmentCreate) -> model
             audit_put(auth, "cdp.segment.created", "segment", segment_id, after={"name": body.name}),
         ]
     )
-    _enqueue(job)
+    _enqueue(store, job)
     return view(item)
 
 
@@ -483,7 +483,7 @@ def update(store: Store, auth: AuthContext, segment_id: str, body: models.Segmen
     )
     (new,) = segment_counts.with_counts(store, org, [{**item, **changes}])
     if job is not None:
-        _enqueue(job)
+        _enqueue(store, job)
     return view(new)
 
 
@@ -502,7 +502,7 @@ def delete(store: Store, auth: AuthContext, segment_id: str) -> None:
             job,
         ]
     )
-    jobs.enqueue(str(job.item["id"]), 0)
+    jobs.enqueue_committed(store, str(job.item["id"]))
 
 
 def members(

@@ -160,7 +160,7 @@ def update_tag(store: Store, auth: AuthContext, tag_id: str, body: models.TagUpd
         ops.append(job)
     store.transact(ops)
     if "name" in changes:
-        jobs.enqueue(new["job_id"], 0)
+        jobs.enqueue_committed(store, new["job_id"])
     return _tag_view(new)
 
 
@@ -189,7 +189,7 @@ def delete_tag(store: Store, auth: AuthContext, tag_id: str) -> None:
             ),
         ]
     )
-    jobs.enqueue(job.item["id"], 0)
+    jobs.enqueue_committed(store, job.item["id"])
 
 
 # Tags on a contact --------------------------------------------------------------------------------------------------

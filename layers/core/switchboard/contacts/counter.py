@@ -268,7 +268,7 @@ def start_seed(store: Store, org_id: str) -> str | None:
         store.transact([state, job])
     except Conflict:
         return None
-    service.enqueue(job.item["id"], 0)
+    service.enqueue_committed(store, job.item["id"])
     return str(job.item["id"])
 
 

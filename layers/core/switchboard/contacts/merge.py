@@ -34,6 +34,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from aws_lambda_powertools import Logger
+
 from switchboard import clock
 from switchboard.access import AuthContext
 from switchboard.audit import audit_put
@@ -46,6 +48,8 @@ from switchboard.contacts.service import get_item, view, write_ops
 from switchboard.errors import Conflict, ValidationFailed
 from switchboard.jobs import service as jobs
 from switchboard.store import Delete, Put, Store, TxOp, Update
+
+logger = Logger(child=True)
 
 Item = dict[str, Any]
 KIND = "contacts.merge"
@@ -120,14 +124,23 @@ def merge(store: Store, auth: AuthContext, target_id: str, body: models.MergeReq
     now, later = sentinels[:room], sentinels[room:]
     job.item["checkpoint"] = {**checkpoint, "pending": later}
     store.transact([*target_ops, *(_repoint(org, sk, source["id"], target_id) for sk in now), job])
-    finished = False
-    for seq in range(INLINE_CHUNKS):
-        if jobs.run_chunk(store, job.item["id"], seq, send_next=False) != "chunk":
-            finished = True
-            break
-    if not finished:
-        jobs.enqueue(job.item["id"], INLINE_CHUNKS)
+    _run_inline(store, str(job.item["id"]))
     return view(new)
+
+
+def _run_inline(store: Store, job_id: str) -> None:
+    """The first chunks of the committed merge, in the request; the job (its queue message) does the rest. A chunk
+    that fails here (a busy table) is left to the job too: the merge is committed, the request answers."""
+    for seq in range(INLINE_CHUNKS):
+        try:
+            outcome = jobs.run_chunk(store, job_id, seq, send_next=False)
+        except Exception as err:  # noqa: BLE001 - the chunk runs again from the job's queue message
+            logger.warning("merge chunk left to the job", extra={"job_id": job_id, "error_type": type(err).__name__})
+            jobs.enqueue_committed(store, job_id, seq)
+            return
+        if outcome != "chunk":
+            return  # completed (or another consumer moved the job on)
+    jobs.enqueue_committed(store, job_id, INLINE_CHUNKS)
 
 
 def _repoint(org: str, sentinel_sk: str, source_id: str, target_id: str) -> Update:

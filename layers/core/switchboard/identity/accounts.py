@@ -12,7 +12,7 @@ from switchboard.errors import Conflict, Forbidden, NotFound, Unauthenticated, V
 from switchboard.identity import models, otp, repository, sessions
 from switchboard.identity.passwords import dummy_hash, hash_password, verify_password
 from switchboard.ids import new_id, new_ulid
-from switchboard.mail import Mail, MailSender
+from switchboard.mail import Mail, code_text, mail_put
 from switchboard.ratelimit import backoff_clear, backoff_fail, backoff_wait, hit
 from switchboard.store import Delete, Put, Store, keys
 
@@ -103,25 +103,33 @@ def _check_code(store: Store, purpose: str, email: str, code: str, *, ip: str | 
         backoff_clear(store, bucket)
 
 
-def _issue_code(store: Store, purpose: str, email: str, ip: str | None) -> str:
-    """A new code for (purpose, e-mail), replacing the old one; the asking address starts without a delay."""
-    code = otp.issue(store, purpose, email)
+def _issue_code(store: Store, purpose: str, email: str, ip: str | None) -> otp.Issued:
+    """A new code for (purpose, e-mail), replacing the old one when the caller's transaction commits; the asking
+    address starts without a delay."""
+    issued = otp.issue(purpose, email)
     backoff_clear(store, _code_bucket(purpose, email, ip))
-    return code
+    return issued
 
 
-def request_email_verification(store: Store, mailer: MailSender, email: str, *, ip: str | None = None) -> None:
+def request_email_verification(store: Store, email: str, *, ip: str | None = None) -> None:
+    """The code and the mail that carries it are written together (switchboard.mail): the mail goes out after."""
     email = normalize_email(email)
     limit_request(store, email, ip)
     hit(store, f"send:{REGISTER}:{email}", limit=CODES_SENT_PER_WINDOW, window_seconds=WINDOW)
-    code = _issue_code(store, REGISTER, email, ip)
-    mailer.send(
-        Mail(
-            to=email,
-            subject="Your Switchboard verification code",
-            text=f"Your verification code is {code}. It expires in 10 minutes.",
-            otp_code=code,
-        )
+    issued = _issue_code(store, REGISTER, email, ip)
+    minutes = int(otp.CODE_TTL.total_seconds() // 60)
+    store.transact(
+        [
+            issued.put,
+            mail_put(
+                Mail(
+                    to=email,
+                    subject="Your Switchboard verification code",
+                    text=code_text("verification", issued.code, minutes),
+                    expires_at=issued.expires_at,
+                )
+            ),
+        ]
     )
 
 
@@ -206,22 +214,28 @@ def logout(store: Store, auth: AuthContext) -> None:
     sessions.revoke(store, user_id, auth.principal_id)
 
 
-def request_password_reset(store: Store, mailer: MailSender, email: str, *, ip: str | None = None) -> None:
+def request_password_reset(store: Store, email: str, *, ip: str | None = None) -> None:
     """Always 202: whether the e-mail has an account is not revealed."""
     email = normalize_email(email)
     limit_request(store, email, ip)
     hit(store, f"send:{RESET}:{email}", limit=CODES_SENT_PER_WINDOW, window_seconds=WINDOW)
     if store.get(keys.user_email(email), consistent=True) is None:
         return
-    code = _issue_code(store, RESET, email, ip)
-    mailer.send(
-        Mail(
-            to=email,
-            subject="Reset your Switchboard password",
-            text=f"Your password reset code is {code}. It expires in 10 minutes. "
-            "If you did not ask for it, ignore this e-mail.",
-            otp_code=code,
-        )
+    issued = _issue_code(store, RESET, email, ip)
+    minutes = int(otp.CODE_TTL.total_seconds() // 60)
+    store.transact(
+        [
+            issued.put,
+            mail_put(
+                Mail(
+                    to=email,
+                    subject="Reset your Switchboard password",
+                    text=code_text("password reset", issued.code, minutes)
+                    + " If you did not ask for it, ignore this e-mail.",
+                    expires_at=issued.expires_at,
+                )
+            ),
+        ]
     )
 
 

@@ -34,28 +34,8 @@ def create_api_key(store: Store, auth: AuthContext, body: models.ApiKeyCreate) -
     member_ops: list[TxOp] = []
     creator_role = None
     if auth.user_id:
-        member = repository.get_member(store, org_id, auth.user_id)
-        if member is None:
-            raise Forbidden("Only a member of the organization can create its API keys.")
-        creator_role = member["role"]
-        if len(member.get("api_keys") or ()) >= MAX_KEYS_PER_MEMBER:
-            raise Conflict(f"A member can hold at most {MAX_KEYS_PER_MEMBER} API keys; revoke one first.")
-        unchanged, values = repository.member_keys_unchanged(member)
-        member_ops.append(
-            Update(
-                key=keys.member(org_id, auth.user_id),
-                expression="ADD api_keys :entry, keys_version :one",
-                condition=f"#role = :creator_role AND {unchanged}",
-                names={"#role": "role"},
-                values={
-                    ":entry": {repository.key_entry(key_id, token_hash)},
-                    ":one": 1,
-                    ":creator_role": creator_role,
-                    **values,
-                },
-                error=Conflict("The member's keys or role changed meanwhile; retry."),
-            )
-        )
+        creator_role, member_op = member_key_op(store, org_id, auth.user_id, key_id, token_hash)
+        member_ops.append(member_op)
     record, ops = repository.api_key_ops(
         org_id,
         key_id,
@@ -76,6 +56,31 @@ def create_api_key(store: Store, auth: AuthContext, body: models.ApiKeyCreate) -
         ]
     )
     return models.ApiKeyCreated(**_view(record).model_dump(), key=plain)
+
+
+def member_key_op(store: Store, org_id: str, user_id: str, key_id: str, token_hash: str) -> tuple[str, Update]:
+    """The creator's member row gains the key (at most MAX_KEYS_PER_MEMBER), on condition that neither its role nor
+    its keys changed since read: → (the member's role, the key's `creator_role`; the Update for the transaction)."""
+    member = repository.get_member(store, org_id, user_id)
+    if member is None:
+        raise Forbidden("Only a member of the organization can create its API keys.")
+    creator_role = str(member["role"])
+    if len(member.get("api_keys") or ()) >= MAX_KEYS_PER_MEMBER:
+        raise Conflict(f"A member can hold at most {MAX_KEYS_PER_MEMBER} API keys; revoke one first.")
+    unchanged, values = repository.member_keys_unchanged(member)
+    return creator_role, Update(
+        key=keys.member(org_id, user_id),
+        expression="ADD api_keys :entry, keys_version :one",
+        condition=f"#role = :creator_role AND {unchanged}",
+        names={"#role": "role"},
+        values={
+            ":entry": {repository.key_entry(key_id, token_hash)},
+            ":one": 1,
+            ":creator_role": creator_role,
+            **values,
+        },
+        error=Conflict("The member's keys or role changed meanwhile; retry."),
+    )
 
 
 def list_api_keys(store: Store, auth: AuthContext) -> list[models.ApiKey]:

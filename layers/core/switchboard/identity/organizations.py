@@ -17,7 +17,7 @@ from switchboard.identity.accounts import get_user, normalize_email, require_use
 from switchboard.identity.credentials import hash_token
 from switchboard.identity.security import get_security
 from switchboard.ids import new_id
-from switchboard.mail import Mail, MailSender
+from switchboard.mail import Mail, mail_put
 from switchboard.store import ConditionCheck, Delete, Put, Store, TxOp, Update, keys
 
 INVITATION_TTL = timedelta(days=7)
@@ -240,8 +240,9 @@ def _invitation_view(item: dict[str, Any]) -> models.Invitation:
 
 
 def create_invitation(
-    store: Store, mailer: MailSender, auth: AuthContext, body: models.InvitationCreate, accept_url: str
+    store: Store, auth: AuthContext, body: models.InvitationCreate, accept_url: str
 ) -> models.Invitation:
+    """The invitation and the mail with its link are written together (switchboard.mail): the mail goes out after."""
     _require_can_manage(auth, body.role)
     org = get_organization(store, auth)
     email = normalize_email(body.email)
@@ -265,6 +266,15 @@ def create_invitation(
         "expires_at": clock.iso(now + INVITATION_TTL),
         "ttl": clock.epoch(now + INVITATION_TTL + timedelta(days=30)),
     }
+    # The token rides in the fragment: browsers and proxies never send or log a fragment, unlike a query string.
+    link = f"{accept_url.rstrip('/')}/v1/invitations/{invitation_id}/accept#token={token}"
+    invitation_mail = Mail(
+        to=email,
+        subject=f"You are invited to {org.name} on Switchboard",
+        text=f"You were invited to join {org.name} as {body.role}. Sign in or register with this e-mail, then "
+        f'accept: {link} (POST /v1/invitations/{invitation_id}/accept with {{"token": "{token}"}}). '
+        "It expires in 7 days.",
+    )
     store.transact(
         [
             Put(item=item, condition="attribute_not_exists(PK)"),
@@ -279,18 +289,8 @@ def create_invitation(
             audit_put(
                 auth, "invitation.created", "invitation", invitation_id, after={"email": email, "role": body.role}
             ),
+            mail_put(invitation_mail),
         ]
-    )
-    # The token rides in the fragment: browsers and proxies never send or log a fragment, unlike a query string.
-    link = f"{accept_url.rstrip('/')}/v1/invitations/{invitation_id}/accept#token={token}"
-    mailer.send(
-        Mail(
-            to=email,
-            subject=f"You are invited to {org.name} on Switchboard",
-            text=f"You were invited to join {org.name} as {body.role}. Sign in or register with this e-mail, then "
-            f'accept: {link} (POST /v1/invitations/{invitation_id}/accept with {{"token": "{token}"}}). '
-            "It expires in 7 days.",
-        )
     )
     return _invitation_view(item)
 

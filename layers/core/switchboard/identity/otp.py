@@ -9,11 +9,12 @@ from __future__ import annotations
 import hashlib
 import hmac
 import secrets
-from datetime import timedelta
+from dataclasses import dataclass
+from datetime import datetime, timedelta
 
 from switchboard import clock
 from switchboard.errors import Conflict, ValidationFailed
-from switchboard.store import Store
+from switchboard.store import Put, Store
 
 CODE_TTL = timedelta(minutes=10)
 
@@ -26,23 +27,32 @@ def _digest(salt: str, code: str) -> str:
     return hashlib.sha256(f"{salt}:{code}".encode()).hexdigest()
 
 
-def issue(store: Store, purpose: str, email: str) -> str:
-    """A new code for (purpose, e-mail); replaces any earlier one. Returns the plain code to e-mail."""
+@dataclass(frozen=True)
+class Issued:
+    """A new code: the plain value (to e-mail, never stored), when it expires, and the Put that stores its hash."""
+
+    code: str
+    expires_at: datetime
+    put: Put
+
+
+def issue(purpose: str, email: str) -> Issued:
+    """A new code for (purpose, e-mail), replacing any earlier one once `put` is written: the caller writes it in the
+    transaction that queues the mail carrying the code (switchboard.mail), so neither exists without the other."""
     code = f"{secrets.randbelow(1_000_000):06d}"
     salt = secrets.token_hex(8)
     now = clock.now()
-    store.put(
-        {
-            **_key(purpose, email),
-            "entity": "OneTimeCode",
-            "salt": salt,
-            "code_hash": _digest(salt, code),
-            "expires_at": clock.epoch(now + CODE_TTL),
-            "verified": False,
-            "ttl": clock.epoch(now + CODE_TTL + timedelta(days=1)),
-        }
-    )
-    return code
+    expires = now + CODE_TTL
+    item = {
+        **_key(purpose, email),
+        "entity": "OneTimeCode",
+        "salt": salt,
+        "code_hash": _digest(salt, code),
+        "expires_at": clock.epoch(expires),
+        "verified": False,
+        "ttl": clock.epoch(expires + timedelta(days=1)),
+    }
+    return Issued(code, expires, Put(item=item))
 
 
 def _invalid() -> ValidationFailed:

@@ -114,7 +114,7 @@ def start_due_purges(store: Store, now: datetime | None = None) -> list[str]:
             )
         except Conflict:
             continue  # restored meanwhile, or another sweep started it
-        service.enqueue(job.item["id"], 0)
+        service.enqueue_committed(store, job.item["id"])
         started.append(job.item["id"])
     return started
 

@@ -15,8 +15,13 @@ Each JobsQueue message `{"job_id", "seq"}` runs one chunk:
 4. send the message for `seq + 1` (none once the kind says it is done).
 
 A crash before 3 leaves the message on the queue: SQS redelivers it and the chunk runs again from the same
-checkpoint. A crash between 3 and 4 loses the next message: `resume_stalled` (hourly schedule) re-sends the current
-`seq` of every running job untouched for `STALLED_AFTER`; `resume` does it for one job (operators, tests). A chunk that
+checkpoint. A crash between 3 and 4 loses the next message: `resume_stalled` (a schedule every 5 minutes) re-sends the
+current `seq` of every running job untouched for `STALLED_AFTER`; `resume` does it for one job (operators, tests).
+
+A job is started by the transaction of the change that needs it (`start_op` in the caller's `Store.transact`); its
+first message is sent after the commit with `enqueue_committed`, which never raises: when SQS refuses, the job is
+marked due and the next sweep sends it, so a request never fails after its write committed (the same for the next
+chunk's message after a checkpoint). A chunk that
 keeps failing is retried by SQS, marked `failed` (with the error) on its last receive and then lands in JobsDLQ,
 whose alarm pages the operator; `resume` restarts a failed job from its checkpoint.
 
@@ -34,7 +39,7 @@ from typing import Any
 
 from aws_lambda_powertools import Logger
 
-from switchboard import aws, clock
+from switchboard import aws, clock, metrics
 from switchboard.config import get_settings
 from switchboard.errors import Conflict
 from switchboard.ids import new_id
@@ -46,6 +51,7 @@ Item = dict[str, Any]
 RUNNING, COMPLETED, FAILED = "running", "completed", "failed"
 JOB_RETENTION = timedelta(days=90)  # a finished job's record stays this long (TTL)
 STALLED_AFTER = timedelta(minutes=15)
+DUE = "0"  # GSI1SK prefix of a job whose message could not be sent: before every timestamp, so the next sweep takes it
 MAX_RECEIVES = 5  # JobsQueue's maxReceiveCount (template.yaml): the last try marks the job failed
 
 KINDS: dict[str, str] = {
@@ -90,7 +96,7 @@ def _active_sk(updated_at: str, job_id: str) -> str:
 
 
 def start_op(kind: str, org_id: str, *, job_id: str | None = None, checkpoint: dict[str, Any] | None = None) -> Put:
-    """The job's Put (`attribute_not_exists`), for the caller's transaction; send `enqueue(job_id, 0)` after it."""
+    """The job's Put (`attribute_not_exists`), for the caller's transaction; `enqueue_committed` after the commit."""
     if kind not in KINDS:
         raise ValueError(f"unknown job kind {kind!r}")
     job_id = job_id or new_id("job")
@@ -120,11 +126,39 @@ def enqueue(job_id: str, seq: int) -> None:
     )
 
 
+def enqueue_committed(store: Store, job_id: str, seq: int = 0) -> bool:
+    """Send the message of chunk `seq` of a job whose item is committed already (the request's transaction, a
+    checkpoint). Never raises: a failed send is logged, counted (`JobEnqueueFailures`) and the job marked due
+    (`DUE`: GSI1SK sorted before every timestamp), so the next sweep (`resume_stalled`, every 5 minutes) sends it —
+    the request that committed the job answers its 2xx whatever SQS does. → whether the message went out."""
+    try:
+        enqueue(job_id, seq)
+        return True
+    except Exception as err:  # noqa: BLE001 - the job is committed: the sweep sends what SQS refused now
+        logger.warning(
+            "job message not sent; the sweep sends it",
+            extra={"job_id": job_id, "seq": seq, "error_type": type(err).__name__},
+        )
+        metrics.count("JobEnqueueFailures")
+    try:  # without this mark the sweep still finds the job, once untouched for STALLED_AFTER
+        store.update(
+            keys.job(job_id),
+            "SET GSI1SK = :due",
+            condition="seq = :seq AND #status = :running",
+            names={"#status": "status"},
+            values={":due": f"{DUE}#{job_id}", ":seq": seq, ":running": RUNNING},
+            return_values="NONE",
+        )
+    except Exception as err:  # noqa: BLE001 - the job moved on meanwhile, or the table refused too
+        logger.warning("job not marked due", extra={"job_id": job_id, "error_type": type(err).__name__})
+    return False
+
+
 def start(store: Store, kind: str, org_id: str, checkpoint: dict[str, Any] | None = None) -> str:
     """Start a job on its own (operators: backfills); → its id."""
     job = start_op(kind, org_id, checkpoint=checkpoint)
     store.transact([job])
-    enqueue(job.item["id"], 0)
+    enqueue_committed(store, job.item["id"])
     return str(job.item["id"])
 
 
@@ -181,7 +215,7 @@ def run_chunk(store: Store, job_id: str, seq: int, *, send_next: bool = True) ->
         logger.info("job completed", extra={"job_id": job_id, "kind": job["kind"], "progress": progress})
         return COMPLETED
     if send_next:
-        enqueue(job_id, seq + 1)
+        enqueue_committed(store, job_id, seq + 1)  # the checkpoint is written: raising would only drop this chunk
     return "chunk"
 
 
@@ -244,8 +278,9 @@ def resume(store: Store, job_id: str) -> bool:
 
 
 def resume_stalled(store: Store, now: datetime | None = None) -> list[str]:
-    """Re-send the current chunk of every running job untouched for `STALLED_AFTER` (GSI1 `JOBS#active`, oldest
-    first, one page of 100 per run)."""
+    """Re-send the current chunk of every running job untouched for `STALLED_AFTER` or marked due because its message
+    could not be sent (`enqueue_committed`): GSI1 `JOBS#active`, due ones first, then oldest first, one page of 100
+    per run (the JobsFunction schedule runs it every 5 minutes)."""
     cutoff = clock.iso((now or clock.now()) - STALLED_AFTER)
     page = store.query(keys.JOBS_ACTIVE, index="GSI1", sk_between=("0", cutoff), limit=100)
     resumed = []

@@ -47,9 +47,10 @@ def shard_of(item_id: str, shards: int | None = None) -> int:
     return int.from_bytes(digest, "big") % (shards or count())
 
 
-def pk(org: str, item_id: str) -> str:
-    """The partition of the item with this id: `ORG#<org>#<shard>`."""
-    return f"{org_pk(org)}#{shard_of(item_id)}"
+def pk(org: str, item_id: str, shards: int | None = None) -> str:
+    """The partition of the item with this id: `ORG#<org>#<shard>` (at the stage's count, unless `shards` says it:
+    a tool writing from outside the functions)."""
+    return f"{org_pk(org)}#{shard_of(item_id, shards)}"
 
 
 def event_key(org: str, ulid: str) -> dict[str, str]:

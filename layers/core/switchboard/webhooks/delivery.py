@@ -42,7 +42,7 @@ from switchboard.audit import audit_put
 from switchboard.config import get_settings
 from switchboard.errors import Conflict
 from switchboard.ids import new_ulid
-from switchboard.mail import Mail, get_mail_sender
+from switchboard.mail import Mail, enqueue, mail_puts
 from switchboard.store import Put, Store, Update, get_store
 from switchboard.webhooks import repository as repo
 from switchboard.webhooks import schedule, service, signing
@@ -238,19 +238,31 @@ def _cancel(org: str, delivery: Item, reason: str, message_id: str, generation: 
         )
 
 
-def _notify(store: Store, org: str, subject: str, text: str) -> None:
+def _alert_mails(store: Store, org: str, subject: str, text: str) -> list[Mail]:
+    """One mail per alerting address of the organization (at most 10: webhooks.models)."""
     alerting = service.alerting_of(repo.get_alerting(store, org))
-    sender = get_mail_sender()
-    for email in alerting.emails:
-        try:
-            sender.send(Mail(to=email, subject=subject, text=text))
-        except Exception:  # an alert that cannot be mailed must not fail the delivery
-            logger.exception("alert e-mail not sent", extra={"organization_id": org})
+    return [Mail(to=email, subject=subject, text=text) for email in alerting.emails]
+
+
+def _notify(store: Store, org: str, subject: str, text: str) -> None:
+    """Queue the alert mails on their own (the change they report is written already)."""
+    try:
+        enqueue(store, _alert_mails(store, org, subject, text))
+    except Exception:  # an alert that cannot be queued must not fail the delivery
+        logger.exception("alert e-mail not queued", extra={"organization_id": org})
 
 
 def disable_endpoint(store: Store, org: str, endpoint: Item, reason: str, detail: str) -> bool:
-    """Disable once (condition: still enabled), audited as the system; the alerting e-mails are told."""
+    """Disable once (condition: still enabled), audited as the system; the alerting e-mails are queued in the same
+    transaction."""
     now = clock.now_iso()
+    mails = _alert_mails(
+        store,
+        org,
+        f"Webhook endpoint disabled: {endpoint['url']}",
+        f"Switchboard disabled the webhook endpoint {endpoint['id']} ({endpoint['url']}): {detail}\n"
+        "Fix the receiver, enable the endpoint again, then recover its failed deliveries.",
+    )
     try:
         store.transact(
             [
@@ -268,17 +280,11 @@ def disable_endpoint(store: Store, org: str, endpoint: Item, reason: str, detail
                     endpoint["id"],
                     after={"reason": reason, "detail": detail},
                 ),
+                *mail_puts(mails),
             ]
         )
     except Conflict:
         return False  # already disabled (or deleted)
-    _notify(
-        store,
-        org,
-        f"Webhook endpoint disabled: {endpoint['url']}",
-        f"Switchboard disabled the webhook endpoint {endpoint['id']} ({endpoint['url']}): {detail}\n"
-        "Fix the receiver, enable the endpoint again, then recover its failed deliveries.",
-    )
     return True
 
 

@@ -462,7 +462,7 @@ def recover(store: Store, auth: AuthContext, endpoint_id: str, since: str) -> mo
     store.transact(
         [job, audit_put(auth, "webhook_endpoint.recovered", "webhook_endpoint", endpoint_id, after={"since": since})]
     )
-    jobs.enqueue(job.item["id"], 0)
+    jobs.enqueue_committed(store, job.item["id"])
     return models.RecoverResult(
         endpoint_id=endpoint_id, since=since, job_id=job.item["id"], status=jobs.RUNNING, requeued=0, has_more=False
     )
