@@ -521,7 +521,8 @@ class EvolutionProvider(LinkedDeviceProvider):
         value = (header(headers, "authorization") or "").strip()
         if not value.lower().startswith("bearer "):
             raise Unauthenticated("Missing Authorization: Bearer header.")
-        verify_jwt(value[7:].strip(), self.secret)
+        token = value[7:].strip()
+        self.verified(lambda secret: verify_jwt(token, secret))
 
     def parse_callback(self, body: bytes) -> list[CallbackEvent]:
         try:

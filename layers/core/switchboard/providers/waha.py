@@ -586,9 +586,13 @@ class WahaProvider(LinkedDeviceProvider):
         given = (header(headers, SIGNATURE_HEADER) or "").strip().lower()
         if not given:
             raise Unauthenticated("Missing X-Webhook-Hmac header.")
-        expected = hmac.new(self.secret.encode(), body, hashlib.sha512).hexdigest()
-        if not hmac.compare_digest(given.encode(), expected.encode()):
-            raise Unauthenticated("The X-Webhook-Hmac signature does not match the body.")
+
+        def check(secret: str) -> None:
+            expected = hmac.new(secret.encode(), body, hashlib.sha512).hexdigest()
+            if not hmac.compare_digest(given.encode(), expected.encode()):
+                raise Unauthenticated("The X-Webhook-Hmac signature does not match the body.")
+
+        self.verified(check)
 
     def parse_callback(self, body: bytes) -> list[CallbackEvent]:
         try:

@@ -8,8 +8,9 @@ Evolution's instance (default: the channel id). Each engine's adapter speaks tha
 
 Callbacks: on `connect` the adapter points the engine's webhook at
 `<PUBLIC_BASE_URL>/v1/providers/{channel_id}/callback` with a per-channel secret. The secret is never stored: it is
-an HMAC of the channel id under the server secret (`CURSOR_SECRET`), so rotating that secret needs a `reconnect` of
-each linked-device channel.
+an HMAC of the channel id under the platform secret (`switchboard.platform_secret`). A callback signed with the
+secret derived from the previous version still verifies after a rotation; a `reconnect` gives the engine the new
+one, and must be done before the next rotation.
 
 A send whose engine answer is lost after the request left (read timeout, dropped connection) or carries no message id
 raises `SendUncertain`: the message is then never handed to the engine again, and the engine's callbacks reconcile it.
@@ -19,13 +20,14 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 from importlib import import_module
 from typing import Any
 
-from switchboard import clock
+from switchboard import clock, platform_secret
 from switchboard.config import get_settings
-from switchboard.errors import ValidationFailed
+from switchboard.errors import Unauthenticated, ValidationFailed
 from switchboard.providers.base import Channel, Provider, ProviderRejected
 from switchboard.providers.http import DEFAULT_TIMEOUT, HttpApi, segment
 
@@ -92,10 +94,33 @@ def header(headers: dict[str, str], name: str) -> str | None:
     return None
 
 
-def callback_secret(channel_id: str) -> str:
-    """The channel's webhook secret: derived, never stored (HMAC-SHA256 of the channel id under the server secret)."""
-    key = get_settings().cursor_secret.get_secret_value().encode()
+def _callback_secret(key: bytes, channel_id: str) -> str:
     return hmac.new(key, f"whatsapp_web.callback:{channel_id}".encode(), hashlib.sha256).hexdigest()
+
+
+def callback_secret(channel_id: str) -> str:
+    """The channel's webhook secret: derived, never stored (HMAC-SHA256 of the channel id under the platform
+    secret's current version)."""
+    return _callback_secret(platform_secret.current(), channel_id)
+
+
+def callback_secrets(channel_id: str) -> Iterator[str]:
+    """The secrets a callback may be signed with: the current one, then those of the platform secret's previous
+    version (`platform_secret.candidates`), each derived only when the one before did not fit."""
+    for key in platform_secret.candidates():
+        yield _callback_secret(key, channel_id)
+
+
+def verified_with_any[T](secrets: Iterator[str], check: Callable[[str], T]) -> T:
+    """`check(secret)` for the first secret it accepts (it raises `Unauthenticated` otherwise); none: the first
+    secret's error."""
+    first: Unauthenticated | None = None
+    for secret in secrets:
+        try:
+            return check(secret)
+        except Unauthenticated as err:
+            first = first or err
+    raise first or Unauthenticated("The callback is not signed with this channel's secret.")
 
 
 def callback_url(channel_id: str) -> str:
@@ -132,6 +157,10 @@ class LinkedDeviceProvider(Provider):
     @property
     def secret(self) -> str:
         return callback_secret(str(self.channel.get("id")))
+
+    def verified[T](self, check: Callable[[str], T]) -> T:
+        """`check` under the channel's webhook secret, or the previous platform secret's during a rotation."""
+        return verified_with_any(callback_secrets(str(self.channel.get("id"))), check)
 
     def api(self) -> HttpApi:  # pragma: no cover - each engine builds its own
         raise NotImplementedError
