@@ -107,6 +107,7 @@ class LocalStack:
         self._api_executor: ThreadPoolExecutor | None = None
         self._poller_executor: ThreadPoolExecutor | None = None
         self._sock: socket.socket | None = None
+        self._index_lag: Any = None
 
     # Lifecycle -----------------------------------------------------------------------------------------------------
     def __enter__(self) -> LocalStack:
@@ -131,6 +132,11 @@ class LocalStack:
             self.resources = create_resources(self.template, prefix=self.prefix)
             self._set_function_env()
             bootstrapped = self._bootstrap()
+            lag_ms = os.environ.get("LOCAL_INDEX_LAG_MS")
+            if lag_ms and float(lag_ms) > 0:
+                from local.index_lag import IndexLag
+
+                self._index_lag = IndexLag(lag_ms=float(lag_ms)).install()
             serialize_resolvers()
             self.functions = self._build_functions()
             self.functions.warm()
@@ -166,6 +172,9 @@ class LocalStack:
         for executor in (self._api_executor, self._poller_executor):
             if executor is not None:
                 executor.shutdown(wait=False, cancel_futures=True)
+        if self._index_lag is not None:
+            self._index_lag.uninstall()
+            self._index_lag = None
         if self._moto is not None:
             try:
                 self._moto.stop()
