@@ -1,6 +1,6 @@
 """Background jobs (switchboard.jobs): the JobsQueue consumer, one chunk per message, and the schedules that start
-due organization purges (daily), start the day's segment window expiry (daily) and re-send the next chunk of
-stalled jobs (hourly)."""
+due organization purges (daily), start the day's segment window expiry (daily), re-send the next chunk of stalled
+jobs and release contact erasures due for their second pass (hourly)."""
 
 from __future__ import annotations
 
@@ -49,5 +49,10 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     if action == "resume_stalled":
         resumed = service.resume_stalled(get_store())
         logger.info("stalled jobs resumed", extra={"jobs": resumed})
-        return {"resumed": resumed}
+        # on first use: keeps switchboard.contacts.erasure off the queue consumer's cold start
+        from switchboard.contacts import erasure
+
+        released = erasure.release_settled(get_store())
+        logger.info("contact erasures released for their second pass", extra={"contacts": len(released)})
+        return {"resumed": resumed, "erasures_released": len(released)}
     raise ValueError(f"unknown jobs action {action!r}")
