@@ -152,3 +152,17 @@ def test_an_erasure_finds_what_was_written_just_before_the_deletion(api: Api, la
     assert texts and "a late line about compilers" not in texts and "the first line" not in texts
     done = store.get(erasure.tombstone_key(org, ct), consistent=True)
     assert done["status"] == "erased" and "GSI1PK" not in done and "needles" not in done
+
+
+def test_the_local_stacks_lag_settles_by_itself_once_its_view_is_older_than_the_lag(api: Api):
+    """`LOCAL_INDEX_LAG_MS` (local/stack.py): an index read may miss what was written in the last N ms."""
+    deal_type(api)
+    person = contact(api, name="Ada", email="ada@example.com")
+    store, org = get_store(), api.org_id
+    with IndexLag(lag_ms=3_600_000):  # an hour: nothing written since it began shows in the index
+        deal = record(api, person["id"])
+        assert store.query(objects.contact_pk(org, person["id"]), index="GSI2").items == []
+    with IndexLag(lag_ms=0):  # every read finds the view too old and settles first
+        later = record(api, person["id"], "Later deal")
+        found = store.query(objects.contact_pk(org, person["id"]), index="GSI2").items
+        assert {i["id"] for i in found} == {deal["id"], later["id"]}
