@@ -34,7 +34,7 @@ PREVIOUS = "AWSPREVIOUS"
 _lock = threading.Lock()
 _providers: dict[str, Any] = {}  # "current" / "previous" → a SecretsProvider (each has its own cache)
 _absent_until: dict[str, float] = {}  # ARN → no AWSPREVIOUS version: not asked again before this (monotonic)
-_refreshed_at = 0.0
+_refreshed_at = float("-inf")  # when this container last read both versions again (monotonic)
 
 
 def _provider(which: str) -> Any:
@@ -126,4 +126,4 @@ def reset() -> None:
     with _lock:
         _providers.clear()
     _absent_until.clear()
-    _refreshed_at = 0.0
+    _refreshed_at = float("-inf")
