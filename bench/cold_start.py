@@ -66,7 +66,7 @@ LAMBDA_ENV = {
     "OUTBOUND_MESSAGES_QUEUE_URL": "https://sqs.us-east-1.amazonaws.com/123456789012/switchboard-dev-outbound-messages",
     "JOBS_QUEUE_URL": "https://sqs.us-east-1.amazonaws.com/123456789012/switchboard-dev-jobs",
     "CLOUD_WEBHOOK_QUEUE_URL": "https://sqs.us-east-1.amazonaws.com/123456789012/switchboard-dev-cloud-webhook",
-    "CURSOR_SECRET": "bench-cursor-secret-0123456789abcdef",
+    "CURSOR_SECRET_ARN": "arn:aws:secretsmanager:us-east-1:123456789012:secret:switchboard-dev-CursorSecret-AbCdEf",
     "API_KEY_MODE": "test",
     "MAIL_SENDER": "no-reply@example.com",
     "SANDBOX_STATUS_DELAY": "1",

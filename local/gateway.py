@@ -9,7 +9,9 @@ What it emulates, from `template.yaml`:
   `AUTHORIZER_CONFIGURATION_ERROR`; a Deny (or no matching Allow) → `ACCESS_DENIED`; an Allow puts its `context`
   (values as strings) and `principalId` into `requestContext.authorizer`;
 - REST API v1 proxy events and results; a handler that raises, or answers a malformed result, → `DEFAULT_5XX` (502);
-  29 s without an answer → `INTEGRATION_TIMEOUT` (504); bodies over 10 MB → `REQUEST_TOO_LARGE`;
+  29 s without an answer → `INTEGRATION_TIMEOUT` (504); bodies over 10 MB → `REQUEST_TOO_LARGE`; a result whose JSON
+  (as the Python runtime serialises it) is over Lambda's synchronous response limit of 6,291,556 bytes →
+  `INTEGRATION_FAILURE` (502), as AWS answers when the runtime cannot hand such a response over;
 - gateway responses: status, headers and the `application/json` template of the template's
   `AWS::ApiGateway::GatewayResponse` resources (`$context.*` substituted), falling back as API Gateway does to
   `DEFAULT_4XX` / `DEFAULT_5XX`, and finally to a built-in error envelope.
@@ -48,6 +50,10 @@ from local.template import GatewayResponseSpec, LocalTemplate, TemplateError
 log = logging.getLogger("local.gateway")
 
 MAX_BODY_BYTES = 10 * 1024 * 1024
+# Lambda's limit for a synchronous invocation's response: the handler's return value as JSON (the runtime's
+# `json.dumps`, default separators). Over it, the invocation fails with "Response payload size exceeded maximum allowed
+# payload size (6291556 bytes)" and API Gateway answers 502 INTEGRATION_FAILURE.
+MAX_RESPONSE_BYTES = 6_291_556
 API_ID = "local"
 GATEWAY_ACCOUNT_ID = "000000000000"
 GATEWAY_REGION = "us-east-1"
@@ -355,6 +361,7 @@ class Gateway:
         mail_reader: Callable[[str | None], list[dict[str, Any]]] | None = None,
         integration_timeout: float = 29.0,
         max_body_bytes: int = MAX_BODY_BYTES,
+        max_response_bytes: int = MAX_RESPONSE_BYTES,
         trusted_proxies: Iterable[str] | None = None,
     ) -> None:
         self.template = template
@@ -367,6 +374,7 @@ class Gateway:
         self.mail_reader = mail_reader
         self.integration_timeout = integration_timeout
         self.max_body_bytes = max_body_bytes
+        self.max_response_bytes = max_response_bytes
         self.routes = RouteTable.from_template(template)
         self.responses = GatewayResponses(template.gateway_responses)
         for route in self.routes.routes:
@@ -708,12 +716,30 @@ class Gateway:
 
     async def _invoke(self, function: str, event: dict[str, Any]) -> Any:
         try:
-            return await self._call(function, event)
+            result = await self._call(function, event)
         except GatewayError:
             raise
         except Exception:
             log.exception("%s raised (Lambda function error)", function)
             raise GatewayError("DEFAULT_5XX", "Internal server error", 502) from None
+        self._check_response_size(function, result)
+        return result
+
+    def _check_response_size(self, function: str, result: Any) -> None:
+        """Lambda refuses to return a response whose JSON is over the synchronous limit: the handler ran (and
+        committed whatever it wrote), the client gets API Gateway's 502."""
+        try:
+            size = len(json.dumps(result).encode())
+        except (TypeError, ValueError):
+            return  # not JSON-serialisable: `_proxy_result` answers it as a malformed result
+        if size > self.max_response_bytes:
+            log.error(
+                "%s: Response payload size (%d bytes) exceeded maximum allowed payload size (%d bytes)",
+                function,
+                size,
+                self.max_response_bytes,
+            )
+            raise GatewayError("INTEGRATION_FAILURE", "Internal server error", 502)
 
     def _proxy_result(self, result: Any, request: _Request) -> tuple[int, list[Any], bytes]:
         if not isinstance(result, dict) or "statusCode" not in result:

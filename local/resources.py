@@ -6,7 +6,8 @@ the moto server: both read the same `template.yaml`, so keys, indexes and stream
 Created: every `AWS::DynamoDB::Table` (attributes, keys, GSIs/LSIs, billing, stream, then TTL), every
 `AWS::SQS::Queue` (attributes, then the redrive policy to its resolved DLQ), every `AWS::Events::EventBus` and
 `AWS::Events::Rule` with its targets (moto delivers `put_events` to SQS targets on a custom bus and evaluates the
-pattern), every `AWS::S3::Bucket`, and every `AWS::SecretsManager::Secret` (a random value generated here, used to
+pattern), every `AWS::S3::Bucket`, and every `AWS::SecretsManager::Secret` (a random value generated here, stored in
+the endpoint's Secrets Manager, whose ARN `!Ref` answers as on AWS, so functions read it at run time; also used to
 resolve `{{resolve:secretsmanager:...}}`). Anything else gets a deterministic placeholder name and ARN.
 """
 
@@ -126,6 +127,7 @@ def create_resources(template: LocalTemplate, *, prefix: str = "switchboard-loca
     _plan_names(res)
     for logical_id, resource in template.of_type("AWS::SecretsManager::Secret").items():
         res.secret_values[logical_id] = _secret_value(res.resolve(resource.get("Properties") or {}))
+    _create_secrets(res, session.client("secretsmanager", region_name=REGION))
     _create_tables(res, session.client("dynamodb", region_name=REGION))
     _create_queues(res, session.client("sqs", region_name=REGION))
     events = session.client("events", region_name=REGION)
@@ -221,6 +223,7 @@ def _already_exists(err: Exception) -> bool:
         "ResourceAlreadyExistsException",
         "BucketAlreadyOwnedByYou",
         "QueueAlreadyExists",
+        "ResourceExistsException",
     )
 
 
@@ -342,6 +345,23 @@ def _create_rules(res: Resources, events: Any) -> None:
         ]
         if targets:
             events.put_targets(Rule=name, EventBusName=bus, Targets=targets)
+
+
+def _create_secrets(res: Resources, secretsmanager: Any) -> None:
+    """Each secret with its generated value; on an endpoint that has it already, the value it holds."""
+    from botocore.exceptions import ClientError
+
+    for logical_id, value in res.secret_values.items():
+        name = res.attributes[logical_id]["Name"]
+        try:
+            arn = secretsmanager.create_secret(Name=name, SecretString=value)["ARN"]
+        except ClientError as err:
+            if not _already_exists(err):
+                raise
+            held = secretsmanager.get_secret_value(SecretId=name)
+            arn, res.secret_values[logical_id] = held["ARN"], held["SecretString"]
+        res.physical[logical_id] = arn
+        res.attributes[logical_id]["Arn"] = arn
 
 
 def _create_buckets(res: Resources, s3: Any) -> None:

@@ -108,6 +108,7 @@ class LocalStack:
         self._poller_executor: ThreadPoolExecutor | None = None
         self._sock: socket.socket | None = None
         self._iam_previous: Any = False  # the IAM model active before start (False: not activated)
+        self._index_lag: Any = None
 
     # Lifecycle -----------------------------------------------------------------------------------------------------
     def __enter__(self) -> LocalStack:
@@ -136,6 +137,11 @@ class LocalStack:
             verify_sender(self.template)  # what the operator does once per stage (docs/operations.md)
             self._set_function_env()
             bootstrapped = self._bootstrap()
+            lag_ms = os.environ.get("LOCAL_INDEX_LAG_MS")
+            if lag_ms and float(lag_ms) > 0:
+                from local.index_lag import IndexLag
+
+                self._index_lag = IndexLag(lag_ms=float(lag_ms)).install()
             serialize_resolvers()
             self.functions = self._build_functions()
             self.functions.warm()
@@ -171,6 +177,9 @@ class LocalStack:
         for executor in (self._api_executor, self._poller_executor):
             if executor is not None:
                 executor.shutdown(wait=False, cancel_futures=True)
+        if self._index_lag is not None:
+            self._index_lag.uninstall()
+            self._index_lag = None
         if self._moto is not None:
             try:
                 self._moto.stop()

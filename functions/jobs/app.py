@@ -1,6 +1,7 @@
 """Background jobs (switchboard.jobs): the JobsQueue consumer, one chunk per message, and the schedules that start
-due organization purges (daily), start the day's segment window expiry (daily) and send the chunk message of stalled
-jobs, or of jobs whose message could not be sent (every 5 minutes)."""
+due organization purges (daily), start the day's segment window expiry (daily), send the chunk message of stalled
+jobs, or of jobs whose message could not be sent, and release contact erasures due for their second pass (every 5
+minutes)."""
 
 from __future__ import annotations
 
@@ -50,5 +51,10 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     if action == "resume_stalled":
         resumed = service.resume_stalled(get_store())
         logger.info("stalled jobs resumed", extra={"jobs": resumed})
-        return {"resumed": resumed}
+        # on first use: keeps switchboard.contacts.erasure off the queue consumer's cold start
+        from switchboard.contacts import erasure
+
+        released = erasure.release_settled(get_store())
+        logger.info("contact erasures released for their second pass", extra={"contacts": len(released)})
+        return {"resumed": resumed, "erasures_released": len(released)}
     raise ValueError(f"unknown jobs action {action!r}")

@@ -10,7 +10,7 @@ from aws_lambda_powertools.event_handler.openapi.params import Body, Path, Query
 
 from switchboard.api.app import PUBLIC, create_resolver, make_handler
 from switchboard.api.auth import public, requires
-from switchboard.api.context import current_auth
+from switchboard.api.context import current_auth, seconds_left
 from switchboard.api.envelope import Data, ListData, Meta, cursor_list, whole_list
 from switchboard.api.lazy import lazy_module
 from switchboard.errors import ValidationFailed
@@ -813,8 +813,10 @@ def channel_groups(channelID: str) -> ListData[group_models.Group]:
     tags=CH,
     summary="Download media of a channel",
     description=(
-        "Fetches a media object by its provider id through the channel, keeps a copy, and answers it "
-        "base64-encoded. 404 `not_found` for an unknown channel or media.\n\n"
+        "Fetches a media object by its provider id through the channel and keeps a copy: up to 4 MiB the "
+        "answer carries it base64-encoded in `data`; a larger file is answered with `data` empty and `source_url` "
+        "a presigned URL of the copy, valid 15 minutes (`expires_at`). 404 `not_found` for an unknown channel or "
+        "media; 503 `service_unavailable` when the provider does not deliver it in time.\n\n"
         "Who may call: the `member` role or higher (API key or session); a lower role gets 403 "
         "`forbidden`."
     ),
@@ -824,7 +826,8 @@ def channel_media(
     mediaID: Annotated[str, Path(min_length=1, max_length=MEDIA_ID_MAX, pattern=MEDIA_ID_PATTERN)],
     message_id: Annotated[str, Query(min_length=1, max_length=256)] = "-",
 ) -> Data[media.DownloadedMediaView]:
-    return Data(data=media.download(get_store(), current_auth(app), channelID, mediaID, message_id, "{}"))
+    auth, left = current_auth(app), seconds_left(app)
+    return Data(data=media.download(get_store(), auth, channelID, mediaID, message_id, "{}", seconds_left=left))
 
 
 @app.post(
@@ -906,17 +909,21 @@ def get_message_status(messageID: MessageId) -> Data[models.MessageStatus]:
     tags=MSG,
     summary="Download a message's media",
     description=(
-        "Fetches the media through the channel's provider, keeps a copy in S3, and returns it "
-        "base64-encoded with its MIME type and size. A viewer reads what is stored; the download makes "
-        "the provider work, so it needs a member. 404 `not_found` for an unknown channel or message.\n\n"
+        "Fetches the media through the channel's provider and keeps a copy in S3. Up to 4 MiB the answer "
+        "carries it base64-encoded in `data` with its MIME type and size; a larger file is answered with `data` "
+        "empty and `source_url` a presigned HTTPS URL of the copy, valid 15 minutes (`expires_at`): GET it "
+        "without credentials. A viewer reads what is stored; the download makes the provider work, so it "
+        "needs a member. 404 `not_found` for an unknown channel or message; 503 `service_unavailable` when "
+        "the provider does not deliver the file in the time the request has.\n\n"
         "Who may call: the `member` role or higher (API key or session); a lower role gets 403 "
         "`forbidden`."
     ),
 )
 def download_media(body: Annotated[media.MediaDownloadRequest, Body()]) -> Data[media.DownloadedMediaView]:
+    auth, left = current_auth(app), seconds_left(app)
     return Data(
         data=media.download(
-            get_store(), current_auth(app), body.channel_id, body.media_id, body.message_id, body.message_payload
+            get_store(), auth, body.channel_id, body.media_id, body.message_id, body.message_payload, seconds_left=left
         )
     )
 

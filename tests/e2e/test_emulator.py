@@ -158,6 +158,10 @@ def handler(event, context):
     if mode == "binary":
         return {"statusCode": 200, "headers": {"Content-Type": "application/octet-stream"},
                 "body": base64.b64encode(b"\\x00\\x01").decode(), "isBase64Encoded": True}
+    if mode == "sized":  # a proxy result whose JSON (json.dumps, as the runtime writes it) is exactly `size` bytes
+        size = int(event["queryStringParameters"]["size"])
+        shell = {"statusCode": 200, "body": ""}
+        return {**shell, "body": "x" * (size - len(json.dumps(shell)))}
     if mode == "sleep":
         if _busy:
             recorder.record("overlap", __name__)
@@ -380,6 +384,22 @@ def test_handler_failure_is_a_default_5xx(synthetic, mode):
     }
 
 
+def test_a_result_over_lambdas_6_mb_response_limit_is_a_502(synthetic):
+    """Lambda hands back at most 6,291,556 bytes of a synchronous invocation's result (its JSON); over it, the
+    runtime fails the invocation and API Gateway answers 502 (INTEGRATION_FAILURE, here through DEFAULT_5XX)."""
+    at_limit = one(synthetic, "GET", "/things/1", params={"mode": "sized", "size": "6291556"}, **ALLOW)
+    assert at_limit.status_code == 200 and len(at_limit.content) == 6291556 - len('{"statusCode": 200, "body": ""}')
+    over = one(synthetic, "GET", "/things/1", params={"mode": "sized", "size": "6291557"}, **ALLOW)
+    assert over.status_code == 502
+    assert over.json()["error"] == {
+        "code": "internal_error",
+        "message": "Internal server error",
+        "details": [],
+        "request_id": over.headers["x-amzn-requestid"],
+    }
+    assert over.headers["x-amzn-errortype"] == "InternalServerErrorException"
+
+
 def test_base64_result_is_decoded(synthetic):
     response = one(synthetic, "GET", "/things/1", params={"mode": "binary"}, **ALLOW)
     assert response.content == b"\x00\x01"
@@ -455,7 +475,9 @@ def test_resources_follow_the_template_and_the_rules_route_events():
         assert env["TABLE_NAME"] == resources.table_name()
         assert env["WEBHOOK_EVENTS_QUEUE_URL"] == resources.queue_url("WebhookEventsQueue")
         assert env["STAGE"] == "local" and env["API_KEY_MODE"] == "test"
-        assert len(env["CURSOR_SECRET"]) >= 16 and "{{" not in env["CURSOR_SECRET"]
+        assert "CURSOR_SECRET" not in env  # the functions get the platform secret's ARN and read it at run time
+        stored = boto3.client("secretsmanager").get_secret_value(SecretId=env["CURSOR_SECRET_ARN"])
+        assert stored["ARN"] == env["CURSOR_SECRET_ARN"] and len(stored["SecretString"]) == 64
 
         sqs = boto3.client("sqs")
         redrive = json.loads(

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 import pytest
 
+from local.index_lag import IndexLag
 from tests.integration.support import Api, moto_resources, running_api
 
 
@@ -18,3 +21,11 @@ def api(aws_resources) -> Api:
     template, resources = aws_resources
     with running_api(template, resources) as api:
         yield api
+
+
+@pytest.fixture
+def lagging_indexes(api: Api) -> Iterator[IndexLag]:
+    """GSI reads see the table as it was at the last `settle()`, as a read right after a write may on AWS
+    (`local/index_lag.py`); settle after the test's setup, then act before settling again."""
+    with IndexLag() as lag:
+        yield lag

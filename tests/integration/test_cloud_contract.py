@@ -265,6 +265,8 @@ def test_the_repairs_are_the_listed_ones_and_metas_own_examples_validate_where_t
 
 def test_a_channels_base_url_points_away_from_meta_only_on_the_local_stage(graph, adapter, monkeypatch):
     monkeypatch.setenv("STAGE", "prod")
+    # a deployed stage names its platform secret (never read here)
+    monkeypatch.setenv("CURSOR_SECRET_ARN", "arn:aws:secretsmanager:us-east-1:1:secret:sb-prod-Cursor-AbCdEf")
     reset_settings()
     try:
         with pytest.raises(ProviderRejected, match="only on the local"):

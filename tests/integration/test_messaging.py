@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import json
 
 import pytest
@@ -270,7 +271,8 @@ def test_lock_claim_refresh_conflict_release(api: Api, channel: dict):
 def test_media_download_and_uploads(api: Api, channel: dict):
     body = {"channel_id": channel["id"], "media_id": "m1", "message_id": "wamid.1", "message_payload": "{}"}
     got = api.post("/v1/messages/media/download", json=body).json()["data"]
-    assert set(got) == {"media_id", "data", "file_name", "mime_type", "source_url"} and got["media_id"] == "m1"
+    assert set(got) == {"media_id", "data", "file_name", "mime_type", "size", "source_url", "expires_at"}
+    assert got["media_id"] == "m1" and got["expires_at"] is None and got["size"] == len(base64.b64decode(got["data"]))
     short = api.post("/v1/messages/media/download", json={**body, "message_payload": "x"})
     assert api.assert_error(short, 400, "validation_failed")["details"][0]["field"] == "body.message_payload"
     ticket = api.post("/v1/media/uploads", json={"content_type": "image/png", "size": 10, "file_name": "a.png"})

@@ -26,6 +26,7 @@ from tests.fakes import closed_port_url
 from tests.fakes.graph_api import FakeGraphApi
 
 TO = "15550001111"
+FAKE_SECRET_ARN = "arn:aws:secretsmanager:us-east-1:123456789012:secret:switchboard-prod-CursorSecret-AbCdEf"
 
 
 @pytest.fixture
@@ -535,6 +536,7 @@ def test_a_2xx_without_a_message_id_is_unavailable(graph, adapter):
 @pytest.fixture
 def prod_stage(monkeypatch):
     monkeypatch.setenv("STAGE", "prod")
+    monkeypatch.setenv("CURSOR_SECRET_ARN", FAKE_SECRET_ARN)  # a deployed stage names its secret (never read here)
     reset_settings()
     yield
     monkeypatch.undo()

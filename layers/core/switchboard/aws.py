@@ -44,6 +44,9 @@ def client(service: str) -> Any:
                 connect_timeout=3,
                 read_timeout=10,
                 tcp_keepalive=True,
+                # S3 presigned URLs: botocore signs them with SigV2 by default where S3 still takes it, which buckets
+                # created since 2020 refuse and which leaves some parameters (the response overrides) unsigned.
+                signature_version="s3v4" if service == "s3" else None,
             )
             cached = made.client(service, config=config)  # type: ignore[call-overload]
             _clients[service] = cached

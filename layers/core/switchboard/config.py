@@ -12,7 +12,7 @@ import os
 from functools import lru_cache
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator, model_validator
 
 Stage = Literal["dev", "staging", "prod", "local", "test"]
 
@@ -39,7 +39,10 @@ class Settings(BaseModel):
     outbound_messages_queue_url: str = Field(min_length=1)
     jobs_queue_url: str = Field(min_length=1)  # background jobs (switchboard.jobs): one message per chunk
     cloud_webhook_queue_url: str = Field(min_length=1)  # Meta's verified webhook changes, one message per change
-    cursor_secret: SecretStr = Field(min_length=16)
+    # The platform secret (switchboard.platform_secret): a deployed stage names its Secrets Manager secret, read at run
+    # time; the local and test stages may give the value itself instead.
+    cursor_secret_arn: str | None = Field(default=None, min_length=1)
+    cursor_secret: SecretStr | None = Field(default=None, min_length=16)
     api_key_mode: Literal["test", "live"]
     mail_sender: str = Field(min_length=3)
     sandbox_status_delay: float = Field(default=1.0, ge=0)
@@ -88,6 +91,15 @@ class Settings(BaseModel):
         if value & (value - 1):
             raise ValueError("must be a power of two (1, 2, 4, ..., 64)")
         return value
+
+    @model_validator(mode="after")
+    def _platform_secret(self) -> Settings:
+        if self.cursor_secret_arn is None and (self.cursor_secret is None or not self.is_local):
+            raise ValueError(
+                "CURSOR_SECRET_ARN is required (the platform secret's Secrets Manager ARN); only the local and test "
+                "stages may give CURSOR_SECRET itself"
+            )
+        return self
 
     @property
     def is_local(self) -> bool:

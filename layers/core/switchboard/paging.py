@@ -1,7 +1,9 @@
 """Pagination: offset pages where the spec says so, opaque cursors everywhere else.
 
 A cursor carries the DynamoDB continuation key, the organization and a fingerprint of the query, sealed with an
-HMAC: a cursor used by another organization, with other filters, or tampered with is 400 `validation_failed`.
+HMAC under the platform secret (`switchboard.platform_secret`; a cursor signed with the previous version still
+verifies after a rotation): a cursor used by another organization, with other filters, or tampered with is 400
+`validation_failed`.
 """
 
 from __future__ import annotations
@@ -13,13 +15,13 @@ import json
 from collections.abc import Callable
 from typing import Any
 
-from switchboard.config import get_settings
+from switchboard import platform_secret
 from switchboard.errors import ValidationFailed
 from switchboard.store import keys
 
 
-def _secret() -> bytes:
-    return get_settings().cursor_secret.get_secret_value().encode()
+def _mac(key: bytes, payload: str) -> str:
+    return _b64(hmac.new(key, payload.encode(), hashlib.sha256).digest()[:16])
 
 
 def query_fingerprint(route: str, params: dict[str, Any]) -> str:
@@ -39,8 +41,7 @@ def encode_cursor(org_id: str, fingerprint: str, last_key: dict[str, Any] | None
     if not last_key:
         return None
     payload = _b64(json.dumps({"o": org_id, "q": fingerprint, "k": last_key}, separators=(",", ":")).encode())
-    mac = _b64(hmac.new(_secret(), payload.encode(), hashlib.sha256).digest()[:16])
-    return f"{payload}.{mac}"
+    return f"{payload}.{_mac(platform_secret.current(), payload)}"
 
 
 def decode_cursor(token: str | None, org_id: str, fingerprint: str) -> dict[str, Any] | None:
@@ -49,8 +50,8 @@ def decode_cursor(token: str | None, org_id: str, fingerprint: str) -> dict[str,
     invalid = ValidationFailed.field("query.cursor", "is not a valid cursor for this list")
     try:
         payload, mac = token.split(".", 1)
-        expected = _b64(hmac.new(_secret(), payload.encode(), hashlib.sha256).digest()[:16])
-        if not hmac.compare_digest(mac, expected):
+        # signed with the current platform secret, or the previous one during a rotation's grace
+        if not any(hmac.compare_digest(mac, _mac(key, payload)) for key in platform_secret.candidates()):
             raise invalid
         data = json.loads(_unb64(payload))
     except (ValueError, TypeError):

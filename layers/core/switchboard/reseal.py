@@ -1,16 +1,23 @@
-"""Seal the secrets of items written before they were sealed at rest, page by page, resumable.
+"""Seal the secrets of items written before they were sealed at rest, and move sealed values to the current version
+of the platform secret after a rotation; page by page, resumable.
 
-Items written since are sealed on write, and a plain value still reads as itself, so this can run at any time while
-the stage serves traffic. Each page is one `Scan` of at most `--page-size` items (filtered to the three entities that
-hold secrets: `Channel`, `WebhookEndpoint`, `Integration`); every item with a plain secret is rewritten through the
-same function its domain uses on write (`channels.sealed_item`, `integrations.sealed_item`, the endpoint's
-`plain_secrets`), conditioned on the `version` it was read at, so a concurrent change is never overwritten (the item
-is then read again once; a write in between seals it anyway). After each page the checkpoint (the scan's last key)
-is printed; pass it back with `--start` to continue after an interruption.
+Items written since sealing existed are sealed on write, and a plain value still reads as itself, so this can run at
+any time while the stage serves traffic. Each page is one `Scan` of at most `--page-size` items (filtered to the
+entities that hold sealed secrets: `Channel`, `WebhookEndpoint`, `Integration`, `WabaProgress`); each item is
+rewritten when:
+- it has a plain secret: through the same function its domain uses on write (`channels.sealed_item`,
+  `integrations.sealed_item`, the endpoint's `plain_secrets`);
+- a sealed value of it opens only under the previous version of the platform secret (after a rotation,
+  `switchboard.platform_secret`): it is sealed again under the current one (`sealed.rekey`), and a channel's
+  `verify_token_hash` is computed again under it.
+Each write is conditioned on the `version` the item was read at, so a concurrent change is never overwritten (the
+item is then read again once). After each page the checkpoint (the scan's last key) is printed; pass it back with
+`--start` to continue after an interruption.
 
     PYTHONPATH=layers/core python -m switchboard.reseal [--start <checkpoint>] [--page-size 100] [--dry-run]
 
-It ends with `done` and the counts; running it again finds nothing to do.
+It ends with `done` and the counts; running it again finds nothing to do (a `--dry-run` that reports 0 is the check
+that a rotation is complete: docs/operations.md "Platform secret").
 """
 
 from __future__ import annotations
@@ -21,12 +28,13 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
+from switchboard import sealed
 from switchboard.errors import Conflict
 from switchboard.store import Store, get_store, versioned
 from switchboard.store.table import deserialize, serialize_key
 
 Item = dict[str, Any]
-ENTITIES = ("Channel", "WebhookEndpoint", "Integration")
+ENTITIES = ("Channel", "WebhookEndpoint", "Integration", "WabaProgress")
 PAGE_SIZE = 100
 
 
@@ -38,7 +46,14 @@ class Page:
 
 
 def resealed(item: Item) -> Item | None:
-    """The item with its plain secrets sealed, or None when there is nothing to seal."""
+    """The item with its plain secrets sealed and every sealed value under the current platform secret, or None when
+    there is nothing to do."""
+    new = _plain_sealed(item)
+    new = _rekeyed(new)
+    return None if new == item else new
+
+
+def _plain_sealed(item: Item) -> Item:
     entity = item.get("entity")
     if entity == "Channel":
         # on first use: keeps switchboard.messaging.channels off the cold start
@@ -56,8 +71,34 @@ def resealed(item: Item) -> Item | None:
 
         new = {**item, **plain_secrets(item)}
     else:
-        return None
-    return None if new == item else new
+        return item
+    return new
+
+
+def _rekeyed(item: Item) -> Item:
+    """Every sealed value of the item (at any depth) that opens only under the previous platform secret, sealed again
+    under the current one; a channel's `verify_token_hash` computed under the current one."""
+    context = str(item.get("organization_id") or str(item.get("PK", "")).removeprefix("ORG#"))
+    out = _rekey_value(item, context)
+    if out.get("entity") == "Channel" and out.get("verify_token_hash"):
+        token = (out.get("config") or {}).get("verify_token")
+        try:
+            plain = sealed.open_if_sealed(token, context) if isinstance(token, str) else None
+        except ValueError:
+            plain = None
+        if plain and out["verify_token_hash"] != sealed.lookup_hash(plain):
+            out = {**out, "verify_token_hash": sealed.lookup_hash(plain)}
+    return out  # type: ignore[no-any-return]
+
+
+def _rekey_value(value: Any, context: str) -> Any:
+    if isinstance(value, dict):
+        return {k: _rekey_value(v, context) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_rekey_value(v, context) for v in value]
+    if sealed.is_sealed(value):
+        return sealed.rekey(value, context) or value
+    return value
 
 
 def _write(store: Store, item: Item) -> bool:
@@ -92,7 +133,8 @@ def decode_checkpoint(text: str | None) -> dict[str, Any] | None:
 def reseal_page(
     store: Store, checkpoint: str | None = None, *, page_size: int = PAGE_SIZE, dry_run: bool = False
 ) -> Page:
-    """One page of the migration: scan `page_size` items from `checkpoint`, reseal those with plain secrets."""
+    """One page of the migration: scan `page_size` items from `checkpoint`, reseal those with plain secrets or values
+    sealed under the previous platform secret."""
     params: dict[str, Any] = {
         "TableName": store.table_name,
         "Limit": page_size,

@@ -4,15 +4,18 @@ key the channel view masks), webhook signing secrets, integration secrets (token
 
 `seal(value, context)` answers `sealed:v1:<base64url(nonce ‖ AES-256-GCM ciphertext ‖ tag)>`; `unseal` reverses it.
 The `context` (the organization id) is authenticated data: a sealed value copied into another organization's item
-does not open there. The key is derived with HKDF-SHA256 from the stage's `CURSOR_SECRET` (already a Secrets
-Manager secret) under its own label, so this key and the cursor MAC key are independent; rotating that secret makes
-sealed values unreadable (the channels holding them need a new token).
+does not open there. The key is derived with HKDF-SHA256 from the platform secret (`switchboard.platform_secret`,
+Secrets Manager) under its own label, so this key and the cursor MAC key are independent. Values are sealed under
+the current version of the secret and open under the current or the previous one (AES-GCM tells which: a wrong key
+fails authentication), so a rotation leaves everything readable; `rekey` (run over the table by `switchboard.reseal`)
+moves a value sealed under the previous version to the current one, which must be done before the next rotation.
 
 Maps of values (a channel's config, an integration's secrets) are sealed with `seal_fields`, which also records a
 display hint per sealed path (`••••` and, for values of 16 characters or more, their last four), so that an API view
 can mask without opening anything (`mask_fields`); `open_fields` opens them where they are used. A plain value (an
 item written before sealing) still reads as itself: it is sealed on the item's next write, or by `switchboard.reseal`.
-`lookup_hash` is a keyed hash for finding an item by a secret without storing it (a verify token).
+`lookup_hash` is a keyed hash for finding an item by a secret without storing it (a verify token), under the current
+version.
 
 `cryptography` is imported on first use only (it is not needed on most cold starts).
 """
@@ -27,7 +30,7 @@ from collections.abc import Callable, Mapping
 from functools import lru_cache
 from typing import Any
 
-from switchboard.config import get_settings
+from switchboard import platform_secret
 
 MASK = "••••"
 
@@ -36,18 +39,18 @@ _INFO = b"switchboard/sealed-secrets/v1"
 
 
 @lru_cache(maxsize=4)
-def _key(secret: str) -> bytes:
+def _key(secret: bytes) -> bytes:
     # on first use: keeps cryptography off the cold start
     from cryptography.hazmat.primitives import hashes
 
     # on first use: keeps cryptography off the cold start
     from cryptography.hazmat.primitives.kdf.hkdf import HKDF
 
-    return HKDF(algorithm=hashes.SHA256(), length=32, salt=None, info=_INFO).derive(secret.encode())
+    return HKDF(algorithm=hashes.SHA256(), length=32, salt=None, info=_INFO).derive(secret)
 
 
 def _current_key() -> bytes:
-    return _key(get_settings().cursor_secret.get_secret_value())
+    return _key(platform_secret.current())
 
 
 def is_sealed(value: Any) -> bool:
@@ -76,9 +79,38 @@ def unseal(value: str, context: str) -> str:
     text = value[len(PREFIX) :]
     try:
         raw = base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
-        return AESGCM(_current_key()).decrypt(raw[:12], raw[12:], context.encode()).decode()
-    except (InvalidTag, ValueError) as err:
-        raise ValueError("the sealed value does not open with this stage's key and context") from err
+    except ValueError as err:
+        raise ValueError("the sealed value is not base64") from err
+    for secret in platform_secret.candidates():
+        try:
+            return AESGCM(_key(secret)).decrypt(raw[:12], raw[12:], context.encode()).decode()
+        except (InvalidTag, ValueError):
+            continue
+    raise ValueError("the sealed value does not open with this stage's key and context")
+
+
+def rekey(value: str, context: str) -> str | None:
+    """`value` sealed again under the current version of the platform secret when it opens only under another one
+    (the previous version, after a rotation); None when it needs nothing (already current) or cannot be opened."""
+    # on first use: keeps cryptography off the cold start
+    from cryptography.exceptions import InvalidTag
+
+    # on first use: keeps cryptography off the cold start
+    from cryptography.hazmat.primitives.ciphers.aead import AESGCM
+
+    if not is_sealed(value):
+        return None
+    text = value[len(PREFIX) :]
+    try:
+        raw = base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
+        AESGCM(_current_key()).decrypt(raw[:12], raw[12:], context.encode())
+        return None
+    except (InvalidTag, ValueError):
+        pass
+    try:
+        return seal(unseal(value, context), context)
+    except ValueError:
+        return None
 
 
 def open_if_sealed(value: Any, context: str) -> Any:
@@ -165,7 +197,8 @@ def mask_fields(
 
 
 def lookup_hash(value: str) -> str:
-    """A keyed SHA-256 of a secret (HMAC under the stage's `CURSOR_SECRET`, its own label): an item can be found by
+    """A keyed SHA-256 of a secret (HMAC under the platform secret, its own label): an item can be found by
     the secret a caller presents without the secret being stored."""
-    key = get_settings().cursor_secret.get_secret_value().encode()
-    return hmac.new(key, b"switchboard/lookup-hash/v1\x00" + value.encode(), hashlib.sha256).hexdigest()
+    return hmac.new(
+        platform_secret.current(), b"switchboard/lookup-hash/v1\x00" + value.encode(), hashlib.sha256
+    ).hexdigest()

@@ -58,3 +58,17 @@ def base_url(app: Any) -> str:
 def source_ip(app: Any) -> str | None:
     ctx = app.current_event.raw_event.get("requestContext") or {}
     return (ctx.get("identity") or {}).get("sourceIp")
+
+
+# API Gateway gives up on an integration after 29 s, whatever the function's own timeout.
+GATEWAY_TIMEOUT_SECONDS = 29.0
+
+
+def seconds_left(app: Any) -> float | None:
+    """How long this request may still run: the invocation's remaining time, never more than API Gateway's 29 s;
+    None outside Lambda (no context)."""
+    context = getattr(app, "lambda_context", None)
+    remaining = getattr(context, "get_remaining_time_in_millis", None)
+    if not callable(remaining):
+        return None
+    return min(remaining() / 1000, GATEWAY_TIMEOUT_SECONDS)

@@ -13,8 +13,10 @@ Nothing readable is kept of what the request or the response carried (CONVENTION
 credentials are stored hashed only). A login body holds a password and the replay of a login or of an API-key creation
 holds the session token or the key, so:
 
-- the request is remembered by an HMAC-SHA256 keyed with the server secret (`CURSOR_SECRET`) over the principal, the
-  path, the Idempotency-Key and the canonical body, never by a plain digest that could be brute-forced offline;
+- the request is remembered by an HMAC-SHA256 keyed with the server secret (the platform secret,
+  `switchboard.platform_secret`; a record made before a rotation still matches under the previous version) over the
+  principal, the path, the Idempotency-Key and the canonical body, never by a plain digest that could be brute-forced
+  offline;
 - the replayed body is sealed with AES-256-GCM under a key derived (HMAC-SHA256, server secret) from the principal,
   the path, the Idempotency-Key and the canonical body: only the same principal sending the same key and the same body
   again can have it opened, and a copy of the table alone (without the server secret) reveals nothing. The record's
@@ -36,11 +38,10 @@ from typing import Any
 from aws_lambda_powertools import Logger
 from aws_lambda_powertools.event_handler import Response
 
-from switchboard import clock
+from switchboard import clock, platform_secret
 from switchboard.api.auth import AuthContext
 from switchboard.api.context import current_auth_optional, header, request_id
 from switchboard.api.envelope import error_body
-from switchboard.config import get_settings
 from switchboard.errors import Conflict, DomainError, ServiceUnavailable, ValidationFailed
 from switchboard.store import get_store, keys
 
@@ -61,13 +62,35 @@ def _canonical_body(raw: str | None) -> bytes:
         return raw.encode()
 
 
-def _derive(label: bytes, *parts: bytes) -> bytes:
+def _derive(secret: bytes, label: bytes, *parts: bytes) -> bytes:
     """HMAC-SHA256 keyed with the server secret over a label and length-prefixed parts (no ambiguous joins)."""
-    mac = hmac.new(get_settings().cursor_secret.get_secret_value().encode(), label, hashlib.sha256)
+    mac = hmac.new(secret, label, hashlib.sha256)
     for part in parts:
         mac.update(len(part).to_bytes(4, "big"))
         mac.update(part)
     return mac.digest()
+
+
+def _keys(secret: bytes, parts: tuple[bytes, ...]) -> tuple[str, bytes]:
+    """(request MAC, replay sealing key) of a request under one version of the server secret."""
+    return (
+        _derive(secret, b"switchboard/idempotency/request", *parts).hex(),
+        _derive(secret, b"switchboard/idempotency/replay", *parts),
+    )
+
+
+def _matching_keys(existing: dict[str, Any], principal: str, parts: tuple[bytes, ...]) -> bytes | None:
+    """The replay sealing key of the version of the server secret the record was made with, when the same principal
+    sent the same request; None otherwise. A record made before a rotation still matches under the previous version
+    (`switchboard.platform_secret.candidates`)."""
+    owner = existing.get("principal")
+    if not isinstance(owner, str) or not hmac.compare_digest(owner, principal):
+        return None  # another principal's, or a record without one (written before records had one): never replayed
+    for secret in platform_secret.candidates():
+        request_mac, seal_key = _keys(secret, parts)
+        if hmac.compare_digest(str(existing.get("request_mac") or ""), request_mac):
+            return seal_key
+    return None
 
 
 def principal_of(auth: AuthContext) -> str:
@@ -121,15 +144,6 @@ def _stored_response(item: dict[str, Any], item_key: dict[str, Any], seal_key: b
     )
 
 
-def _same_request(existing: dict[str, Any], principal: str, request_mac: str) -> bool:
-    """The same principal sent the same request. A record without a principal (written before records had one) is
-    nobody's: it is never replayed."""
-    owner = existing.get("principal")
-    if not isinstance(owner, str) or not hmac.compare_digest(owner, principal):
-        return False
-    return hmac.compare_digest(str(existing.get("request_mac") or ""), request_mac)
-
-
 def idempotency_middleware(app: Any, next_middleware: Callable[[Any], Any]) -> Any:
     event = app.current_event
     if event.http_method.upper() != "POST":
@@ -148,8 +162,7 @@ def idempotency_middleware(app: Any, next_middleware: Callable[[Any], Any]) -> A
     item_key = keys.idempotency(auth.scope, scope_digest)
     principal = principal_of(auth)
     parts = (principal.encode(), event.path.encode(), idem_key.encode(), _canonical_body(event.body))
-    request_mac = _derive(b"switchboard/idempotency/request", *parts).hex()
-    seal_key = _derive(b"switchboard/idempotency/replay", *parts)
+    request_mac, seal_key = _keys(platform_secret.current(), parts)
     now = clock.now()
     try:
         store.put(
@@ -170,14 +183,15 @@ def idempotency_middleware(app: Any, next_middleware: Callable[[Any], Any]) -> A
         existing = store.get(item_key, consistent=True)
         if existing is None:  # expired between the two calls: treat as in flight, the client retries
             raise Conflict("A request with this Idempotency-Key is in progress.") from None
-        if not _same_request(existing, principal, request_mac):
+        record_key = _matching_keys(existing, principal, parts)
+        if record_key is None:
             raise Conflict(
                 "This Idempotency-Key was already used for another request; use a new key.",
                 code="idempotency_key_reused",
             ) from None
         if existing.get("status") != "completed":
             raise Conflict("A request with this Idempotency-Key is in progress.") from None
-        return _stored_response(existing, item_key, seal_key)
+        return _stored_response(existing, item_key, record_key)
 
     try:
         response = next_middleware(app)

@@ -15,7 +15,7 @@ from typing import Any
 from switchboard import clock
 from switchboard.access import AuthContext
 from switchboard.cdp import models
-from switchboard.cdp.objects import get_object_item, object_key, record_event
+from switchboard.cdp.objects import get_object_item, object_key, record_event, type_entry_delete
 from switchboard.contacts import repository as contact_repo
 from switchboard.errors import Conflict, NotFound, ValidationFailed
 from switchboard.events.outbox import outbox_put
@@ -257,6 +257,7 @@ def delete_object(store: Store, auth: AuthContext, object_id: str) -> None:
     store.transact(
         [
             Delete(key=object_key(org, object_id), condition="attribute_exists(PK)", error=NotFound("No such record.")),
+            type_entry_delete(org, record),
             record_event(org, "crm.record.deleted", record),
         ]
     )

@@ -2,12 +2,20 @@
 
 Keys (under `ORG#<org>`): `CDPOTYPE#<oty_id>` the type with its ordered fields embedded (one read validates a
 record; reorder is one write, `version`-guarded), `CDPOTYPEKEY#<key>` its unique key; `CDPOBJ#<obj_id>` a record,
-GSI1 `ORG#<org>#OBJTYPE#<oty_id>` and GSI2 `ORG#<org>#CONTACTOBJ#<ct_id>` (both `<updated_at>#<id>`).
+GSI1 `ORG#<org>#OBJTYPE#<oty_id>` and GSI2 `ORG#<org>#CONTACTOBJ#<ct_id>` (both `<updated_at>#<id>`), and
+`CDPOTYPEREC#<oty_id>#<obj_id>` the record's entry in its type, put and deleted in the record's own transactions.
 Record changes emit `crm.record.created|updated|deleted` through the outbox.
+
+Whether a type has records is read from those entries with a consistent Query, never from GSI1 alone (a GSI lags
+its table: a record written a moment ago may be missing there). Deleting a type first marks it `deleting_until`
+(a short lease); a record's creation checks the type in its transaction, so it either commits before the mark (and
+the consistent read sees its entry) or fails against it. Records written before the entries existed are found
+through GSI1, each confirmed by a consistent read of the record.
 """
 
 from __future__ import annotations
 
+from datetime import timedelta
 from typing import Any
 
 from switchboard import clock
@@ -44,6 +52,25 @@ def type_pk(org: str, type_id: str) -> str:
 
 def contact_pk(org: str, contact_id: str) -> str:
     return f"ORG#{org}#CONTACTOBJ#{contact_id}"
+
+
+def type_entry_key(org: str, type_id: str, object_id: str) -> dict[str, str]:
+    """The record's entry in its type (base table): how "does this type have records?" is answered consistently."""
+    return keys.key(keys.org_pk(org), f"CDPOTYPEREC#{type_id}#{object_id}")
+
+
+def type_entry_put(org: str, record: Item) -> Put:
+    return Put(
+        item={
+            **type_entry_key(org, record["object_type_id"], record["id"]),
+            "entity": "ObjectTypeEntry",
+            "object_id": record["id"],
+        }
+    )
+
+
+def type_entry_delete(org: str, record: Item) -> Delete:
+    return Delete(key=type_entry_key(org, record["object_type_id"], record["id"]))
 
 
 def _type_gone() -> NotFound:
@@ -177,18 +204,76 @@ def update_type(store: Store, auth: AuthContext, type_id: str, body: models.Obje
     return view_type(_save_type(store, auth, item, {**item, **patch}, "updated"))
 
 
+DELETE_LEASE = timedelta(seconds=30)  # how long a type refuses new records while its deletion checks for records
+LEGACY_PAGE = 25
+
+
 def delete_type(store: Store, auth: AuthContext, type_id: str) -> None:
-    """Only a type without records can go."""
+    """Only a type without records can go: marked `deleting_until` first (new records are refused from then on),
+    then its entries read consistently; the type goes with the mark as its condition, or the mark is lifted."""
     org = auth.org_id
-    item = get_type_item(store, org, type_id)
-    if store.query(type_pk(org, type_id), index="GSI1", limit=1).items:
+    item = get_type_item(store, org, type_id, consistent=True)
+    now = clock.now()
+    mark = clock.iso(now + DELETE_LEASE)
+    try:
+        store.update(
+            type_key(org, type_id),
+            "SET deleting_until = :mark",
+            condition="attribute_exists(PK) AND (attribute_not_exists(deleting_until) OR deleting_until < :now)",
+            values={":mark": mark, ":now": clock.iso(now)},
+            error=Conflict("The object type is being deleted already."),
+            return_values="NONE",
+        )
+    except Conflict:
+        get_type_item(store, org, type_id, consistent=True)  # 404 when it went meanwhile
+        raise
+    if _has_records(store, org, type_id):
+        store.update(
+            type_key(org, type_id),
+            "REMOVE deleting_until",
+            condition="deleting_until = :mark",
+            values={":mark": mark},
+            error=Conflict("The object type changed meanwhile."),
+            return_values="NONE",
+        )
         raise Conflict("Records of this type exist; delete them first.")
     store.transact(
         [
-            Delete(key=type_key(org, type_id), condition="attribute_exists(PK)", error=_type_gone()),
+            Delete(
+                key=type_key(org, type_id),
+                condition="deleting_until = :mark",
+                values={":mark": mark},
+                error=Conflict("The object type's deletion took too long; retry."),
+            ),
             Delete(key=type_key_sentinel(org, item["key"])),
             audit_put(auth, "cdp.object_type.deleted", "object_type", type_id, before={"key": item["key"]}),
         ]
+    )
+
+
+def _has_records(store: Store, org: str, type_id: str) -> bool:
+    """A record of the type exists: its entry (consistent Query, one item); or a record written before entries
+    existed, found through GSI1 and confirmed by a consistent read (the index may still list records just deleted)."""
+    entries = store.query(keys.org_pk(org), sk_prefix=f"CDPOTYPEREC#{type_id}#", limit=1, consistent=True)
+    if entries.items:
+        return True
+    start = None
+    while True:
+        page = store.query(type_pk(org, type_id), index="GSI1", limit=LEGACY_PAGE, start_key=start)
+        if page.items and store.batch_get([object_key(org, r["id"]) for r in page.items], consistent=True):
+            return True
+        if page.last_key is None:
+            return False
+        start = page.last_key
+
+
+def type_open_check(org: str, type_id: str, now: str) -> ConditionCheck:
+    """In a record's creation: the type exists and no deletion of it is under way."""
+    return ConditionCheck(
+        key=type_key(org, type_id),
+        condition="attribute_exists(PK) AND (attribute_not_exists(deleting_until) OR deleting_until < :now)",
+        values={":now": now},
+        error=Conflict("The object type is being deleted or is gone; read it again."),
     )
 
 
@@ -383,6 +468,8 @@ def create_object(store: Store, auth: AuthContext, body: models.ObjectCreate) ->
     store.transact(
         [
             Put(item=record, condition="attribute_not_exists(PK)"),
+            type_entry_put(org, record),
+            type_open_check(org, type_item["id"], now),
             ConditionCheck(
                 key=contact_repo.contact_key(org, body.contact_id),
                 condition="attribute_exists(PK)",

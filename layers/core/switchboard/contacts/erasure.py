@@ -24,17 +24,26 @@ and ~25 writes), in this order:
   deliveries     webhook event payloads (DeliveriesTable, one per event, GSI1 shard by shard) from before the
                  deletion whose body mentions the person: the body is cut to its ids and `redacted: true` (25 per page)
 
-The checkpoint (`{"stage", "cursor"?, "conversations"?}`) says where the next chunk starts; every chunk may run again
-after a crash (deletes and redactions are idempotent). `drive` runs chunks from the tombstone's checkpoint, saves it
-after each one (conditional on the tombstone's `step`, so two runners never both advance it), and when its budget
-is spent saves the checkpoint together with a new `contact.erasure` event that continues the work. At the end the
-tombstone keeps only the contact id and times (`status: "erased"`).
+The stages that find the person's items through a global secondary index (objects, links, messages, group
+messages, deliveries) can miss an item written a moment before the deletion: a GSI lags its table. So after the
+first pass the erasure settles (`recheck`): the tombstone waits in the sparse GSI1 partition `ERASURES#settling`
+(GSI1SK `<deleted_at + RECHECK_AFTER>#<org>#<ct>`) until the hourly schedule (`release_settled`) hands it a new
+`contact.erasure` event, and those stages run once more (`RECHECK_STAGES`, checkpoint `round: 2`) against indexes
+that have caught up with everything written before the deletion (a write after it that would name the person checks
+their contact item, which is gone). Only then is the erasure `erased`.
+
+The checkpoint (`{"stage", "cursor"?, "conversations"?, "round"?}`) says where the next chunk starts; every chunk may
+run again after a crash (deletes and redactions are idempotent). `drive` runs chunks from the tombstone's checkpoint,
+saves it after each one (conditional on the tombstone's `step`, so two runners never both advance it), and when its
+budget is spent saves the checkpoint together with a new `contact.erasure` event that continues the work. At the end
+the tombstone keeps only the contact id and times (`status: "erased"`).
 """
 
 from __future__ import annotations
 
 import contextlib
 import json
+from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from switchboard import aws, clock
@@ -74,6 +83,10 @@ STAGES = (
     "outbox",
     "deliveries",
 )
+# The stages that read an index, run again once the indexes have caught up with the deletion.
+RECHECK_STAGES = ("objects", "links", "channels", "messages", "group_messages", "deliveries")
+RECHECK_AFTER = timedelta(minutes=10)
+RELEASE_PAGE = 100
 
 
 def tombstone_key(org: str, contact_id: str) -> dict[str, str]:
@@ -137,10 +150,59 @@ def _event(org: str, contact_id: str) -> Put:
 
 # The cascade ----------------------------------------------------------------------------------------------------
 def erase_contact_chunk(store: Store, org: str, contact_id: str, checkpoint: Checkpoint) -> Checkpoint | None:
-    """One bounded step of the erasure from `checkpoint`; → the next checkpoint, or None when everything is erased."""
+    """One bounded step of the erasure from `checkpoint`; → the next checkpoint, or None when everything is erased.
+    The first pass ends in `recheck`; the second (`round: 2`) runs `RECHECK_STAGES` only."""
     stage = checkpoint.get("stage", STAGES[0])
-    step = _STEPS[stage]
-    return step(store, org, contact_id, checkpoint)
+    following = _STEPS[stage](store, org, contact_id, checkpoint)
+    if checkpoint.get("round") != 2:
+        return following if following is not None or stage == "recheck" else {"stage": "recheck"}
+    here = RECHECK_STAGES.index(stage)
+    if following is not None and following["stage"] in RECHECK_STAGES[here:]:
+        return {**following, "round": 2}
+    return {"stage": RECHECK_STAGES[here + 1], "round": 2} if here + 1 < len(RECHECK_STAGES) else None
+
+
+def _recheck(store: Store, org: str, contact_id: str, checkpoint: Checkpoint) -> Checkpoint | None:
+    """Between the passes: the second starts once released by the schedule or `RECHECK_AFTER` after the deletion;
+    until then the erasure is parked (`drive` saves it in `ERASURES#settling`)."""
+    tombstone = _tombstone(store, org, contact_id)
+    due = clock.parse_iso(tombstone.get("deleted_at") or clock.now_iso()) + RECHECK_AFTER
+    if checkpoint.get("released") or clock.now() >= due:
+        return {"stage": RECHECK_STAGES[0], "round": 2}
+    return {"stage": "recheck", "parked": clock.iso(due)}
+
+
+def settling_sk(due: str, org: str, contact_id: str) -> str:
+    return f"{due}#{org}#{contact_id}"
+
+
+def release_settled(store: Store, now: datetime | None = None) -> list[str]:
+    """The hourly schedule's part: every erasure parked before its second pass whose time has come (one page of
+    `RELEASE_PAGE`) gets a `contact.erasure` event that runs it; → the contact ids released. Reading the index late
+    only delays a release; the release itself is conditional on the tombstone still being parked there."""
+    now_iso = clock.iso(now or clock.now())
+    page = store.query(keys.ERASURES_SETTLING, index="GSI1", sk_between=("0", f"{now_iso}#~"), limit=RELEASE_PAGE)
+    released: list[str] = []
+    for row in page.items:
+        org, contact_id = str(row["organization_id"]), str(row["contact_id"])
+        try:
+            store.transact(
+                [
+                    Update(
+                        key=tombstone_key(org, contact_id),
+                        expression="SET #cp.released = :yes REMOVE GSI1PK, GSI1SK",
+                        condition="GSI1SK = :sk",
+                        names={"#cp": "checkpoint"},
+                        values={":yes": True, ":sk": row["GSI1SK"]},
+                        error=Conflict("released already"),
+                    ),
+                    _event(org, contact_id),
+                ]
+            )
+        except Conflict:
+            continue
+        released.append(contact_id)
+    return released
 
 
 def _next(stage: str) -> Checkpoint | None:
@@ -200,15 +262,23 @@ def _objects(store: Store, org: str, contact_id: str, checkpoint: Checkpoint) ->
     # cascade stage: loads when the cascade runs, not for the contacts DELETE route
     from switchboard.cdp import crm, objects
 
-    page = store.query(objects.contact_pk(org, contact_id), index="GSI2", limit=1)
-    record = store.get(objects.object_key(org, page.items[0]["id"]), consistent=True) if page.items else None
-    if record is None:
-        return _next("objects") if not page.items else {"stage": "objects"}
+    # The index is walked with a cursor (`after`: the index entry of the last record done), never read from its head
+    # again: it may still list a record this erasure deleted a moment ago.
+    after = checkpoint.get("after")
+    page = store.query(objects.contact_pk(org, contact_id), index="GSI2", limit=1, start_key=after)
+    if not page.items:
+        return _next("objects")
+    entry = page.items[0]
+    past = {k: entry[k] for k in ("PK", "SK", "GSI2PK", "GSI2SK")}
+    record = store.get(objects.object_key(org, entry["id"]), consistent=True)
+    if record is None:  # deleted since the index listed it
+        return {"stage": "objects", "after": past}
+    here = {"stage": "objects", "after": after}
     pk = keys.org_pk(org)
     comments = store.query(pk, sk_prefix=f"CDPCMT#{record['id']}#", limit=CHUNK, consistent=True)
     if comments.items:
         store.transact([Delete(key={"PK": c["PK"], "SK": c["SK"]}) for c in comments.items])
-        return {"stage": "objects"}
+        return here
     links = store.query(pk, sk_prefix=f"CDPREL#{record['id']}#", limit=CHUNK // 3, consistent=True)
     for link in links.items:
         try:
@@ -216,29 +286,32 @@ def _objects(store: Store, org: str, contact_id: str, checkpoint: Checkpoint) ->
         except DomainError:
             continue
     if links.items:
-        return {"stage": "objects"}
+        return here
     # The record's own event carries its ids only: its display name and properties are the person's data.
     anonymous = {**record, "display_name": None}
     store.transact(
         [
             Delete(key=objects.object_key(org, record["id"])),
+            objects.type_entry_delete(org, record),
             objects.record_event(org, "crm.record.deleted", anonymous),
         ]
     )
-    return {"stage": "objects"}
+    return {"stage": "objects", "after": past}
 
 
 def _links(store: Store, org: str, contact_id: str, checkpoint: Checkpoint) -> Checkpoint | None:
     # cascade stage: switchboard.cdp.crm loads when the cascade runs, not for the contacts DELETE route
     from switchboard.cdp import crm
 
-    page = store.query(crm.contact_links_pk(org, contact_id), index="GSI1", limit=CHUNK // 3)
+    page = store.query(
+        crm.contact_links_pk(org, contact_id), index="GSI1", limit=CHUNK // 3, start_key=checkpoint.get("cursor")
+    )
     for link in page.items:
         try:
             store.transact(crm._unlink_ops(org, link))
         except DomainError:
-            continue  # unlinked meanwhile
-    return {"stage": "links"} if page.items else _next("links")
+            continue  # unlinked meanwhile (the index may still list it)
+    return {"stage": "links", "cursor": page.last_key} if page.last_key else _next("links")
 
 
 def _segments(store: Store, org: str, contact_id: str, checkpoint: Checkpoint) -> Checkpoint | None:
@@ -292,12 +365,14 @@ def _messages(store: Store, org: str, contact_id: str, checkpoint: Checkpoint) -
 
 def _group_messages(store: Store, org: str, contact_id: str, checkpoint: Checkpoint) -> Checkpoint | None:
     """The person's messages in group conversations (GSI1 `ORG#<org>#CONTACTGROUPMSG#<ct>`), 12 per chunk: each
-    redacted (which takes it off that list, so the next chunk reads the next ones) and its group conversation's
-    preview cleared (it may quote them)."""
+    redacted (which takes it off that list) and its group conversation's preview cleared (it may quote them). The list
+    is walked with a cursor: the index may still show messages redacted a moment ago."""
     # cascade stage: loads when the cascade runs, not for the contacts DELETE route
     from switchboard.messaging import conversations, messages
 
-    page = store.query(messages.group_messages_pk(org, contact_id), index="GSI1", limit=CHUNK // 2)
+    page = store.query(
+        messages.group_messages_pk(org, contact_id), index="GSI1", limit=CHUNK // 2, start_key=checkpoint.get("cursor")
+    )
     for message in page.items:
         _redact_message(store, org, message)
     for conv_id in {m["conversation_id"] for m in page.items if m.get("conversation_id")}:
@@ -308,7 +383,7 @@ def _group_messages(store: Store, org: str, contact_id: str, checkpoint: Checkpo
                 condition="attribute_exists(PK)",
                 values={":none": None},
             )
-    return {"stage": "group_messages"} if page.items else _next("group_messages")
+    return {"stage": "group_messages", "cursor": page.last_key} if page.last_key else _next("group_messages")
 
 
 def _redact_message(store: Store, org: str, message: Item) -> None:
@@ -385,6 +460,7 @@ def _mentions(value: Any, needles: list[str]) -> bool:
 
 
 _STEPS: dict[str, Callable[[Store, str, str, Checkpoint], Checkpoint | None]] = {
+    "recheck": _recheck,
     "identities": _identities,
     "children": _children,
     "objects": _objects,
@@ -427,6 +503,9 @@ def drive(
             if following is None:
                 _save(store, org, contact_id, step, None)
                 return True
+            if following.get("parked"):  # until the second pass: the hourly schedule releases it
+                _save(store, org, contact_id, step, following, parked=str(following["parked"]))
+                return True
             _save(store, org, contact_id, step, following)
         except _Superseded:
             return True
@@ -447,10 +526,20 @@ def _save(
     *,
     extra: list[TxOp] | None = None,
     same: bool = False,
+    parked: str | None = None,
 ) -> None:
     if checkpoint is None:
-        expression = "SET #s = :s, erased_at = :now, step = :next REMOVE checkpoint, needles, pending_identities"
+        expression = (
+            "SET #s = :s, erased_at = :now, step = :next REMOVE checkpoint, needles, pending_identities, GSI1PK, GSI1SK"
+        )
         values: Item = {":s": "erased", ":now": clock.now_iso()}
+    elif parked is not None:
+        expression = "SET checkpoint = :c, step = :next, GSI1PK = :gpk, GSI1SK = :gsk"
+        values = {
+            ":c": checkpoint,
+            ":gpk": keys.ERASURES_SETTLING,
+            ":gsk": settling_sk(parked, org, contact_id),
+        }
     else:
         expression, values = "SET checkpoint = :c, step = :next", {":c": checkpoint}
     ops: list[TxOp] = [

@@ -8,14 +8,16 @@ CONTACT#<id>#CONSENT#<channel>     current consent      CONTACT#<id>#CONSENTLOG#
 CONTACT#<id>#SUPP#<channel>        suppressions
 IDENT#<space>#<value>              identity sentinel → contact_id (uniqueness per organization)
 CSRCH#<token>#<contact_id>         search rows (switchboard.contacts.search)
+CSTAGE#<stage>#<contact_id>        the contact's lifecycle stage entry (`stage_entry_ops`, `stage_in_use`)
 TAG#<tag_id> / TAGNAME#<lower>     tag catalogue and its unique names
 """
 
 from __future__ import annotations
 
 from typing import Any
+from urllib.parse import quote
 
-from switchboard.store import Store, keys, shards
+from switchboard.store import Delete, Put, Store, TxOp, keys, shards
 
 Item = dict[str, Any]
 
@@ -80,8 +82,48 @@ def walk_page(
     return shards.walk_page(store, list_pk(org_id), checkpoint, index="GSI1", limit=limit)
 
 
+def _stage_prefix(stage: str) -> str:
+    return f"CSTAGE#{quote(stage, safe='')}#"  # quoted: a key holding `#` never prefixes another's entries
+
+
+def stage_entry_key(org_id: str, stage: str, contact_id: str) -> dict[str, str]:
+    return keys.key(keys.org_pk(org_id), f"{_stage_prefix(stage)}{contact_id}")
+
+
+def stage_entry_ops(org_id: str, old: Item | None, new: Item | None) -> list[TxOp]:
+    """The contact's stage entry moved along when it goes from `old` to `new` (None: absent), in the contact's own
+    transaction: the base-table record of "this contact holds this stage" that `stage_in_use` reads consistently."""
+    before, after = (old or {}).get("lifecycle_stage"), (new or {}).get("lifecycle_stage")
+    contact_id = str((new or old or {}).get("id", ""))
+    ops: list[TxOp] = []
+    if before and before != after:
+        ops.append(Delete(key=stage_entry_key(org_id, before, contact_id)))
+    if after and (after != before or old is None):
+        entry = {"entity": "ContactStageEntry", "contact_id": contact_id, "stage": after}
+        ops.append(Put(item={**stage_entry_key(org_id, after, contact_id), **entry}))
+    return ops
+
+
+STAGE_LEGACY_PAGE = 25
+
+
 def stage_in_use(store: Store, org_id: str, stage: str) -> bool:
-    """Whether any contact holds the lifecycle stage: one round of short Queries, every shard of the stage's
-    list and its legacy partition side by side (`shards.merged_page`)."""
-    found, _ = shards.merged_page(store, shards.index_pks(stage_pk(org_id, stage)), None, index="GSI2", limit=1)
-    return bool(found)
+    """Whether any contact holds the lifecycle stage, never from an index alone (a GSI lags its table: a contact that
+    entered the stage a moment ago may be missing there, one that left it still listed): a consistent Query of the
+    stage's entries (one item); then, for contacts last written before entries existed, the stage's lists (every
+    shard and the legacy partition side by side, `shards.merged_page`) with each contact found confirmed by a
+    consistent read."""
+    entries = store.query(keys.org_pk(org_id), sk_prefix=_stage_prefix(stage), limit=1, consistent=True)
+    if entries.items:
+        return True
+    position = None
+    while True:
+        found, position = shards.merged_page(
+            store, shards.index_pks(stage_pk(org_id, stage)), position, index="GSI2", limit=STAGE_LEGACY_PAGE
+        )
+        if found:
+            held = store.batch_get([contact_key(org_id, c["id"]) for c in found], consistent=True)
+            if any(c.get("lifecycle_stage") == stage for c in held):
+                return True
+        if position is None:
+            return False

@@ -80,7 +80,8 @@ def row_key(org: str, token: str, contact_id: str) -> dict[str, str]:
 
 
 def index_ops(org: str, old: Item | None, new: Item | None) -> list[TxOp]:
-    """The index rows to delete and put when a contact goes from `old` to `new` (None: absent)."""
+    """The index rows to delete and put when a contact goes from `old` to `new` (None: absent): its search rows and
+    its lifecycle stage entry (`repo.stage_entry_ops`), the base-table rows every contact write keeps in step."""
     before = set(tokens(old)) if old else set()
     after = set(tokens(new)) if new else set()
     contact_id = (new or old or {}).get("id", "")
@@ -89,7 +90,7 @@ def index_ops(org: str, old: Item | None, new: Item | None) -> list[TxOp]:
         Put(item={**row_key(org, t, contact_id), "entity": "ContactSearch", "contact_id": contact_id})
         for t in sorted(after - before)
     ]
-    return ops
+    return ops + repo.stage_entry_ops(org, old, new)
 
 
 def query_terms(q: str) -> list[str]:

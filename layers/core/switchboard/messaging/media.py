@@ -54,13 +54,25 @@ class MediaDownloadRequest(Strict):
 
 
 class DownloadedMediaView(BaseModel):
-    """The spec's Downloaded media (`data` base64)."""
+    """The spec's Downloaded media: the bytes inline (`data`, base64) up to 4 MiB; a larger file as a presigned URL of
+    its copy (`source_url`, until `expires_at`) with `data` empty (CONVENTIONS "Media and responses that outgrow a
+    Lambda")."""
 
     media_id: str = Field(description="The provider's media id")
-    data: str = Field(description="The file's bytes, base64-encoded")
+    data: str = Field(
+        description=f"The file's bytes, base64-encoded, when it is at most {media.INLINE_MAX} bytes (4 MiB); "
+        '`""` for a larger file (fetch it from `source_url`)'
+    )
     file_name: str = Field(description="The file's name")
     mime_type: str = Field(description="The file's MIME type")
-    source_url: str = Field(description="Where the provider served the file from")
+    size: int = Field(ge=0, description="The file's size in bytes")
+    source_url: str = Field(
+        description="Inline media: where the provider served the file from. A larger file: a presigned HTTPS URL of "
+        "its copy in the media bucket (GET it, no credentials) until `expires_at`"
+    )
+    expires_at: Timestamp | None = Field(
+        default=None, description="When `source_url` stops working (a larger file's); null for inline media"
+    )
 
     openapi_examples = (
         {
@@ -68,24 +80,67 @@ class DownloadedMediaView(BaseModel):
             "data": "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg==",
             "file_name": "receipt.png",
             "mime_type": "image/png",
+            "size": 70,
             "source_url": "https://lookaside.fbsbx.com/whatsapp_business/attachments/?mid=1013859600285441",
+            "expires_at": None,
+        },
+        {
+            "media_id": "1013859600285442",
+            "data": "",
+            "file_name": "catalogue-2026.pdf",
+            "mime_type": "application/pdf",
+            "size": 18874368,
+            "source_url": "https://switchboard-media.s3.amazonaws.com/media/org_01jd7zp1a2b3c4d5e6f7g8h9jk/"
+            "ch_01jd7zq4v6m3x8k2r5t9w1y0ab/1013859600285442?X-Amz-Algorithm=AWS4-HMAC-SHA256&X-Amz-Expires=900",
+            "expires_at": "2026-11-21T10:15:00.000Z",
         },
     )
 
 
+# What a download keeps for itself after the fetch: its copy's last part, a presigned URL and the answer.
+DOWNLOAD_RESERVE_SECONDS = 3.0
+
+
 def download(
-    store: Store, auth: AuthContext, channel_id: str, media_id: str, message_id: str, payload: str
+    store: Store,
+    auth: AuthContext,
+    channel_id: str,
+    media_id: str,
+    message_id: str,
+    payload: str,
+    *,
+    seconds_left: float | None = None,
 ) -> DownloadedMediaView:
+    """The media through the channel's provider, streamed into its copy `media/<org>/<channel>/<media>` in the media
+    bucket as it arrives (`media.MediaCopy`): at most 4 MiB answered inline, a larger file as a presigned URL of the
+    copy, valid 15 minutes. The provider fetch gets what the request has left (`seconds_left`, the invocation's
+    remaining time) but `DOWNLOAD_RESERVE_SECONDS`; a provider too slow for it is 503 (retry)."""
     _, adapter = channels.provider(store, auth, channel_id)
-    got = adapter.download_media(media_id, message_id, payload)
     key = f"media/{auth.org_id}/{channel_id}/{media_id}"
-    aws.client("s3").put_object(Bucket=get_settings().media_bucket, Key=key, Body=got.data, ContentType=got.mime_type)
+    deadline = None if seconds_left is None else max(seconds_left - DOWNLOAD_RESERVE_SECONDS, 0.5)
+    with media.MediaCopy(key) as copy:
+        got = adapter.download_media(media_id, message_id, payload, sink=copy, deadline=deadline)
+        stored = copy.finish(got.mime_type)
+    if stored.inline is not None:
+        return DownloadedMediaView(
+            media_id=media_id,
+            data=base64.b64encode(stored.inline).decode(),
+            file_name=got.file_name,
+            mime_type=got.mime_type,
+            size=stored.size,
+            source_url=got.source_url,
+        )
+    url, expires_at = media.presign_download(
+        key, media.LARGE_MEDIA_URL_TTL, content_type=got.mime_type, file_name=got.file_name
+    )
     return DownloadedMediaView(
         media_id=media_id,
-        data=base64.b64encode(got.data).decode(),
+        data="",
         file_name=got.file_name,
         mime_type=got.mime_type,
-        source_url=got.source_url,
+        size=stored.size,
+        source_url=url,
+        expires_at=expires_at,
     )
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from switchboard.errors import DomainError, UnsupportedByProvider
 
@@ -194,10 +194,40 @@ CallbackEvent = (
 
 @dataclass(frozen=True)
 class DownloadedMedia:
+    """A downloaded file: its bytes in `data`, or `b""` when they went to the caller's sink."""
+
     data: bytes
     mime_type: str
     file_name: str
     source_url: str
+
+
+class MediaSink(Protocol):
+    """Where `download_media` writes a file's bytes as they arrive (the media service's S3 copy), so a large file is
+    never held whole in memory."""
+
+    def write(self, chunk: bytes) -> None: ...
+
+
+class BufferSink:
+    """A sink that keeps the bytes in memory: what `download_media` uses when its caller gives none."""
+
+    def __init__(self) -> None:
+        self._chunks: list[bytes] = []
+
+    def write(self, chunk: bytes) -> None:
+        self._chunks.append(chunk)
+
+    def getvalue(self) -> bytes:
+        return b"".join(self._chunks)
+
+
+def downloaded(
+    sink: MediaSink, given: MediaSink | None, mime_type: str, file_name: str, source_url: str
+) -> DownloadedMedia:
+    """The result of a download written to `sink`: its bytes when the adapter made the sink itself (`given` None)."""
+    data = sink.getvalue() if given is None and isinstance(sink, BufferSink) else b""
+    return DownloadedMedia(data=data, mime_type=mime_type, file_name=file_name, source_url=source_url)
 
 
 class Provider:
@@ -270,7 +300,16 @@ class Provider:
     def presence(self, to_phone: str, state: str) -> None:
         raise self._unsupported("presence")
 
-    def download_media(self, media_id: str, message_id: str, payload: str) -> DownloadedMedia:
+    def download_media(
+        self,
+        media_id: str,
+        message_id: str,
+        payload: str,
+        sink: MediaSink | None = None,
+        deadline: float | None = None,
+    ) -> DownloadedMedia:
+        """The media's bytes written to `sink` as they arrive (without one, kept in memory and answered in `data`),
+        the whole download within `deadline` seconds."""
         raise self._unsupported("media download")
 
     # Account ---------------------------------------------------------------------------------------------------------

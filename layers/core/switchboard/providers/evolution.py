@@ -40,6 +40,7 @@ from switchboard import jsonbody
 from switchboard.errors import Unauthenticated, ValidationFailed
 from switchboard.providers.base import (
     AcceptOnce,
+    BufferSink,
     CallbackEvent,
     ConnectResult,
     DownloadedMedia,
@@ -47,6 +48,7 @@ from switchboard.providers.base import (
     InboundMessage,
     LabelCatalogEvent,
     LabelEvent,
+    MediaSink,
     MessageChange,
     OutboundMessage,
     ProviderRejected,
@@ -56,6 +58,7 @@ from switchboard.providers.base import (
     SessionStatus,
     StatusCallback,
     contact_cards,
+    downloaded,
 )
 from switchboard.providers.http import HttpApi, ProviderError, Reply, segment
 from switchboard.providers.whatsapp_web import (
@@ -355,9 +358,22 @@ class EvolutionProvider(LinkedDeviceProvider):
         body = {"number": digits(to_phone), "presence": PRESENCE[state], "delay": 1200}
         self._call("POST", "chat", "sendPresence", body)
 
-    def download_media(self, media_id: str, message_id: str, payload: str) -> DownloadedMedia:
+    def download_media(
+        self,
+        media_id: str,
+        message_id: str,
+        payload: str,
+        sink: MediaSink | None = None,
+        deadline: float | None = None,
+    ) -> DownloadedMedia:
+        """`chat/getBase64FromMediaMessage`: Evolution answers the file base64-encoded inside JSON, so it is read
+        whole (within the API answer cap, `http.MAX_BODY`) and handed to `sink` in one piece."""
         key = parse_key(message_id) if _KEY.match(message_id) else {"id": message_id}
-        data = obj(self._call("POST", "chat", "getBase64FromMediaMessage", {"message": {"key": key}}))
+        body = {"message": {"key": key}}
+        reply = self.api().request(
+            "POST", self._path("chat", "getBase64FromMediaMessage"), json_body=body, deadline=deadline
+        )
+        data = obj(reply.json() if reply.content.strip() else {})
         try:
             content = base64.b64decode(str(data.get("base64") or ""), validate=True)
         except (ValueError, binascii.Error):
@@ -366,12 +382,9 @@ class EvolutionProvider(LinkedDeviceProvider):
             raise ProviderRejected(f"{PROVIDER} has no media for this message.")
         mime = str(data.get("mimetype") or "application/octet-stream").split(";", 1)[0].strip()
         name = "".join(c for c in str(data.get("fileName") or key["id"]) if c.isalnum() or c in "-_.") or "media"
-        return DownloadedMedia(
-            data=content,
-            mime_type=mime,
-            file_name=name[:255],
-            source_url=self._path("chat", "getBase64FromMediaMessage"),
-        )
+        out = sink if sink is not None else BufferSink()
+        out.write(content)
+        return downloaded(out, sink, mime, name[:255], self._path("chat", "getBase64FromMediaMessage"))
 
     # Account ----------------------------------------------------------------------------------------------------------
     def profile(self, changes: dict[str, Any] | None = None) -> dict[str, Any]:
@@ -530,7 +543,8 @@ class EvolutionProvider(LinkedDeviceProvider):
         value = (header(headers, "authorization") or "").strip()
         if not value.lower().startswith("bearer "):
             raise Unauthenticated("Missing Authorization: Bearer header.")
-        claims = verify_jwt(value[7:].strip(), self.secret)
+        token = value[7:].strip()
+        claims = self.verified(lambda secret: verify_jwt(token, secret))
         digest = hashlib.sha256(f"{claims['iat']}:{hashlib.sha256(body).hexdigest()}".encode()).hexdigest()
         return AcceptOnce(key=digest, until=int(claims["exp"]) + CLOCK_SKEW)
 

@@ -7,7 +7,8 @@
   is remembered per host name), and the connection is pinned to the checked address (TLS still verifies the host
   name, through SNI). Clients are kept per (address, host name, port), so warm invocations reuse connections.
 - No redirects followed; every request has a timeout (10 s per connect/read/write, and the same as a total deadline
-  for the whole exchange, bodies included); response bodies are capped.
+  for the whole exchange, bodies included; a caller's shorter `deadline` lowers both); response bodies are capped. A
+  media body can go to a `sink` chunk by chunk instead of memory (`request(..., sink=)`).
 - Failures map onto the provider protocol: timeouts, connection errors, 429 and 5xx → `ProviderUnavailable` (retry
   later); other 4xx → `ProviderRejected` (the adapter's `read_error` reads the provider's error object, and may
   declare a 4xx transient, as Graph does for its rate limits); 3xx → `ProviderRejected` (a misconfigured `base_url`,
@@ -33,9 +34,26 @@ from switchboard.providers.base import ProviderRejected, ProviderUnavailable, Se
 DEFAULT_TIMEOUT = 10.0
 MAX_BODY = 4 * 1024 * 1024  # API answers
 MAX_MEDIA = 100 * 1024 * 1024  # WhatsApp's largest media (documents)
-MEDIA_DEADLINE = 60.0  # a whole media download; every single read still has DEFAULT_TIMEOUT
+# A whole media download (every request of it, bodies included) when the caller names no budget of its own. An API
+# route passes what its invocation has left instead (`switchboard.messaging.media.download`): the function's
+# timeout and API Gateway's 29 s bound the whole request.
+MEDIA_DEADLINE = 10.0
 MAX_ERROR_MESSAGE = 200  # characters of a provider's own error message kept
 HEADERS = {"User-Agent": "Switchboard/1.0", "Accept": "application/json"}
+
+
+def media_until(deadline: float | None) -> float:
+    """The monotonic time a media download must be done by: `deadline` seconds from now (`MEDIA_DEADLINE` when the
+    caller names none)."""
+    return time.monotonic() + (MEDIA_DEADLINE if deadline is None else deadline)
+
+
+def time_left(until: float, provider: str) -> float:
+    """Seconds left before `until`; none left is `ProviderUnavailable` (retry later), never a request started late."""
+    left = until - time.monotonic()
+    if left <= 0:
+        raise ProviderUnavailable(f"{provider} did not finish within the time this request has.")
+    return left
 
 
 def segment(value: str) -> str:
@@ -130,16 +148,20 @@ class HttpApi:
         delivers: bool = False,
         form: Mapping[str, str] | None = None,
         files: Mapping[str, tuple[str, bytes, str]] | None = None,
+        sink: Callable[[bytes], None] | None = None,
     ) -> Reply:
         """`path` is relative to the base URL, or an absolute URL (a media link the provider handed out).
         `delivers`: the request hands a message over, so an answer lost after the request left (a read timeout, a
         dropped connection, an answer cut short) is `SendUncertain` — the provider may have it — rather than
-        `ProviderUnavailable`, which says nothing was sent."""
+        `ProviderUnavailable`, which says nothing was sent. `deadline` (seconds) bounds the whole exchange, bodies
+        included (default: the API's timeout); no single connect, read or write waits longer either. With `sink`, a
+        successful answer's body goes to it chunk by chunk as it arrives (the reply's `content` stays empty); an
+        error answer is read as usual."""
         import httpx  # on first use: keeps httpx off the cold start
 
         url = path if path.startswith(("https://", "http://")) else f"{self.base_url}{path}"
         target, address = check_destination(url, self.provider)
-        total = max(deadline or self.timeout, self.timeout)
+        total = deadline if deadline is not None else self.timeout
         started = time.monotonic()
         try:
             http, transport = netguard.pinned_client(target, address, self.timeout)
@@ -152,8 +174,10 @@ class HttpApi:
                 params=dict(params) if params else None,
                 headers={**HEADERS, **self.headers, "host": target.host_header},
                 extensions=netguard.sni(target),
+                timeout=min(self.timeout, total),
             )
             response = transport.handle_request(outgoing)
+            streamed = sink if sink is not None and response.status_code < 300 else None
             try:
                 chunks: list[bytes] = []
                 size = 0
@@ -164,7 +188,10 @@ class HttpApi:
                     if time.monotonic() - started > total:
                         lost = f"{self.provider} did not finish answering within {total:g} s."
                         raise SendUncertain(lost) if delivers else ProviderUnavailable(lost)
-                    chunks.append(chunk)
+                    if streamed is not None:
+                        streamed(chunk)
+                    else:
+                        chunks.append(chunk)
             finally:
                 response.close()
             reply = Reply(
@@ -181,7 +208,8 @@ class HttpApi:
                     f"{self.provider} may have accepted the message, but its answer was lost ({type(err).__name__})."
                 ) from None
             if isinstance(err, httpx.TimeoutException):
-                raise ProviderUnavailable(f"{self.provider} did not answer within {self.timeout:g} s.") from None
+                waited = min(self.timeout, total)
+                raise ProviderUnavailable(f"{self.provider} did not answer within {waited:g} s.") from None
             raise ProviderUnavailable(f"{self.provider} could not be reached ({type(err).__name__}).") from None
         return self._check(reply)
 
@@ -194,10 +222,13 @@ class HttpApi:
         params: Mapping[str, str] | None = None,
         form: Mapping[str, str] | None = None,
         files: Mapping[str, tuple[str, bytes, str]] | None = None,
+        deadline: float | None = None,
     ) -> dict[str, Any]:
         """A request whose successful answer is a JSON object (an empty body counts as `{}`); `form` and `files`
         make a multipart body."""
-        reply = self.request(method, path, json_body=json_body, params=params, form=form, files=files)
+        reply = self.request(
+            method, path, json_body=json_body, params=params, form=form, files=files, deadline=deadline
+        )
         if not reply.content.strip():
             return {}
         data = reply.json()

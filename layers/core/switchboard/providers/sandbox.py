@@ -28,12 +28,15 @@ from switchboard.config import get_settings
 from switchboard.errors import NotFound
 from switchboard.ids import new_ulid
 from switchboard.providers.base import (
+    BufferSink,
     ConnectResult,
     DownloadedMedia,
+    MediaSink,
     OutboundMessage,
     Provider,
     ProviderRejected,
     SendResult,
+    downloaded,
 )
 
 REFUSED_SUFFIX = "0000"
@@ -113,14 +116,18 @@ class SandboxProvider(Provider):
     def presence(self, to_phone: str, state: str) -> None:
         return None
 
-    def download_media(self, media_id: str, message_id: str, payload: str) -> DownloadedMedia:
+    def download_media(
+        self,
+        media_id: str,
+        message_id: str,
+        payload: str,
+        sink: MediaSink | None = None,
+        deadline: float | None = None,
+    ) -> DownloadedMedia:
         digest = hashlib.sha256(f"{media_id}:{message_id}".encode()).hexdigest()
-        return DownloadedMedia(
-            data=f"sandbox media {media_id} {digest}".encode(),
-            mime_type="text/plain",
-            file_name=f"{media_id}.txt",
-            source_url=f"sandbox://media/{media_id}",
-        )
+        out = sink if sink is not None else BufferSink()
+        out.write(f"sandbox media {media_id} {digest}".encode())
+        return downloaded(out, sink, "text/plain", f"{media_id}.txt", f"sandbox://media/{media_id}")
 
     def profile(self, changes: dict[str, Any] | None = None) -> dict[str, Any]:
         current = dict((self.channel.get("metadata") or {}).get("profile") or {"name": self.channel.get("name")})

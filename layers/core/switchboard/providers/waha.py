@@ -34,6 +34,7 @@ from urllib.parse import urlsplit
 from switchboard import jsonbody
 from switchboard.errors import Unauthenticated, ValidationFailed
 from switchboard.providers.base import (
+    BufferSink,
     CallbackEvent,
     ConnectResult,
     DownloadedMedia,
@@ -41,6 +42,7 @@ from switchboard.providers.base import (
     InboundMessage,
     LabelCatalogEvent,
     LabelEvent,
+    MediaSink,
     MessageChange,
     OutboundMessage,
     ProviderRejected,
@@ -50,6 +52,7 @@ from switchboard.providers.base import (
     SessionStatus,
     StatusCallback,
     contact_cards,
+    downloaded,
 )
 from switchboard.providers.http import MAX_MEDIA, MEDIA_DEADLINE, HttpApi, ProviderError, Reply, segment
 from switchboard.providers.whatsapp_web import (
@@ -328,8 +331,16 @@ class WahaProvider(LinkedDeviceProvider):
     def presence(self, to_phone: str, state: str) -> None:
         self._call("POST", self._session_path("presence"), {"chatId": chat_id(to_phone), "presence": PRESENCE[state]})
 
-    def download_media(self, media_id: str, message_id: str, payload: str) -> DownloadedMedia:
-        """WAHA hands out media as a link on its own server (`payload.media.url`); only links there are fetched."""
+    def download_media(
+        self,
+        media_id: str,
+        message_id: str,
+        payload: str,
+        sink: MediaSink | None = None,
+        deadline: float | None = None,
+    ) -> DownloadedMedia:
+        """WAHA hands out media as a link on its own server (`payload.media.url`); only links there are fetched, the
+        body streamed to `sink`."""
         try:
             raw = json.loads(payload)
         except ValueError:
@@ -345,11 +356,13 @@ class WahaProvider(LinkedDeviceProvider):
             url = f"{api.base_url}{path}"  # WAHA may name itself by an internal host: its files are under base_url
         if not url.startswith(api.base_url + "/"):
             raise ProviderRejected(f"The media link is not on this channel's {PROVIDER} server.")
-        reply = api.request("GET", url, max_bytes=MAX_MEDIA, deadline=MEDIA_DEADLINE)
+        out = sink if sink is not None else BufferSink()
+        wait = MEDIA_DEADLINE if deadline is None else deadline
+        reply = api.request("GET", url, max_bytes=MAX_MEDIA, deadline=wait, sink=out.write)
         mime = (reply.headers.get("content-type") or "application/octet-stream").split(";", 1)[0].strip()
         name = url.rsplit("/", 1)[-1].split("?", 1)[0] or "media"
         name = "".join(c for c in name if c.isalnum() or c in "-_.@") or "media"
-        return DownloadedMedia(data=reply.content, mime_type=mime, file_name=name[:255], source_url=url)
+        return downloaded(out, sink, mime, name[:255], url)
 
     # Account ----------------------------------------------------------------------------------------------------------
     def profile(self, changes: dict[str, Any] | None = None) -> dict[str, Any]:
@@ -574,9 +587,13 @@ class WahaProvider(LinkedDeviceProvider):
         given = (header(headers, SIGNATURE_HEADER) or "").strip().lower()
         if not given:
             raise Unauthenticated("Missing X-Webhook-Hmac header.")
-        expected = hmac.new(self.secret.encode(), body, hashlib.sha512).hexdigest()
-        if not hmac.compare_digest(given.encode(), expected.encode()):
-            raise Unauthenticated("The X-Webhook-Hmac signature does not match the body.")
+
+        def check(secret: str) -> None:
+            expected = hmac.new(secret.encode(), body, hashlib.sha512).hexdigest()
+            if not hmac.compare_digest(given.encode(), expected.encode()):
+                raise Unauthenticated("The X-Webhook-Hmac signature does not match the body.")
+
+        self.verified(check)
 
     def parse_callback(self, body: bytes) -> list[CallbackEvent]:
         try:

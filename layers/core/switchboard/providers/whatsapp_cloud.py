@@ -49,17 +49,20 @@ from switchboard import clock, jsonbody
 from switchboard.config import get_settings
 from switchboard.errors import Forbidden, Unauthenticated, ValidationFailed
 from switchboard.providers.base import (
+    BufferSink,
     Channel,
     ConnectResult,
     DownloadedMedia,
     GroupEvent,
     InboundMessage,
+    MediaSink,
     OutboundMessage,
     Provider,
     ProviderRejected,
     ProviderUnavailable,
     SendResult,
     StatusCallback,
+    downloaded,
 )
 from switchboard.providers.http import (
     DEFAULT_TIMEOUT,
@@ -68,7 +71,9 @@ from switchboard.providers.http import (
     HttpApi,
     ProviderError,
     Reply,
+    media_until,
     segment,
+    time_left,
 )
 
 PROVIDER = "WhatsApp Cloud API"
@@ -425,22 +430,34 @@ class WhatsAppCloudProvider(Provider):
             return "group.png", data, "image/png"
         raise ValidationFailed.field(field, "is not a JPEG or PNG image")
 
-    def download_media(self, media_id: str, message_id: str, payload: str) -> DownloadedMedia:
+    def download_media(
+        self,
+        media_id: str,
+        message_id: str,
+        payload: str,
+        sink: MediaSink | None = None,
+        deadline: float | None = None,
+    ) -> DownloadedMedia:
+        """`GET /{media_id}` (the URL, MIME type and SHA-256), then the URL with the token, its body streamed to
+        `sink` and hashed on the way; both requests within `deadline`."""
+        until = media_until(deadline)
         api = self._api()
-        info = api.call("GET", f"/{segment(media_id)}")
+        info = api.call("GET", f"/{segment(media_id)}", deadline=time_left(until, PROVIDER))
         url = info.get("url")
         if not isinstance(url, str) or not url:
             raise ProviderUnavailable(f"{PROVIDER} answered without a media URL.")
-        reply = api.request("GET", url, max_bytes=MAX_MEDIA, deadline=MEDIA_DEADLINE)
-        _check_digest(reply.content, info.get("sha256"))
+        out = sink if sink is not None else BufferSink()
+        digest = hashlib.sha256()
+
+        def write(chunk: bytes) -> None:
+            digest.update(chunk)
+            out.write(chunk)
+
+        reply = api.request("GET", url, max_bytes=MAX_MEDIA, deadline=time_left(until, PROVIDER), sink=write)
+        _check_digest(digest.digest(), info.get("sha256"))
         mime = str(info.get("mime_type") or reply.headers.get("content-type") or "application/octet-stream")
         mime = mime.split(";", 1)[0].strip()
-        return DownloadedMedia(
-            data=reply.content,
-            mime_type=mime,
-            file_name=_file_name(payload, media_id, mime),
-            source_url=url,
-        )
+        return downloaded(out, sink, mime, _file_name(payload, media_id, mime), url)
 
     # Account ----------------------------------------------------------------------------------------------------------
     def profile(self, changes: dict[str, Any] | None = None) -> dict[str, Any]:
@@ -799,11 +816,11 @@ def _status(status: dict[str, Any]) -> StatusCallback | None:
 
 
 # Media helpers --------------------------------------------------------------------------------------------------------
-def _check_digest(data: bytes, announced: Any) -> None:
-    """Graph announces the file's SHA-256 (hex; base64 seen in some payloads): a mismatch means a corrupt transfer."""
+def _check_digest(digest: bytes, announced: Any) -> None:
+    """Graph announces the file's SHA-256 (hex; base64 seen in some payloads): a mismatch with the `digest` of what
+    arrived means a corrupt transfer."""
     if not isinstance(announced, str) or not announced:
         return
-    digest = hashlib.sha256(data).digest()
     if len(announced) == 64 and all(c in "0123456789abcdefABCDEF" for c in announced):
         ok = hmac.compare_digest(announced.lower(), digest.hex())
     elif len(announced) == 44 and announced.endswith("="):

@@ -8,10 +8,12 @@ Evolution's instance (default: the channel id). Each engine's adapter speaks tha
 
 Callbacks: on `connect` the adapter points the engine's webhook at
 `<PUBLIC_BASE_URL>/v1/providers/{channel_id}/callback` with a per-channel secret. The secret is never stored: it is
-an HMAC of the channel id and the channel's `callback_key_generation` under the server secret (`CURSOR_SECRET`).
-A reconnect that reaches the engine (`reconnect` of a channel that is not connected, `reconnect/force`) moves the
-channel to a new generation, so the engine is handed a new key and the old one stops working (rotation); rotating
-`CURSOR_SECRET` needs a `reconnect/force` of each linked-device channel.
+an HMAC of the channel id and the channel's `callback_key_generation` under the platform secret
+(`switchboard.platform_secret`). A reconnect that reaches the engine (`reconnect` of a channel that is not connected,
+`reconnect/force`) moves the channel to a new generation, so the engine is handed a new key and the old one stops
+working (rotation). A callback signed with the secret derived from the platform secret's previous version still
+verifies after a rotation of that secret; a `reconnect/force` gives the engine the new one, and must be done before
+the next rotation.
 
 A send whose engine answer is lost after the request left (read timeout, dropped connection) or carries no message id
 raises `SendUncertain`: the message is then never handed to the engine again, and the engine's callbacks reconcile it.
@@ -21,13 +23,14 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 from importlib import import_module
 from typing import Any
 
-from switchboard import clock
+from switchboard import clock, platform_secret
 from switchboard.config import get_settings
-from switchboard.errors import ValidationFailed
+from switchboard.errors import Unauthenticated, ValidationFailed
 from switchboard.providers.base import Channel, Provider, ProviderRejected
 from switchboard.providers.http import DEFAULT_TIMEOUT, HttpApi, segment
 
@@ -94,16 +97,38 @@ def header(headers: dict[str, str], name: str) -> str | None:
     return None
 
 
-def callback_secret(channel_id: str, generation: int = 0) -> str:
-    """The channel's webhook secret of a key generation: derived, never stored (HMAC-SHA256 of the channel id and the
-    generation under the server secret; generation 0 is the channel's first key)."""
-    key = get_settings().cursor_secret.get_secret_value().encode()
+def _callback_secret(key: bytes, channel_id: str, generation: int = 0) -> str:
     label = f"whatsapp_web.callback:{channel_id}" + (f":{generation}" if generation else "")
     return hmac.new(key, label.encode(), hashlib.sha256).hexdigest()
 
 
 def key_generation(channel: Channel) -> int:
     return int(channel.get("callback_key_generation") or 0)
+
+
+def callback_secret(channel_id: str, generation: int = 0) -> str:
+    """The channel's webhook secret of a key generation: derived, never stored (HMAC-SHA256 of the channel id and the
+    generation under the platform secret's current version; generation 0 is the channel's first key)."""
+    return _callback_secret(platform_secret.current(), channel_id, generation)
+
+
+def callback_secrets(channel_id: str, generation: int = 0) -> Iterator[str]:
+    """The secrets a callback may be signed with: the current one, then those of the platform secret's previous
+    version (`platform_secret.candidates`), each derived only when the one before did not fit."""
+    for key in platform_secret.candidates():
+        yield _callback_secret(key, channel_id, generation)
+
+
+def verified_with_any[T](secrets: Iterator[str], check: Callable[[str], T]) -> T:
+    """`check(secret)` for the first secret it accepts (it raises `Unauthenticated` otherwise); none: the first
+    secret's error."""
+    first: Unauthenticated | None = None
+    for secret in secrets:
+        try:
+            return check(secret)
+        except Unauthenticated as err:
+            first = first or err
+    raise first or Unauthenticated("The callback is not signed with this channel's secret.")
 
 
 def callback_url(channel_id: str) -> str:
@@ -140,6 +165,10 @@ class LinkedDeviceProvider(Provider):
     @property
     def secret(self) -> str:
         return callback_secret(str(self.channel.get("id")), key_generation(self.channel))
+
+    def verified[T](self, check: Callable[[str], T]) -> T:
+        """`check` under the channel's webhook secret, or the previous platform secret's during a rotation."""
+        return verified_with_any(callback_secrets(str(self.channel.get("id")), key_generation(self.channel)), check)
 
     def api(self) -> HttpApi:  # pragma: no cover - each engine builds its own
         raise NotImplementedError

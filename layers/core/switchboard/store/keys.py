@@ -60,6 +60,7 @@ def job(job_id: str) -> Key:
 # Sparse GSI1 partitions (only the items that need the second path carry these keys) ---------------------------------
 PURGE_DUE = "ORGPURGE"  # organizations pending deletion; GSI1SK = `<purge_at>#<org_id>`
 JOBS_ACTIVE = "JOBS#active"  # jobs not finished yet; GSI1SK = `<updated_at>#<job_id>`
+ERASURES_SETTLING = "ERASURES#settling"  # contact erasures waiting for their second pass; GSI1SK = `<due>#<org>#<ct>`
 
 
 READY_PROBE: Key = key("SYSTEM#ready", "PROBE")
