@@ -13,6 +13,7 @@ from switchboard.api.context import current_auth, header
 from switchboard.api.envelope import Data, ListData, cursor_list, whole_list
 from switchboard.api.lazy import lazy_module
 from switchboard.errors import ValidationFailed
+from switchboard.models import DateTimeIn
 from switchboard.store import get_store
 
 if TYPE_CHECKING:
@@ -117,8 +118,7 @@ def list_contacts(
     tag: Annotated[str | None, Query(max_length=64, description="tag id or name")] = None,
     lifecycle_stage: Annotated[str | None, Query(max_length=64, description="a lifecycle stage key")] = None,
     updated_since: Annotated[
-        str | None,
-        Query(pattern=r"^\d{4}-\d{2}-\d{2}T", description="only contacts changed at or after this ISO 8601 time"),
+        DateTimeIn | None, Query(description="only contacts changed at or after this time (RFC 3339)")
     ] = None,
     q: Annotated[str | None, Query(min_length=1, max_length=100, description="name, e-mail or phone prefix")] = None,
 ) -> ListData[models.Contact]:

@@ -16,7 +16,7 @@ from switchboard.api.context import base_url, current_auth, header, source_ip
 from switchboard.api.envelope import Data, ListData, Meta, cursor_list, whole_list
 from switchboard.api.lazy import lazy_module
 from switchboard.api.pagination import query_fingerprint, read_page
-from switchboard.models import BaseModel
+from switchboard.models import BaseModel, DateTimeIn
 from switchboard.store import get_store
 
 if TYPE_CHECKING:
@@ -869,8 +869,8 @@ def revoke_api_key(keyID: str) -> None:
 def list_audit_logs(
     limit: Annotated[int, Query(ge=1, le=100, description="Page size")] = 20,
     cursor: Annotated[str | None, Query(max_length=2048, description="`meta.cursor` of the previous page")] = None,
-    since: Annotated[str | None, Query(pattern=r"^\d{4}-\d{2}-\d{2}T")] = None,
-    until: Annotated[str | None, Query(pattern=r"^\d{4}-\d{2}-\d{2}T")] = None,
+    since: Annotated[DateTimeIn | None, Query(description="entries at or after this time (RFC 3339)")] = None,
+    until: Annotated[DateTimeIn | None, Query(description="entries at or before this time (RFC 3339)")] = None,
     action: Annotated[str | None, Query(max_length=100)] = None,
     actor_id: Annotated[str | None, Query(max_length=100)] = None,
     target_type: Annotated[str | None, Query(max_length=100)] = None,

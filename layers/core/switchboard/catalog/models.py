@@ -6,7 +6,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field
 
-from switchboard.models import BaseModel, Name, Storable, Strict, Timestamp
+from switchboard.models import BaseModel, DateTimeIn, Name, Storable, Strict, Timestamp
 
 ID = Field(min_length=1, max_length=64)
 COLOR = r"^#[0-9a-fA-F]{6}$"
@@ -142,11 +142,9 @@ class ChatMuteRequest(ChatRequest):
     """A chat to mute, until a time or until unmuted."""
 
     openapi_examples = (
-        {"channel_id": "ch_01jd8w5a6b7c8d9e0f1g2h3j4k", "chat_id": "15551234567", "until": "2036-01-01T08:00:00Z"},
+        {"channel_id": "ch_01jd8w5a6b7c8d9e0f1g2h3j4k", "chat_id": "14155552671", "until": "2036-01-01T08:00:00Z"},
     )
-    until: str | None = Field(
-        default=None, pattern=r"^\d{4}-\d{2}-\d{2}T", description="ISO 8601 time in the future; absent: until unmuted"
-    )
+    until: DateTimeIn | None = Field(default=None, description="a time in the future; absent: until unmuted")
 
 
 class CallReject(Strict):

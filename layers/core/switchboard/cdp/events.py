@@ -95,10 +95,11 @@ def _contact_for(store: Store, auth: AuthContext, event: models.EventIn, n: int)
 def _occurred(event: models.EventIn, n: int) -> datetime:
     if not event.timestamp:
         return clock.now()
-    try:
-        return clock.parse_iso(event.timestamp)
-    except ValueError:
-        raise ValidationFailed.field(f"body.events[{n}].timestamp", "is not an ISO 8601 time") from None
+    field = f"body.events[{n}].timestamp"
+    moment = clock.parse_iso_input(event.timestamp, field)
+    if moment < clock.UNIX_EPOCH:  # an activity's key is a ULID of its time: milliseconds since 1970
+        raise ValidationFailed.field(field, "must be 1970-01-01T00:00:00Z or later")
+    return moment
 
 
 def ingest(store: Store, auth: AuthContext, batch: models.EventBatch) -> models.IngestResult:

@@ -6,7 +6,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import ConfigDict, Field
 
-from switchboard.models import BaseModel, Name, Storable, Strict, Timestamp
+from switchboard.models import BaseModel, DateTimeIn, Name, Storable, Strict, Timestamp
 
 ResolveType = Literal[
     "contact_id", "phone", "whatsapp", "wa_id", "email", "external_id", "instagram", "whatsapp_user_id"
@@ -285,9 +285,7 @@ class ConsentIn(Strict):
     openapi_examples = ({"status": "opted_in", "source": "checkout form", "captured_at": "2026-11-21T09:58:00Z"},)
     status: ConsentStatus = Field(description="`opted_out` refuses sends on that channel (409 `recipient_opted_out`)")
     source: str | None = Field(default=None, max_length=100, description="where the consent was given")
-    captured_at: str | None = Field(
-        default=None, pattern=r"^\d{4}-\d{2}-\d{2}T", description="when it was given (ISO 8601); default: now"
-    )
+    captured_at: DateTimeIn | None = Field(default=None, description="when it was given; default: now")
 
 
 class Consent(BaseModel):
@@ -325,7 +323,7 @@ class SuppressionIn(Strict):
     openapi_examples = ({"channel": "sms", "reason": "hard bounce", "expires_at": "2027-01-01T00:00:00Z"},)
     channel: str = ChannelKind
     reason: str = Field(min_length=1, max_length=200)
-    expires_at: str | None = Field(default=None, pattern=r"^\d{4}-\d{2}-\d{2}T")
+    expires_at: DateTimeIn | None = Field(default=None, description="when it ends; absent: for good")
 
 
 class Suppression(BaseModel):

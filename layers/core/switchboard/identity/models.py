@@ -10,7 +10,7 @@ from pydantic import ConfigDict, Field, ValidationInfo, field_validator
 from pydantic_core import PydanticCustomError
 
 from switchboard.identity.passwords import password_problem
-from switchboard.models import BaseModel, EmailStr, Name, Storable, Strict, Timestamp
+from switchboard.models import BaseModel, DateTimeIn, EmailStr, Name, Storable, Strict, Timestamp
 
 RoleName = Literal["owner", "admin", "member", "viewer"]
 Otp = Field(min_length=6, max_length=6, pattern=r"^[0-9]{6}$", description="6-digit one-time code")
@@ -231,7 +231,7 @@ class FingerprintEvent(Strict):
 
     telemetry_id: str = Field(min_length=1, max_length=200, description="The device fingerprint id")
     event_type: str = Field(min_length=1, max_length=64)
-    occurred_at: str | None = None
+    occurred_at: DateTimeIn | None = Field(default=None, description="When it happened; default: when received")
     properties: Annotated[dict[str, Any], Field(max_length=50), Storable] = Field(
         default_factory=dict, description="At most 50 keys"
     )

@@ -234,8 +234,9 @@ def _invitation_pointer(invitation_id: str) -> dict[str, str]:
 
 def _invitation_view(item: dict[str, Any]) -> models.Invitation:
     status = item["status"]
-    if status == "pending" and clock.parse_iso(item["expires_at"]) <= clock.now():
-        status = "expired"
+    if status == "pending":
+        expires = clock.parse_stored(item.get("expires_at"), "invitation expires_at")
+        status = "expired" if expires is None or expires <= clock.now() else status  # unreadable: expired
     return models.Invitation.model_validate({**item, "status": status})
 
 

@@ -150,14 +150,10 @@ def _recipient_state(store: Store, org: str, channel_id: str, contact_id: str) -
 def _check_recipient(contact: Item, state: dict[str, Item], conv: Item | None, reply: bool) -> None:
     if contact.get("blocked"):
         raise Conflict("The recipient is blocked.", code="recipient_blocked")
-    in_window = bool(
-        reply
-        and conv
-        and conv.get("last_inbound_at")
-        and clock.now() - clock.parse_iso(conv["last_inbound_at"]) < WINDOW
-    )
+    last_inbound = clock.parse_stored(conv.get("last_inbound_at"), "last_inbound_at") if reply and conv else None
+    in_window = bool(last_inbound and clock.now() - last_inbound < WINDOW)
     supp = state.get("suppression")
-    if supp and (not supp.get("expires_at") or clock.parse_iso(supp["expires_at"]) > clock.now()) and not in_window:
+    if supp and children.suppression_active(supp) and not in_window:
         raise Conflict(f"The recipient is suppressed on {CHANNEL_KIND}: {supp['reason']}.", code="recipient_suppressed")
     consent = state.get("consent")
     if consent and consent.get("status") == "opted_out" and not in_window:

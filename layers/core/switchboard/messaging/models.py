@@ -6,7 +6,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, Field, model_validator
 
-from switchboard.models import BaseModel, Name, Storable, Strict, Timestamp, check_storable
+from switchboard.models import BaseModel, DateTimeIn, Name, Storable, Strict, Timestamp, check_storable
 
 Platform = Literal["sandbox", "whatsapp_cloud", "whatsapp_web"]
 ChannelStatus = Literal["disconnected", "pairing", "connected", "error"]
@@ -490,7 +490,7 @@ class Conversation(BaseModel):
     group_id: str | None = Field(default=None, description="a group's conversation: our group record, when known")
     status: Literal["open", "closed"] = Field(description="`open` or `closed`")
     archived: bool = Field(default=False, description="Hidden from the default inbox")
-    muted_until: str | None = Field(default=None, description="Muted until then; null with `muted` means for good")
+    muted_until: Timestamp | None = Field(default=None, description="Muted until then; null with `muted`: for good")
     muted: bool = Field(default=False, description="Notifications are off")
     pinned: bool = Field(default=False, description="Kept at the top of the inbox")
     unread_count: int = Field(default=0, description="Inbound messages since it was last marked read")
@@ -540,7 +540,7 @@ class AssignRequest(Strict):
 class MuteRequest(Strict):
     """Body of `POST /v1/conversations/{convID}/mute` (optional)."""
 
-    until: str | None = Field(default=None, pattern=r"^\d{4}-\d{2}-\d{2}T", description="ISO 8601; absent: for good")
+    until: DateTimeIn | None = Field(default=None, description="a time in the future; absent: for good")
 
     openapi_examples = ({"until": "2026-11-22T08:00:00Z"},)
 

@@ -221,13 +221,15 @@ def _check_open(item: Item) -> None:
             f"This onboarding is {item['status']}; start a new one with /v1/waba/oauth/start.",
             details=[{"progress_id": item["id"], "status": item["status"]}],
         )
-    if clock.parse_iso(item["expires_at"]) <= clock.now():
+    expires = clock.parse_stored(item.get("expires_at"), "onboarding expires_at")
+    if expires is None or expires <= clock.now():  # unreadable: expired
         raise Conflict(
             "This onboarding expired; start a new one with /v1/waba/oauth/start.",
             details=[{"progress_id": item["id"], "expires_at": item["expires_at"]}],
         )
     until = item.get("lease_until")
-    if until and clock.parse_iso(until) > clock.now():
+    leased = clock.parse_stored(until, "onboarding lease_until")
+    if leased is not None and leased > clock.now():
         raise Conflict(
             f"Another request is running {item.get('lease_step')} for this onboarding; retry shortly.",
             details=[{"progress_id": item["id"], "step": item.get("lease_step")}],

@@ -316,12 +316,7 @@ def put_alerting(store: Store, auth: AuthContext, body: models.AlertingSettingsU
 
 # Deliveries -------------------------------------------------------------------------------------------------------
 def _since(value: str | None, field: str) -> str | None:
-    if not value:
-        return None
-    try:
-        return clock.iso(clock.parse_iso(value))
-    except ValueError:
-        raise ValidationFailed.field(field, "must be an ISO 8601 timestamp such as 2026-11-21T10:00:00Z") from None
+    return clock.iso(clock.parse_iso_input(value, field)) if value else None
 
 
 def list_deliveries(
