@@ -234,7 +234,7 @@ def test_a_rare_filter_over_shards_pages_short_and_resumes_to_every_match(aws_re
     assert pages > len(want) // 3 + 1  # the budget ended some pages short
 
 
-def test_a_merge_reads_the_shards_of_a_round_side_by_side(api: Api):
+def test_a_merge_reads_the_shards_of_a_round_side_by_side(api: Api, monkeypatch):
     """A page's first round queries every partition at once: each Query waits at a barrier that only opens when
     every partition's Query is in flight together (read one after another, the first would wait alone and fail)."""
     import threading
@@ -248,7 +248,7 @@ def test_a_merge_reads_the_shards_of_a_round_side_by_side(api: Api):
         barrier.wait()
         return original(pk, **kw)
 
-    store.query = query  # type: ignore[method-assign]
+    monkeypatch.setattr(store, "query", query)  # undone after the test: the store outlives it
     items, position = shards.merged_page(store, pks, None, index="GSI1", limit=20, forward=False)
     assert items == [] and position is None
     assert barrier.n_waiting == 0 and not barrier.broken
