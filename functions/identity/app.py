@@ -425,9 +425,12 @@ def get_organization() -> Data[models.Organization]:
     "/v1/organization",
     middlewares=requires("admin"),
     tags=ORGS,
-    summary="Rename the organization",
+    summary="Update the organization",
     description=(
-        "Changes the organization's name.\n\n"
+        "Changes the organization's `name` and its `default_phone_region`, the ISO 3166-1 alpha-2 country in which "
+        "phone numbers written in national form (no `+` or `00`, e.g. `(415) 555-2671`) are read everywhere a "
+        "number enters (contacts, resolution, sends, CDP events and imports); `null` removes it, and such numbers "
+        "are refused again (400 `validation_failed`). Fields left out stay.\n\n"
         "Who may call: the `admin` role or higher (API key or session); a lower role gets 403 "
         "`forbidden`."
     ),

@@ -22,7 +22,7 @@ from switchboard import clock
 from switchboard.access import AuthContext
 from switchboard.cdp import logs, models, segments
 from switchboard.contacts import service as contacts
-from switchboard.contacts.identifiers import normalize
+from switchboard.contacts.identifiers import Numbers, normalize, numbers_for
 from switchboard.errors import Conflict, DomainError, NotFound, ValidationFailed
 from switchboard.ids import new_id, ulid_range
 from switchboard.paging import cursor_page, query_fingerprint, read_page
@@ -79,15 +79,16 @@ def day_count_op(org: str, contact_id: str, name: str, occurred: datetime) -> Up
     )
 
 
-def _contact_for(store: Store, auth: AuthContext, event: models.EventIn, n: int) -> str:
+def _contact_for(store: Store, auth: AuthContext, event: models.EventIn, n: int, numbers: Numbers) -> str:
     if event.contact_id:
         return str(contacts.get_item(store, auth.org_id, event.contact_id)["id"])
     assert event.contact is not None
+    field = f"body.events[{n}].contact"
     try:
-        return str(contacts.resolve(store, auth, [event.contact], field=f"body.events[{n}].contact")["id"])
+        return str(contacts.resolve(store, auth, [event.contact], field=field, numbers=numbers)["id"])
     except NotFound:
         pass
-    ident = normalize(event.contact.type, event.contact.value, event.contact.source, f"body.events[{n}].contact")
+    ident = normalize(event.contact.type, event.contact.value, event.contact.source, field, numbers)
     contact, _ = contacts.upsert_identity(store, auth, ident)
     return str(contact["id"])
 
@@ -109,13 +110,14 @@ def ingest(store: Store, auth: AuthContext, batch: models.EventBatch) -> models.
     ids = [e.event_id or new_id("cev") for e in batch.events]
     seen = {i["SK"].removeprefix("CDPEVTID#") for i in store.batch_get([event_sentinel(org, i) for i in set(ids)])}
     results: list[models.EventResult] = []
+    numbers = numbers_for(store, org)  # one look-up of the default region for the batch, when a number needs it
     for n, (event_id, event) in enumerate(zip(ids, batch.events, strict=True)):
         if event_id in seen:
             results.append(models.EventResult(index=n, event_id=event_id, status="duplicate"))
             continue
         try:
             occurred = _occurred(event, n)
-            contact_id = _contact_for(store, auth, event, n)
+            contact_id = _contact_for(store, auth, event, n, numbers)
             store.transact(
                 [
                     Put(

@@ -674,7 +674,7 @@ class ImportCreate(Strict):
     openapi_examples = (
         {
             "format": "csv",
-            "content": "name,email,phone,attributes.plan\nAda Lovelace,ada@example.com,+15551234567,pro\n",
+            "content": "name,email,phone,attributes.plan\nAda Lovelace,ada@example.com,+14155552671,pro\n",
             "dry_run": False,
         },
     )
@@ -821,7 +821,7 @@ class SegmentMember(BaseModel):
             "contact_id": "ct_01jd8x1k2m3n4p5q6r7s8t9v0w",
             "name": "Ada Lovelace",
             "email": "ada@example.com",
-            "phone": "15551234567",
+            "phone": "14155552671",
             "lifecycle_stage": "lead",
             "added_at": "2026-11-21T10:30:00.000Z",
         },

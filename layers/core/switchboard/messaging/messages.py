@@ -16,7 +16,7 @@ from switchboard.billing.usage import usage_record_put
 from switchboard.config import get_settings
 from switchboard.contacts import children
 from switchboard.contacts import service as contacts
-from switchboard.contacts.identifiers import Identifier, normalize_phone
+from switchboard.contacts.identifiers import TRUSTED, Identifier, normalize_phone, numbers_for
 from switchboard.errors import (
     Conflict,
     DomainError,
@@ -131,7 +131,7 @@ def _recipient(store: Store, auth: AuthContext, body: models.SendMessage) -> tup
         if not phone:
             raise ValidationFailed.field("body.contact_id", "the contact has no phone or WhatsApp identity")
         return contact, phone
-    phone = normalize_phone(body.to or "", "body.to")
+    phone = normalize_phone(body.to or "", "body.to", numbers_for(store, auth.org_id))
     contact, _ = contacts.upsert_identity(store, auth, Identifier("phone", phone))
     return contact, phone
 
@@ -515,15 +515,15 @@ def _sender(store: Store, auth: AuthContext, channel: Item, inbound: InboundMess
         raise ValidationFailed.field("body", "the sender has neither a phone number nor a WhatsApp user id")
     body = contact_models.ContactCreate(identities=idents)
     try:
-        return contacts.upsert(store, auth, body)
+        return contacts.upsert(store, auth, body, TRUSTED)
     except contacts.IdentityConflict:
         if len(idents) < 2:
             raise
 
-    phone_owner = contacts.resolve(store, auth, [idents[0]])
-    user_owner = contacts.resolve(store, auth, [idents[1]])
+    phone_owner = contacts.resolve(store, auth, [idents[0]], numbers=TRUSTED)
+    user_owner = contacts.resolve(store, auth, [idents[1]], numbers=TRUSTED)
     children.merge(store, auth, phone_owner["id"], contact_models.MergeRequest(from_contact_id=user_owner["id"]))
-    return contacts.upsert(store, auth, body)
+    return contacts.upsert(store, auth, body, TRUSTED)
 
 
 def group_messages_pk(org: str, contact_id: str) -> str:

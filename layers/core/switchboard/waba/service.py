@@ -621,7 +621,7 @@ def sync_meta(store: Store, auth: AuthContext, body: models.ProgressStep) -> mod
 
 def _channel_request(item: Item, phone: dict[str, Any]) -> Any:
     # on first use: keeps switchboard.contacts.identifiers off the cold start
-    from switchboard.contacts.identifiers import normalize_phone
+    from switchboard.contacts.identifiers import TRUSTED, normalize_phone
 
     # on first use: keeps switchboard.messaging.models off the cold start
     from switchboard.messaging import models as messaging_models
@@ -629,7 +629,7 @@ def _channel_request(item: Item, phone: dict[str, Any]) -> Any:
     org = item["organization_id"]
     number: str | None = None
     with contextlib.suppress(DomainError):
-        number = normalize_phone(str(phone.get("display_phone_number") or ""), "phone")
+        number = normalize_phone(str(phone.get("display_phone_number") or ""), "phone", TRUSTED)  # Meta's word
     app_secret = item.get("app_secret_sealed") or sealed.seal(_app_secret(item), org)
     name = item.get("channel_name") or phone.get("verified_name") or f"WhatsApp {item['phone_number_id']}"
     return messaging_models.ChannelCreate.model_validate(
