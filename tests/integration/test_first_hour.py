@@ -47,3 +47,30 @@ def test_the_readme_first_hour_works_as_written(api: Api):
     Api.assert_error(named_host, 400, "validation_failed")
     portal = api.post(f"{hooks}/portal-access", headers=server)
     assert portal.status_code == 201 and "/portal/webhooks#token=" in portal.json()["data"]["url"]
+
+
+def test_a_request_without_a_credential_is_told_which_headers_carry_one(api: Api):
+    for headers in ({}, {"X-Api-Key": "sk_test_unknown"}, {"Authorization": "Bearer nope"}):
+        error = Api.assert_error(api.get("/v1/contacts", headers=headers), 401, "unauthenticated")
+        assert "X-Api-Key" in error["message"] and "Authorization: Bearer" in error["message"], error
+
+
+def test_every_operation_acting_in_an_organization_documents_x_organization_id():
+    """A session caller with several organizations names one in X-Organization-Id: each operation that needs a role
+    in an organization lists the header (one shared parameter), and the others (public, pre-session, the user's own
+    routes) do not."""
+    from switchboard.openapi_doc import load_openapi
+
+    doc = load_openapi()
+    param = doc["components"]["parameters"]["OrganizationId"]
+    assert (param["name"], param["in"], param["required"]) == ("X-Organization-Id", "header", False)
+    ref = {"$ref": "#/components/parameters/OrganizationId"}
+    with_header = {
+        f"{method.upper()} {path}"
+        for path, ops in doc["paths"].items()
+        for method, op in ops.items()
+        if ref in op.get("parameters", [])
+    }
+    assert {"GET /v1/contacts", "POST /v1/messages", "PATCH /v1/organization", "GET /v1/audit-logs"} <= with_header
+    assert not {"POST /v1/auth/login", "GET /v1/organizations", "POST /v1/organizations", "GET /v1/health"} & with_header
+    assert len(with_header) > 250
