@@ -143,6 +143,7 @@ SCHEMA_INEXPRESSIBLE: dict[str, dict[str, str]] = {
         "body.media": f"required for media types, with a url, id or asset_id {_IF_THEN}",
         "body.contacts": f"required when `type` is contacts; each card's phone a phone number {_IF_THEN}",
         "body.interactive": _STORABLE,
+        "body.template": f"`components` are Meta's free-form objects: {_STORABLE}",
         "body.location.latitude": _NUMBER,
         "body.location.longitude": _NUMBER,
     },

@@ -72,5 +72,6 @@ def test_every_operation_acting_in_an_organization_documents_x_organization_id()
         if ref in op.get("parameters", [])
     }
     assert {"GET /v1/contacts", "POST /v1/messages", "PATCH /v1/organization", "GET /v1/audit-logs"} <= with_header
-    assert not {"POST /v1/auth/login", "GET /v1/organizations", "POST /v1/organizations", "GET /v1/health"} & with_header
+    without = {"POST /v1/auth/login", "GET /v1/organizations", "POST /v1/organizations", "GET /v1/health"}
+    assert not without & with_header
     assert len(with_header) > 250
