@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import pytest
 
+from switchboard.contacts import erasure
 from switchboard.messaging import messages
 from switchboard.providers.base import InboundMessage
 from switchboard.store import get_store
@@ -165,6 +166,12 @@ def test_the_phone_check_lists_stored_numbers_that_fail_the_rule_and_changes_not
     for finding in listed:  # nothing was rewritten
         contact = api.get(f"/v1/contacts/{finding['contact_id']}").json()["data"]
         assert [i["value"] for i in contact["identities"]] == [finding["value"]]
+    # a finding holds the person's number: erasing the contact erases it too
+    gone = listed[0]["contact_id"]
+    assert api.delete(f"/v1/contacts/{gone}").status_code == 204
+    assert erasure.drive(store, org, gone)
+    left = api.get(f"/v1/contacts/phone-checks/{check['id']}/numbers").json()["data"]
+    assert len(left) == 2 and gone not in {f["contact_id"] for f in left}
     # another organization sees no such check
     _, other = api.new_org("other@example.com")
     for path in (f"/v1/contacts/phone-checks/{check['id']}", f"/v1/contacts/phone-checks/{check['id']}/numbers"):

@@ -8,9 +8,11 @@ someone's identity; guessing another country for it would merge or split people)
 `POST /v1/contacts/phone-checks` starts the job (one item, one message: O(1) for the request). Each chunk reads one
 page of `PAGE` contacts of the organization's contact list (`repo.walk_page`: GSI1, its legacy partition and every
 shard; the checkpoint `{"cursor"}` is the walk's position), checks every `phone` / `whatsapp` / `wa_id` identity of
-each and writes one finding item per refused number, `ORG#<org>` / `PHONECHECK#<job>#<contact>#<type>#<value>`
-(BatchWriteItem, no condition: a chunk run again writes the same items). The job's `progress` counts `contacts`,
-`numbers` and `invalid`; findings and the job record expire after `jobs.JOB_RETENTION` (TTL).
+each and writes one finding item per refused number (BatchWriteItem, no condition: a chunk run again writes the
+same items). A finding is a child of its contact, `ORG#<org>` / `CONTACT#<ct>#PHONECHECK#<job>#<type>#<value>`, so a
+contact's erasure deletes it with the contact's other children (it holds the person's number); GSI1
+`ORG#<org>#PHONECHECK#<job>` / `<ct>#<type>#<value>` lists a check's findings. The job's `progress` counts
+`contacts`, `numbers` and `invalid`; findings and the job record expire after `jobs.JOB_RETENTION` (TTL).
 `GET /v1/contacts/phone-checks/{checkID}` reads the job (another organization's is 404), and
 `GET …/{checkID}/numbers` lists the findings a page at a time (cursor).
 """
@@ -34,8 +36,15 @@ PAGE = 100  # contacts per chunk: one page of the walk, at most 4 BatchWriteItem
 Item = dict[str, Any]
 
 
-def _prefix(check_id: str) -> str:
-    return f"PHONECHECK#{check_id}#"
+def findings_pk(org: str, check_id: str) -> str:
+    """The GSI1 partition of a check's findings."""
+    return f"ORG#{org}#PHONECHECK#{check_id}"
+
+
+def _finding(item: Item) -> models.InvalidNumber:
+    # the contact from the key: a merge moves a finding under the contact it merged into, attributes and all
+    contact_id = str(item["SK"]).split("#", 2)[1]
+    return models.InvalidNumber.model_validate({**item, "contact_id": contact_id})
 
 
 def start(store: Store, auth: AuthContext) -> models.PhoneCheck:
@@ -70,8 +79,9 @@ def list_invalid(
 ) -> tuple[list[models.InvalidNumber], str | None]:
     _job(store, auth, check_id)
     fingerprint = query_fingerprint("phone-check", {"check": check_id})
-    rows, next_cursor = cursor_page(store, auth.org_id, fingerprint, cursor, sk_prefix=_prefix(check_id), limit=limit)
-    return [models.InvalidNumber.model_validate(r) for r in rows], next_cursor
+    pk = findings_pk(auth.org_id, check_id)
+    rows, next_cursor = cursor_page(store, auth.org_id, fingerprint, cursor, pk=pk, index="GSI1", limit=limit)
+    return [_finding(r) for r in rows], next_cursor
 
 
 def run_chunk(store: Store, job: Item) -> jobs.Chunk:
@@ -88,9 +98,12 @@ def run_chunk(store: Store, job: Item) -> jobs.Chunk:
             problem = stored_number_problem(value)
             if problem is None:
                 continue
+            suffix = f"{ident['type']}#{value}"
             findings.append(
                 {
-                    **keys.key(keys.org_pk(org), f"{_prefix(check_id)}{contact['id']}#{ident['type']}#{value}"),
+                    **keys.key(keys.org_pk(org), f"CONTACT#{contact['id']}#PHONECHECK#{check_id}#{suffix}"),
+                    "GSI1PK": findings_pk(org, check_id),
+                    "GSI1SK": f"{contact['id']}#{suffix}",
                     "entity": "PhoneCheckFinding",
                     "contact_id": contact["id"],
                     "type": ident["type"],
