@@ -130,7 +130,7 @@ def test_the_document_says_date_time_for_every_date_time_input():
     for path, operations in doc["paths"].items():
         for method, op in operations.items():
             for param in op.get("parameters", []):
-                if param["in"] == "query" and param["name"] in timely and not date_time(param["schema"]):
+                if param.get("in") == "query" and param["name"] in timely and not date_time(param["schema"]):
                     missing.append(f"{method.upper()} {path} ?{param['name']}")
             refs(op.get("requestBody", {}), bodies)
     seen: set[str] = set()
