@@ -13,6 +13,7 @@ from switchboard.api.auth import requires
 from switchboard.api.context import current_auth
 from switchboard.api.envelope import Data, ListData, cursor_list, whole_list
 from switchboard.api.lazy import lazy_module
+from switchboard.models import DateTimeIn
 from switchboard.store import get_store
 
 if TYPE_CHECKING:
@@ -44,7 +45,7 @@ Limit = Annotated[int, Query(ge=1, le=100, description="page size")]
 Cursor = Annotated[
     str | None, Query(max_length=2048, description="`meta.cursor` of the previous page; absent for the first page")
 ]
-Time = Annotated[str | None, Query(pattern=r"^\d{4}-\d{2}-\d{2}T", description="ISO 8601 time")]
+Time = Annotated[DateTimeIn | None, Query(description="an RFC 3339 date-time with its offset")]
 FIELDS, STAGES, EVENTS, OBJECTS, SEGMENTS, TEMPLATES, IMPORTS = (
     ["cdp: custom fields"],
     ["cdp: lifecycle stages"],

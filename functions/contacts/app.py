@@ -13,14 +13,16 @@ from switchboard.api.context import current_auth, header
 from switchboard.api.envelope import Data, ListData, cursor_list, whole_list
 from switchboard.api.lazy import lazy_module
 from switchboard.errors import ValidationFailed
+from switchboard.models import DateTimeIn
 from switchboard.store import get_store
 
 if TYPE_CHECKING:
-    from switchboard.contacts import children, erasure, models, service
+    from switchboard.contacts import children, erasure, models, phone_check, service
 else:  # the models when a route's dependant is first built, the rules when a route first runs (not at init)
     children = lazy_module("switchboard.contacts.children")
     erasure = lazy_module("switchboard.contacts.erasure")
     models = lazy_module("switchboard.contacts.models")
+    phone_check = lazy_module("switchboard.contacts.phone_check")
     service = lazy_module("switchboard.contacts.service")
 
 app = create_resolver()
@@ -28,9 +30,10 @@ app = create_resolver()
 ContactID = Annotated[str, Path(description="the contact's id (`ct_…`)")]
 NoteID = Annotated[str, Path(description="the note's id")]
 TagID = Annotated[str, Path(description="the tag's id (`tag_…`)")]
+CheckID = Annotated[str, Path(description="the phone check's id (`job_…`)")]
 ChannelKindPath = Annotated[str, Path(description="a channel kind: `whatsapp`, `sms`, `email`, `instagram`, …")]
 PhonePath = Annotated[
-    str, Path(description="a phone number in any common form (`+15551234567`, `0015551234567`, `15551234567`)")
+    str, Path(description="a phone number in any common form (`+14155552671`, `0014155552671`, `14155552671`)")
 ]
 TAGS = ["contacts"]
 
@@ -117,8 +120,7 @@ def list_contacts(
     tag: Annotated[str | None, Query(max_length=64, description="tag id or name")] = None,
     lifecycle_stage: Annotated[str | None, Query(max_length=64, description="a lifecycle stage key")] = None,
     updated_since: Annotated[
-        str | None,
-        Query(pattern=r"^\d{4}-\d{2}-\d{2}T", description="only contacts changed at or after this ISO 8601 time"),
+        DateTimeIn | None, Query(description="only contacts changed at or after this time (RFC 3339)")
     ] = None,
     q: Annotated[str | None, Query(min_length=1, max_length=100, description="name, e-mail or phone prefix")] = None,
 ) -> ListData[models.Contact]:
@@ -182,13 +184,14 @@ def lookup_contact(body: Annotated[models.ResolveRequest, Body()]) -> Data[model
     tags=TAGS,
     summary="Find a contact by phone",
     description=(
-        "Finds the contact owning a phone number given in any common form (`+15551234567`, "
-        "`0015551234567`, `15551234567`). 404 `not_found` when no contact owns it. Role: viewer "
+        "Finds the contact owning a phone number given in any common form (`+14155552671`, "
+        "`0014155552671`, `14155552671`; a national form with the organization's `default_phone_region`). 400 "
+        "`validation_failed` when it is not a valid number; 404 `not_found` when no contact owns it. Role: viewer "
         "or above."
     ),
 )
 def contact_by_phone(phone: PhonePath) -> Data[models.Contact]:
-    """Any common phone form: `+15551234567`, `0015551234567`, `15551234567`."""
+    """Any common phone form: `+14155552671`, `0014155552671`, `14155552671`."""
     return Data(data=service.by_phone(get_store(), current_auth(app), phone))
 
 
@@ -219,6 +222,60 @@ def block_contact(body: Annotated[models.BlockRequest, Body()]) -> Data[models.C
 )
 def unblock_contact(body: Annotated[models.BlockRequest, Body()]) -> Data[models.Contact]:
     return Data(data=children.set_blocked(get_store(), current_auth(app), body, False))
+
+
+@app.post(
+    "/v1/contacts/phone-checks",
+    middlewares=requires("member"),
+    tags=TAGS,
+    status_code=202,
+    summary="Check the stored phone numbers",
+    description=(
+        "Starts a background check of every phone, WhatsApp and wa_id identity of the organization's contacts "
+        "against today's phone rules (a valid number for its country, libphonenumber): numbers stored before "
+        "those rules, or reported by a provider, may not pass. Nothing is changed; the refused numbers are listed "
+        "by `GET /v1/contacts/phone-checks/{checkID}/numbers`. Answers 202 with the check (`status: running`). "
+        "Role: member or above."
+    ),
+)
+def start_phone_check() -> Data[models.PhoneCheck]:
+    return Data(data=phone_check.start(get_store(), current_auth(app)))
+
+
+@app.get(
+    "/v1/contacts/phone-checks/<checkID>",
+    middlewares=requires("viewer"),
+    tags=TAGS,
+    summary="Get a phone check",
+    description=(
+        "The check's status and counts so far. 404 `not_found` when it is not a check of your organization. "
+        "Role: viewer or above."
+    ),
+)
+def get_phone_check(checkID: CheckID) -> Data[models.PhoneCheck]:
+    return Data(data=phone_check.get(get_store(), current_auth(app), checkID))
+
+
+@app.get(
+    "/v1/contacts/phone-checks/<checkID>/numbers",
+    middlewares=requires("viewer"),
+    tags=TAGS,
+    summary="List the numbers a phone check refused",
+    description=(
+        "Each stored number the check found invalid, with its contact and why. The list grows while the check "
+        "runs. Cursor-paginated: pass `meta.cursor` back as `cursor` while `meta.has_more` is true. 404 "
+        "`not_found` when it is not a check of your organization. Role: viewer or above."
+    ),
+)
+def list_phone_check_numbers(
+    checkID: CheckID,
+    limit: Annotated[int, Query(ge=1, le=100, description="page size")] = 50,
+    cursor: Annotated[
+        str | None, Query(max_length=2048, description="`meta.cursor` of the previous page; absent for the first page")
+    ] = None,
+) -> ListData[models.InvalidNumber]:
+    found, next_cursor = phone_check.list_invalid(get_store(), current_auth(app), checkID, limit=limit, cursor=cursor)
+    return cursor_list(found, limit, next_cursor)
 
 
 @app.get(

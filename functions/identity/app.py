@@ -16,7 +16,7 @@ from switchboard.api.context import base_url, current_auth, header, source_ip
 from switchboard.api.envelope import Data, ListData, Meta, cursor_list, whole_list
 from switchboard.api.lazy import lazy_module
 from switchboard.api.pagination import query_fingerprint, read_page
-from switchboard.models import BaseModel
+from switchboard.models import BaseModel, DateTimeIn
 from switchboard.store import get_store
 
 if TYPE_CHECKING:
@@ -423,9 +423,12 @@ def get_organization() -> Data[models.Organization]:
     "/v1/organization",
     middlewares=requires("admin"),
     tags=ORGS,
-    summary="Rename the organization",
+    summary="Update the organization",
     description=(
-        "Changes the organization's name.\n\n"
+        "Changes the organization's `name` and its `default_phone_region`, the ISO 3166-1 alpha-2 country in which "
+        "phone numbers written in national form (no `+` or `00`, e.g. `(415) 555-2671`) are read everywhere a "
+        "number enters (contacts, resolution, sends, CDP events and imports); `null` removes it, and such numbers "
+        "are refused again (400 `validation_failed`). Fields left out stay.\n\n"
         "Who may call: the `admin` role or higher (API key or session); a lower role gets 403 "
         "`forbidden`."
     ),
@@ -867,8 +870,8 @@ def revoke_api_key(keyID: str) -> None:
 def list_audit_logs(
     limit: Annotated[int, Query(ge=1, le=100, description="Page size")] = 20,
     cursor: Annotated[str | None, Query(max_length=2048, description="`meta.cursor` of the previous page")] = None,
-    since: Annotated[str | None, Query(pattern=r"^\d{4}-\d{2}-\d{2}T")] = None,
-    until: Annotated[str | None, Query(pattern=r"^\d{4}-\d{2}-\d{2}T")] = None,
+    since: Annotated[DateTimeIn | None, Query(description="entries at or after this time (RFC 3339)")] = None,
+    until: Annotated[DateTimeIn | None, Query(description="entries at or before this time (RFC 3339)")] = None,
     action: Annotated[str | None, Query(max_length=100)] = None,
     actor_id: Annotated[str | None, Query(max_length=100)] = None,
     target_type: Annotated[str | None, Query(max_length=100)] = None,

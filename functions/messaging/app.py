@@ -311,12 +311,7 @@ def channel_qr(channelID: str) -> Data[models.QrCode]:
 def channel_pairing_code(
     channelID: str, body: Annotated[models.PairingCodeRequest, Body()]
 ) -> Data[models.PairingCode]:
-    # on first use: keeps switchboard.contacts.identifiers off the cold start
-    from switchboard.contacts.identifiers import normalize_phone
-
-    item, adapter = channels.provider(get_store(), current_auth(app), channelID)
-    code = adapter.pairing_code(normalize_phone(body.phone_number, "body.phone_number"))
-    return Data(data=models.PairingCode(channel_id=item["id"], code=code["code"]))
+    return Data(data=channels.pairing_code(get_store(), current_auth(app), channelID, body.phone_number))
 
 
 def _document(channel_id: str, name: str) -> Data[dict[str, Any]]:
@@ -723,7 +718,7 @@ def list_blocked_on_channel(channelID: str) -> ListData[models.BlockedOnChannel]
     ),
     responses=_example(
         "The number's block state at the provider",
-        {"channel_id": "ch_01jd7zq4v6m3x8k2r5t9w1y0ab", "phone": "15550100188", "blocked": True},
+        {"channel_id": "ch_01jd7zq4v6m3x8k2r5t9w1y0ab", "phone": "14155550188", "blocked": True},
     ),
 )
 def block_on_channel(channelID: str, body: Annotated[models.BlockOnChannel, Body()]) -> Data[dict[str, Any]]:
@@ -740,7 +735,7 @@ def block_on_channel(channelID: str, body: Annotated[models.BlockOnChannel, Body
                 "id": "ct_01jd80a0z9y8x7w6v5t4s3r2qp",
                 "organization_id": "org_01jd7zp1a2b3c4d5e6f7g8h9jk",
                 "name": "Ada",
-                "phone": "15550100188",
+                "phone": "14155550188",
                 "created_at": "2026-11-21T10:02:00.000Z",
                 "updated_at": "2026-11-21T10:02:00.000Z",
             }
@@ -777,15 +772,11 @@ def channel_contacts(
     ),
     responses=_example(
         "The provider's profile of the number",
-        {"phone": "15550100188", "exists": True, "name": "Ada", "picture_url": None},
+        {"phone": "14155550188", "exists": True, "name": "Ada", "picture_url": None},
     ),
 )
 def channel_contact_lookup(channelID: str, body: Annotated[models.PhoneLookup, Body()]) -> Data[dict[str, Any]]:
-    # on first use: keeps switchboard.contacts.identifiers off the cold start
-    from switchboard.contacts.identifiers import normalize_phone
-
-    _, adapter = channels.provider(get_store(), current_auth(app), channelID)
-    return Data(data=adapter.lookup_contact(normalize_phone(body.phone, "body.phone")))
+    return Data(data=channels.lookup_contact(get_store(), current_auth(app), channelID, body.phone))
 
 
 @app.get(
@@ -1025,7 +1016,7 @@ def read_message(body: Annotated[media.MessageRef, Body()]) -> Data[dict[str, An
         "`forbidden`."
     ),
     responses=_example(
-        "The presence sent", {"channel_id": "ch_01jd7zq4v6m3x8k2r5t9w1y0ab", "to": "15550100188", "state": "typing"}
+        "The presence sent", {"channel_id": "ch_01jd7zq4v6m3x8k2r5t9w1y0ab", "to": "14155550188", "state": "typing"}
     ),
 )
 def presence(body: Annotated[media.PresenceRequest, Body()]) -> Data[dict[str, Any]]:

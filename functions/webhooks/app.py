@@ -12,6 +12,7 @@ from switchboard.api.auth import requires
 from switchboard.api.context import base_url, current_auth
 from switchboard.api.envelope import Data, ListData, cursor_list, whole_list
 from switchboard.api.lazy import lazy_module
+from switchboard.models import DateTimeIn
 from switchboard.store import get_store
 
 if TYPE_CHECKING:
@@ -225,7 +226,7 @@ def list_deliveries(
     endpoint_id: Annotated[str | None, Query(max_length=64)] = None,
     status: Annotated[models.DeliveryStatus | None, Query()] = None,
     event_type: Annotated[str | None, Query(max_length=100)] = None,
-    since: Annotated[str | None, Query(max_length=40, description="Created at or after (ISO 8601)")] = None,
+    since: Annotated[DateTimeIn | None, Query(description="Created at or after this time (RFC 3339)")] = None,
 ) -> ListData[models.Delivery]:
     items, nxt = service.list_deliveries(
         get_store(),

@@ -59,7 +59,7 @@ _NUMBER = "a number DynamoDB can store: zero or a magnitude from 1e-130 (switchb
 _OBJECT_FIELDS = "state: the keys are the record's object type's field keys, each value of its field's type"
 _STORABLE = "free-form document: no empty key anywhere, depth and DynamoDB number range (switchboard.models.Storable)"
 _OTP = "state: the code last e-mailed for that address (`invalid_otp`)"
-_TIME = "a real calendar time (datetime.fromisoformat); the pattern only checks its shape"
+_TIME = "a time Python holds in UTC (`format: date-time` also allows second 60 and year 1 with a positive offset)"
 _UNSUPPORTED = "state: the channel's provider (the sandbox one here) does not offer this (`unsupported_by_provider`)"
 # Rules that if/then could state but that this list keeps until the models document them (a TODO, not a limit):
 _IF_THEN = "(if/then could say it; TODO in the model)"
@@ -143,6 +143,7 @@ SCHEMA_INEXPRESSIBLE: dict[str, dict[str, str]] = {
         "body.media": f"required for media types, with a url, id or asset_id {_IF_THEN}",
         "body.contacts": f"required when `type` is contacts; each card's phone a phone number {_IF_THEN}",
         "body.interactive": _STORABLE,
+        "body.template": f"`components` are Meta's free-form objects: {_STORABLE}",
         "body.location.latitude": _NUMBER,
         "body.location.longitude": _NUMBER,
     },

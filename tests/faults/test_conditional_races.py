@@ -84,7 +84,7 @@ def _race(*calls: Callable[[], Any]) -> list[Any]:
 
 @pytest.fixture
 def contact(api: Api) -> dict[str, Any]:
-    resp = api.post("/v1/contacts", json={"name": "Race Subject", "phone": "+1 555 070 0001"})
+    resp = api.post("/v1/contacts", json={"name": "Race Subject", "phone": "+1 415 555 0701"})
     assert resp.status_code == 201, resp.text
     return resp.json()["data"]
 

@@ -44,7 +44,7 @@ def test_a_short_write_throttle_is_retried_by_the_client_and_invisible_to_the_ca
     ledger = Ledger(f"short write throttle ({code})")
     faults.fail("dynamodb", "TransactWriteItems", code, times=2, when=_creates_contact)
     for n in range(3):
-        phone = f"+1 555 010 {n:04d}"
+        phone = f"+1 415 555 {n:04d}"
         resp = api.post("/v1/contacts", json={"name": f"Throttled {n}", "phone": phone})
         assert resp.status_code == 201, resp.text
         ledger.accepted.append(resp.json()["data"]["id"])
@@ -58,7 +58,7 @@ def test_a_long_write_throttle_answers_503_and_a_retry_after_recovery_writes_onc
     rule = faults.fail(
         "dynamodb", "TransactWriteItems", "ProvisionedThroughputExceededException", when=_creates_contact
     )
-    body = {"name": "Grace", "phone": "+1 555 020 0001"}
+    body = {"name": "Grace", "phone": "+1 415 555 0201"}
     headers = {**api.owner_headers, "Idempotency-Key": "create-grace"}
     refused = api.post("/v1/contacts", json=body, headers=headers)
     _assert_unavailable(api, refused)
@@ -88,7 +88,7 @@ def test_a_transaction_cancelled_for_throttling_is_503_not_a_conflict(api: Api, 
         when=_creates_contact,
         extra={"CancellationReasons": [{"Code": "None"}, {"Code": "ThrottlingError"}]},
     )
-    body = {"name": "Linus", "phone": "+1 555 030 0001"}
+    body = {"name": "Linus", "phone": "+1 415 555 0301"}
     _assert_unavailable(api, api.post("/v1/contacts", json=body))
     assert _contacts(api.org_id) == []
     assert faults.injected["TransactWriteItems"] == 4, "a throttled cancellation is tried again, 4 times in all"
@@ -111,7 +111,7 @@ def test_a_transaction_cancelled_for_throttling_is_503_not_a_conflict(api: Api, 
 
 
 def test_read_throttling_answers_503_in_the_envelope(api: Api, faults):
-    created = api.post("/v1/contacts", json={"name": "Ada", "phone": "+1 555 040 0001"})
+    created = api.post("/v1/contacts", json={"name": "Ada", "phone": "+1 415 555 0401"})
     assert created.status_code == 201
     contact_id = created.json()["data"]["id"]
     faults.fail(
@@ -132,7 +132,7 @@ def test_read_throttling_answers_503_in_the_envelope(api: Api, faults):
     faults.fail("dynamodb", "BatchGetItem", "ProvisionedThroughputExceededException")
     _assert_unavailable(api, api.get(f"/v1/contacts/{contact_id}"))
     _assert_unavailable(
-        api, api.post("/v1/contacts/resolve", json={"identifiers": [{"type": "phone", "value": "+1 555 040 0001"}]})
+        api, api.post("/v1/contacts/resolve", json={"identifiers": [{"type": "phone", "value": "+1 415 555 0401"}]})
     )
     assert faults.injected["GetItem"] >= 5 and faults.injected["BatchGetItem"] >= 5
 
@@ -151,7 +151,7 @@ def test_throttled_idempotency_bookkeeping_does_not_turn_a_committed_write_into_
         return key_sk(params).startswith("IDEM") and params.get("Item", {}).get("status", {}).get("S") == "completed"
 
     faults.fail("dynamodb", "PutItem", "ProvisionedThroughputExceededException", when=completion_put)
-    body = {"name": "Barbara", "phone": "+1 555 050 0001"}
+    body = {"name": "Barbara", "phone": "+1 415 555 0501"}
     headers = {**api.owner_headers, "Idempotency-Key": "create-barbara"}
     resp = api.post("/v1/contacts", json=body, headers=headers)
     assert faults.injected["PutItem"] == 5, faults.injected

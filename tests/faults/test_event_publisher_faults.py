@@ -113,7 +113,7 @@ def _all_outbox_events() -> list[str]:
 
 def _write_changes(api: Api, n: int) -> None:
     for i in range(n):
-        resp = api.post("/v1/contacts", json={"name": f"Relay {i}", "phone": f"+1 555 060 {i:04d}"})
+        resp = api.post("/v1/contacts", json={"name": f"Relay {i}", "phone": f"+1 415 606 {i:04d}"})
         assert resp.status_code == 201, resp.text
 
 

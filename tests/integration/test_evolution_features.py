@@ -46,7 +46,7 @@ def test_group_lifecycle_reaches_evolution(api: Api, evo: FakeEvolution, web: di
                 "channel_id": web["id"],
                 "name": "Team",
                 "description": "Ours",
-                "participants": [ADA, "+15550000999"],
+                "participants": [ADA, "+14155550999"],
             },
         ),
         201,
@@ -56,7 +56,7 @@ def test_group_lifecycle_reaches_evolution(api: Api, evo: FakeEvolution, web: di
     assert [p["phone"] for p in group["participants"]] == [ADA]
     assert evo.requests_to("POST", f"/group/create/{web['id']}")[0].json == {
         "subject": "Team",
-        "participants": [ADA, "15550000999"],
+        "participants": [ADA, "14155550999"],
         "description": "Ours",
     }
     _ok(api.post(f"/v1/groups/{jid}/name", json={"name": "Renamed"}))

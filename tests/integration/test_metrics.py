@@ -61,7 +61,7 @@ def _clean_metrics() -> None:
 
 def test_api_requests_and_errors_are_counted_per_invocation_and_per_organization(api: Api, capsys):
     capsys.readouterr()
-    assert api.post("/v1/contacts", json={"name": "Counted", "phone": "+1 555 080 0001"}).status_code == 201
+    assert api.post("/v1/contacts", json={"name": "Counted", "phone": "+1 415 555 0801"}).status_code == 201
     assert api.get("/v1/contacts/ct_nope").status_code == 404
     assert api.post("/v1/contacts", json={"name": 5}).status_code == 400
     assert api.get("/v1/health").status_code == 200
@@ -108,7 +108,7 @@ def test_sends_retries_and_dlq_moves_of_the_message_sender(api: Api, capsys, mon
 
 
 def test_event_publisher_counts_published_events(api: Api, capsys):
-    assert api.post("/v1/contacts", json={"name": "Evented", "phone": "+1 555 080 0002"}).status_code == 201
+    assert api.post("/v1/contacts", json={"name": "Evented", "phone": "+1 415 555 0802"}).status_code == 201
     capsys.readouterr()
     published = Pipeline(api).publish()
     overall = totals(emf_lines(capsys.readouterr().out))
@@ -156,7 +156,7 @@ def test_webhook_attempts_are_counted(api: Api, capsys, monkeypatch):
     for n in range(2):
         created = api.post(base, json={"url": f"http://127.0.0.1:9/m{n}", "filter_types": ["contact.updated"]})
         assert created.status_code == 201, created.text
-    assert api.post("/v1/contacts", json={"name": "Hooked", "phone": "+1 555 080 0003"}).status_code == 201
+    assert api.post("/v1/contacts", json={"name": "Hooked", "phone": "+1 415 555 0803"}).status_code == 201
     pipeline = Pipeline(api)
     pipeline.publish()
     events = pipeline.receive("WebhookEventsQueue")

@@ -30,7 +30,7 @@ from tests.fakes import closed_port_url
 from tests.fakes.evolution import FakeEvolution, jwt_hs256
 from tests.integration.support import Api
 
-TO = "15550001111"
+TO = "14155550111"
 JID = f"{TO}@s.whatsapp.net"
 CHANNEL = "ch_evo"
 

@@ -31,7 +31,7 @@ from tests.fakes import closed_port_url
 from tests.fakes.waha import FakeWaha, Session
 from tests.integration.support import Api
 
-TO = "15550001111"
+TO = "14155550111"
 CHANNEL = "ch_web"
 
 
@@ -562,7 +562,7 @@ def test_linked_device_journey(api: Api, waha: FakeWaha, web: dict[str, Any]):
     assert channel["status"] == "connected" and channel["metadata"]["wa_id"] == "15550100999"
     assert api.get(f"/v1/channels/{channel_id}/status").json()["data"]["status"] == "connected"
 
-    sent = api.post("/v1/messages", json={"channel_id": channel_id, "to": "+1 555 000 1111", "text": {"body": "hi"}})
+    sent = api.post("/v1/messages", json={"channel_id": channel_id, "to": "+1 415 555 0111", "text": {"body": "hi"}})
     assert sent.status_code == 202, sent.text
     message_id = sent.json()["data"]["id"]
     assert messages.deliver(get_store(), api.org_id, message_id) == "sent"

@@ -25,7 +25,7 @@ from tests.integration.test_cdp import contact, ok
 from tests.integration.test_webhooks import Pipeline, create_endpoint
 
 QUEUE = "CdpSegmentEventsQueue"
-PHONE = "15550104321"
+PHONE = "14155550432"
 EMAIL = "grace.hopper@example.com"
 NAME = "Grace Hopper"
 TEXTS = ["Outbound secret about COBOL", "Inbound reply about compilers", "another inbound line nanoseconds"]

@@ -47,7 +47,7 @@ def test_group_lifecycle_reaches_waha(api: Api, waha: FakeWaha, web: dict[str, A
     waha.numbers_on_whatsapp = {ADA, BOB, CAT}
     created = api.post(
         "/v1/groups",
-        json={"channel_id": web["id"], "name": "Team", "description": "Ours", "participants": [ADA, "+1 555 0000 999"]},
+        json={"channel_id": web["id"], "name": "Team", "description": "Ours", "participants": [ADA, "+1 415 555 0999"]},
     )
     group = _ok(created, 201)
     jid = group["jid"]
@@ -56,7 +56,7 @@ def test_group_lifecycle_reaches_waha(api: Api, waha: FakeWaha, web: dict[str, A
     assert [p["phone"] for p in group["participants"]] == [ADA]
     assert group["invite_link"] == f"https://chat.whatsapp.com/{session.groups[jid]['invite']}"
     create = waha.requests_to("POST", f"/api/{web['id']}/groups")[0].json
-    assert create == {"name": "Team", "participants": [{"id": f"{ADA}@c.us"}, {"id": "15550000999@c.us"}]}
+    assert create == {"name": "Team", "participants": [{"id": f"{ADA}@c.us"}, {"id": "14155550999@c.us"}]}
 
     _ok(api.post(f"/v1/groups/{jid}/name", json={"name": "Renamed"}))
     assert session.groups[jid]["subject"] == "Renamed"

@@ -7,7 +7,16 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from switchboard.contacts.identifiers import normalize, normalize_phone
+from switchboard.billing.catalogue import COUNTRIES
+from switchboard.contacts.identifiers import (
+    PHONE_REGIONS,
+    STRICT,
+    TRUSTED,
+    Numbers,
+    normalize,
+    normalize_phone,
+    stored_number_problem,
+)
 from switchboard.errors import ValidationFailed
 
 REGIONS = sorted(r for r in phonenumbers.SUPPORTED_REGIONS if phonenumbers.example_number(r) is not None)
@@ -46,6 +55,97 @@ def test_impossible_numbers_are_refused_with_the_field(bad: str):
     with pytest.raises(ValidationFailed) as exc:
         normalize_phone(bad, "body.phone")
     assert exc.value.details[0]["field"] == "body.phone"
+
+
+def _refusal(raw: str, numbers: Numbers = STRICT) -> str:
+    with pytest.raises(ValidationFailed) as exc:
+        normalize_phone(raw, "body.phone", numbers)
+    (detail,) = exc.value.details
+    assert detail["field"] == "body.phone" and "international form, e.g. +14155552671" in detail["message"]
+    return str(detail["message"])
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        "+1 555 123 9999",  # possible (ten digits after +1) but no US area code 555: not valid
+        "+15551234567",
+        "0015550100999",
+        "15551234567",  # bare digits are read with their country code: +1 555…
+        "5551239999",  # the issue's number as it was stored: +55 51239999, no Brazilian number
+        "+44 7700 900123",  # Ofcom's drama range: reserved, never assigned
+    ],
+)
+def test_a_possible_number_that_is_not_valid_for_its_country_is_refused(raw: str):
+    assert "not a valid phone number" in _refusal(raw)
+    assert stored_number_problem("".join(c for c in raw if c.isdigit()).removeprefix("00")) is not None
+
+
+@pytest.mark.parametrize("raw", ["(555) 123-9999", "(415) 555-2671", "020 7946 0958", "07911 123456", "415-555-2671"])
+def test_a_national_form_without_a_default_region_is_refused_with_the_hint(raw: str):
+    message = _refusal(raw)
+    assert message.startswith("has no country code") and "default_phone_region" in message
+
+
+@pytest.mark.parametrize(
+    ("raw", "region", "digits"),
+    [
+        ("(415) 555-2671", "US", "14155552671"),
+        ("415-555-2671", "US", "14155552671"),
+        ("1 415 555 2671", "US", "14155552671"),  # the national prefix 1 of the NANP
+        ("020 7946 0958", "GB", "442079460958"),
+        ("07911 123456", "GB", "447911123456"),
+        ("030 123456", "DE", "4930123456"),
+        ("+1 415 555 2671", "GB", "14155552671"),  # an international form ignores the region
+        ("0014155552671", "DE", "14155552671"),
+        ("14155552671", "GB", "14155552671"),  # so do bare digits
+    ],
+)
+def test_a_national_form_is_read_in_the_default_region(raw: str, region: str, digits: str):
+    assert normalize_phone(raw, "body.phone", Numbers(region)) == digits
+    assert normalize("phone", raw, None, "body", Numbers(region)).sentinel_sk == f"IDENT#phone#{digits}"
+
+
+def test_the_default_region_does_not_make_an_invalid_number_valid():
+    assert "not a valid phone number" in _refusal("(555) 123-9999", Numbers("US"))
+
+
+def test_the_region_is_looked_up_once_and_only_for_a_national_form():
+    calls: list[int] = []
+
+    def lookup() -> str:
+        calls.append(1)
+        return "US"
+
+    numbers = Numbers(lookup=lookup)
+    assert normalize_phone("+1 415 555 2671", "body.phone", numbers) == "14155552671"
+    assert normalize_phone("14155552671@s.whatsapp.net", "body.phone", numbers) == "14155552671"
+    assert calls == []
+    assert normalize_phone("(415) 555-2671", "body.phone", numbers) == "14155552671"
+    assert normalize_phone("(415) 555-0199", "body.phone", numbers) == "14155550199"
+    assert calls == [1]
+
+
+def test_provider_numbers_and_a_channels_own_number_need_only_be_possible():
+    """A provider's sender (TRUSTED) and a channel's own number (possible_only: Meta's test numbers are `+1 555 …`)
+    are not refused for libphonenumber's validity; an impossible one still is."""
+    assert normalize_phone("15550100999", "from", TRUSTED) == "15550100999"
+    assert normalize_phone("+1 555-010-0999", "body.phone_number", Numbers(possible_only=True)) == "15550100999"
+    assert normalize("whatsapp", "15550100999@s.whatsapp.net", None, "body", TRUSTED).value == "15550100999"
+    with pytest.raises(ValidationFailed):
+        normalize_phone("12", "from", TRUSTED)
+    assert "not a valid phone number" in _refusal("+1 555-010-0999")
+
+
+def test_stored_numbers_are_judged_by_the_rules_of_today():
+    assert stored_number_problem("14155552671") is None
+    assert stored_number_problem("5551239999") == "not a valid phone number for its country"
+    assert stored_number_problem("999123") == "not a phone number"
+    assert stored_number_problem("1555") == "not a possible phone number for its country code"
+
+
+def test_the_phone_regions_are_the_iso_countries_libphonenumber_has_a_plan_for():
+    assert list(PHONE_REGIONS) == sorted(set(COUNTRIES) & phonenumbers.SUPPORTED_REGIONS)
 
 
 def test_other_identity_types():

@@ -39,7 +39,8 @@ def ulid_bound(dt: datetime, *, high: bool) -> str:
     """The smallest (or largest) ULID of a millisecond: turns a time range into a sort-key range."""
     from ulid import ULID  # on first use, not at cold start (see the module's docstring)
 
-    ms = int(dt.timestamp() * 1000)
+    # a ULID's time is 48 bits of milliseconds since 1970: a bound outside that range is the range's end
+    ms = min(max(int(dt.timestamp() * 1000), 0), (1 << 48) - 1)
     randomness = b"\xff" * 10 if high else b"\x00" * 10
     return str(ULID.from_bytes(ms.to_bytes(6, "big") + randomness))
 

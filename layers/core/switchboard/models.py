@@ -11,6 +11,8 @@ from pydantic import AfterValidator, ConfigDict, Field
 from pydantic import BaseModel as _PydanticModel
 from pydantic import Strict as StrictMode
 
+from switchboard import clock
+
 # Fields that mean the same in every model, described once: a field's own `description` wins.
 COMMON_FIELDS = {
     "id": "Unique id of this resource",
@@ -170,6 +172,16 @@ FileName = Annotated[str, Field(min_length=1, max_length=255, pattern=FILE_NAME_
 # Every `*_at` field of a resource: the API writes ISO 8601 UTC with milliseconds and `Z` (`switchboard.clock.iso`),
 # which is RFC 3339, so the document says `format: date-time` and typed clients can read a datetime.
 Timestamp = Annotated[str, Field(json_schema_extra={"format": "date-time"})]
+
+
+def _date_time(value: str) -> str:
+    return clock.iso(clock.parse_date_time(value))
+
+
+# Every date-time a request brings (body field or query parameter): RFC 3339 with its offset (`format: date-time`),
+# read as a real calendar time (`2027-13-45T00:00:00Z` is a 400 naming the field), and handed on in the API's own
+# form (UTC, milliseconds, `Z`), so what is stored and compared is always `clock.iso` text.
+DateTimeIn = Annotated[str, Field(json_schema_extra={"format": "date-time"}), AfterValidator(_date_time)]
 
 
 # A provider's media id (WhatsApp's digits, a linked-device engine's message-derived id): it becomes part of a

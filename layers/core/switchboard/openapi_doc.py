@@ -81,6 +81,20 @@ TAGS: dict[str, str] = {
 
 # The security of the routes that act as a signed-in person (`Access.sessions_only`): API keys are refused there.
 SESSION_SECURITY: list[dict[str, list[str]]] = [{"Session": []}]
+# Every route that acts in an organization (a role is required) takes it (`components.parameters.OrganizationId`):
+# how a session names its organization.
+ORGANIZATION_HEADER: dict[str, Any] = {
+    "name": "X-Organization-Id",
+    "in": "header",
+    "required": False,
+    "description": (
+        "Sessions: the organization to act in (`org_…`), for a user who belongs to several; without it a session "
+        "acts in its user's only organization (403 `forbidden` when there are several), and an organization the "
+        "user does not belong to is never acted in. API keys act in their own organization and ignore it."
+    ),
+    # no bounds: API keys ignore the header, so no value of it is ever refused (the fuzzer's negative phase checks)
+    "schema": {"type": "string"},
+}
 
 
 def operation_id(function_name: str) -> str:
@@ -140,6 +154,8 @@ def _resolver_schema(resolver: Any) -> dict[str, Any]:
                 op["security"] = []
             elif access is not None and access.sessions_only:
                 op["security"] = SESSION_SECURITY
+            if access is not None and access.kind == "role":
+                op.setdefault("parameters", []).append({"$ref": "#/components/parameters/OrganizationId"})
     schemas = schema.setdefault("components", {}).setdefault("schemas", {})
     for name in ("HTTPValidationError", "ValidationError", "ResponseValidationError"):
         schemas.pop(name, None)
@@ -230,6 +246,7 @@ def build_openapi(functions_dir: Path) -> dict[str, Any]:
     schemas = doc.setdefault("components", {}).setdefault("schemas", {})
     schemas.update(envelope.pop("$defs", {}))
     schemas["ErrorEnvelope"] = envelope
+    doc["components"].setdefault("parameters", {})["OrganizationId"] = ORGANIZATION_HEADER
     _check_operation_ids(doc)
     _link_creates_to_gets(doc)
     _request_defaults_as_text(doc)

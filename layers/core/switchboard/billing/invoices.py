@@ -348,13 +348,11 @@ def transition(store: Store, auth: AuthContext, invoice_id: str, target: str, bo
 
 
 def _paid_at(value: str, item: Item) -> Any:
-    try:
-        at = clock.parse_iso(value)
-    except ValueError:
-        raise ValidationFailed.field("body.paid_at", "is not an ISO 8601 time") from None
+    at = clock.parse_iso_input(value, "body.paid_at")
     if at > clock.now() + timedelta(minutes=5):
         raise ValidationFailed.field("body.paid_at", "is in the future")
-    if item.get("issued_at") and at < clock.parse_iso(item["issued_at"]):
+    issued = clock.parse_stored(item.get("issued_at"), "invoice issued_at")
+    if issued and at < issued:
         raise ValidationFailed.field("body.paid_at", "is before the invoice was issued")
     return at
 

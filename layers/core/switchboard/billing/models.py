@@ -8,7 +8,7 @@ from typing import Annotated, Literal
 from pydantic import Field, PlainSerializer, field_validator
 
 from switchboard.errors import ValidationFailed
-from switchboard.models import BaseModel, EmailStr, Name, Strict, Timestamp
+from switchboard.models import BaseModel, DateTimeIn, EmailStr, Name, Strict, Timestamp
 
 
 def _number(value: Decimal) -> int | float:
@@ -334,7 +334,7 @@ class InvoicePay(Strict):
     """Body of `POST .../invoices/{invoiceID}/pay`."""
 
     reference_id: str = Field(min_length=1, max_length=128, description="the payment's reference (transfer, charge)")
-    paid_at: str | None = Field(default=None, max_length=40, description="ISO 8601; now when absent")
+    paid_at: DateTimeIn | None = Field(default=None, description="now when absent")
 
     openapi_examples = ({"reference_id": "BACS-20261110-8842", "paid_at": "2026-11-10T12:00:00Z"},)
 

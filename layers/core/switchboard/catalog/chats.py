@@ -14,7 +14,7 @@ from typing import Any
 from switchboard import clock
 from switchboard.access import AuthContext
 from switchboard.catalog import models
-from switchboard.contacts.identifiers import Identifier, normalize_phone
+from switchboard.contacts.identifiers import Identifier, normalize_phone, numbers_for
 from switchboard.errors import NotFound
 from switchboard.ids import new_ulid
 from switchboard.messaging import channels, conversations
@@ -26,8 +26,9 @@ CHAT_ACTIONS = ("archive", "unarchive", "mute", "unmute", "pin", "unpin")
 
 
 def contact_for_chat(store: Store, org: str, chat_id: str) -> str:
-    """The contact owning a phone / WhatsApp JID (`15551234567@s.whatsapp.net` or digits)."""
-    phone = normalize_phone(chat_id, "body.chat_id")
+    """The contact owning a phone / WhatsApp JID (`14155552671@s.whatsapp.net` or digits)."""
+    # a chat the provider listed: its number need only be possible (the provider's word), in any form
+    phone = normalize_phone(chat_id, "body.chat_id", numbers_for(store, org, possible_only=True))
     sentinel = store.require(
         keys.key(keys.org_pk(org), Identifier("phone", phone).sentinel_sk), "No stored contact has this chat id."
     )
@@ -79,7 +80,7 @@ def chat_action(
 
 def reject_call(store: Store, auth: AuthContext, body: models.CallReject) -> models.CallRejected:
     _, adapter = channels.provider(store, auth, body.channel_id)
-    caller = normalize_phone(body.from_, "body.from") if body.from_ else None
+    caller = normalize_phone(body.from_, "body.from", numbers_for(store, auth.org_id)) if body.from_ else None
     direct = getattr(adapter, "reject_call", None)
     calls = getattr(adapter, "calls", None)
     if callable(direct):

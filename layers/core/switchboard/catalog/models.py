@@ -6,7 +6,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field
 
-from switchboard.models import BaseModel, Name, Storable, Strict, Timestamp
+from switchboard.models import BaseModel, DateTimeIn, Name, Storable, Strict, Timestamp
 
 ID = Field(min_length=1, max_length=64)
 COLOR = r"^#[0-9a-fA-F]{6}$"
@@ -62,7 +62,7 @@ class ChatLabelRequest(Strict):
         {"label_id": "lb_01jd8x8a9b0c1d2e3f4g5h6j7k", "conversation_id": "cv_01jd8w9a0b1c2d3e4f5g6h7j8k"},
         {
             "label_id": "lb_01jd8x8a9b0c1d2e3f4g5h6j7k",
-            "chat_id": "+15551234567",
+            "chat_id": "+14155552671",
             "channel_id": "ch_01jd8w5a6b7c8d9e0f1g2h3j4k",
         },
     )
@@ -133,7 +133,7 @@ class LabelAttachment(BaseModel):
 class ChatRequest(Strict):
     """A chat of a channel: the contact's phone / JID or a conversation id."""
 
-    openapi_examples = ({"channel_id": "ch_01jd8w5a6b7c8d9e0f1g2h3j4k", "chat_id": "15551234567"},)
+    openapi_examples = ({"channel_id": "ch_01jd8w5a6b7c8d9e0f1g2h3j4k", "chat_id": "14155552671"},)
     channel_id: str = ID
     chat_id: str = Field(min_length=1, max_length=128, description="the contact's phone / JID, or a conversation id")
 
@@ -142,18 +142,16 @@ class ChatMuteRequest(ChatRequest):
     """A chat to mute, until a time or until unmuted."""
 
     openapi_examples = (
-        {"channel_id": "ch_01jd8w5a6b7c8d9e0f1g2h3j4k", "chat_id": "15551234567", "until": "2036-01-01T08:00:00Z"},
+        {"channel_id": "ch_01jd8w5a6b7c8d9e0f1g2h3j4k", "chat_id": "14155552671", "until": "2036-01-01T08:00:00Z"},
     )
-    until: str | None = Field(
-        default=None, pattern=r"^\d{4}-\d{2}-\d{2}T", description="ISO 8601 time in the future; absent: until unmuted"
-    )
+    until: DateTimeIn | None = Field(default=None, description="a time in the future; absent: until unmuted")
 
 
 class CallReject(Strict):
     """An incoming call to reject."""
 
     openapi_examples = (
-        {"channel_id": "ch_01jd8w5a6b7c8d9e0f1g2h3j4k", "call_id": "CALL-5F2A9C", "from": "15551234567"},
+        {"channel_id": "ch_01jd8w5a6b7c8d9e0f1g2h3j4k", "call_id": "CALL-5F2A9C", "from": "14155552671"},
     )
     channel_id: str = ID
     call_id: str = Field(min_length=1, max_length=256, description="the provider's id of the call")

@@ -24,7 +24,7 @@ from switchboard.access import AuthContext
 from switchboard.cdp import logs, models, segments
 from switchboard.contacts import repository as repo
 from switchboard.contacts import service as contacts
-from switchboard.contacts.identifiers import Identifier, normalize
+from switchboard.contacts.identifiers import Identifier, Numbers, normalize, numbers_for
 from switchboard.errors import Conflict, DomainError, NotFound, ValidationFailed
 from switchboard.ids import new_id, ulid_range
 from switchboard.paging import cursor_page, query_fingerprint, read_page
@@ -90,15 +90,16 @@ def day_count_op(org: str, contact_id: str, name: str, occurred: datetime, count
     )
 
 
-def _contact_for(store: Store, auth: AuthContext, event: models.EventIn, n: int) -> str:
+def _contact_for(store: Store, auth: AuthContext, event: models.EventIn, n: int, numbers: Numbers) -> str:
     if event.contact_id:
         return str(contacts.get_item(store, auth.org_id, event.contact_id)["id"])
     assert event.contact is not None
+    field = f"body.events[{n}].contact"
     try:
-        return str(contacts.resolve(store, auth, [event.contact], field=f"body.events[{n}].contact")["id"])
+        return str(contacts.resolve(store, auth, [event.contact], field=field, numbers=numbers)["id"])
     except NotFound:
         pass
-    ident = normalize(event.contact.type, event.contact.value, event.contact.source, f"body.events[{n}].contact")
+    ident = normalize(event.contact.type, event.contact.value, event.contact.source, field, numbers)
     contact, _ = contacts.upsert_identity(store, auth, ident)
     return str(contact["id"])
 
@@ -106,10 +107,11 @@ def _contact_for(store: Store, auth: AuthContext, event: models.EventIn, n: int)
 def _occurred(event: models.EventIn, n: int, received: datetime | None = None) -> datetime:
     if not event.timestamp:
         return received or clock.now()
-    try:
-        return clock.parse_iso(event.timestamp)
-    except ValueError:
-        raise ValidationFailed.field(f"body.events[{n}].timestamp", "is not an ISO 8601 time") from None
+    field = f"body.events[{n}].timestamp"
+    moment = clock.parse_iso_input(event.timestamp, field)
+    if moment < clock.UNIX_EPOCH:  # an activity's key is a ULID of its time: milliseconds since 1970
+        raise ValidationFailed.field(field, "must be 1970-01-01T00:00:00Z or later")
+    return moment
 
 
 MAX_TRANSACTION_ITEMS = 100  # DynamoDB's limit per TransactWriteItems
@@ -188,7 +190,7 @@ class _Transactions:
 
 
 def _plan(
-    store: Store, auth: AuthContext, batch: models.EventBatch, ids: list[str]
+    store: Store, auth: AuthContext, batch: models.EventBatch, ids: list[str], numbers: Numbers
 ) -> tuple[list[_Planned], list[int], dict[int, models.EventResult]]:
     """Each event's contact from at most three BatchGetItem rounds for the whole batch (event-id sentinels, identity
     sentinels and named contacts together; then the contacts the sentinels name), and the creation of the contacts
@@ -212,7 +214,7 @@ def _plan(
             else:
                 assert event.contact is not None
                 c = event.contact
-                targets[n] = (occurred, normalize(c.type, c.value, c.source, f"body.events[{n}].contact"))
+                targets[n] = (occurred, normalize(c.type, c.value, c.source, f"body.events[{n}].contact", numbers))
         except DomainError as err:
             error = {"code": err.code, "message": err.message, "details": err.details}
             done[n] = models.EventResult(index=n, event_id=event_id, status="rejected", error=error)
@@ -267,13 +269,15 @@ def _pair(key: dict[str, str]) -> tuple[str, str]:
     return key["PK"], key["SK"]
 
 
-def _one(store: Store, auth: AuthContext, n: int, event_id: str, event: models.EventIn) -> models.EventResult:
+def _one(
+    store: Store, auth: AuthContext, n: int, event_id: str, event: models.EventIn, numbers: Numbers
+) -> models.EventResult:
     """One event on its own (a transaction per event): the path of events the batch could not plan, and of a
     transaction that was cancelled (a concurrent duplicate or claim)."""
     org = auth.org_id
     try:
         occurred = _occurred(event, n)
-        contact_id = _contact_for(store, auth, event, n)
+        contact_id = _contact_for(store, auth, event, n, numbers)
         rows = _Planned(n, event_id, event, occurred, contact_id).ops(org)
         store.transact([*rows, day_count_op(org, contact_id, event.name, occurred)])
     except _Duplicate:
@@ -293,7 +297,8 @@ def ingest(store: Store, auth: AuthContext, batch: models.EventBatch) -> models.
     counting events are then re-evaluated for the batch's contacts (`segments.refresh_after_events`)."""
     org = auth.org_id
     ids = [e.event_id or new_id("cev") for e in batch.events]
-    planned, slow, results = _plan(store, auth, batch, ids)
+    numbers = numbers_for(store, org)  # one look-up of the default region for the batch, when a number needs it
+    planned, slow, results = _plan(store, auth, batch, ids, numbers)
     transactions = _Transactions(org)
     for event in planned:
         transactions.add(event)
@@ -312,7 +317,7 @@ def ingest(store: Store, auth: AuthContext, batch: models.EventBatch) -> models.
         if ids[n] in seen:  # the same id earlier in the batch (planned once, not again)
             results[n] = models.EventResult(index=n, event_id=ids[n], status="duplicate")
             continue
-        results[n] = _one(store, auth, n, ids[n], batch.events[n])
+        results[n] = _one(store, auth, n, ids[n], batch.events[n], numbers)
         seen.add(ids[n])
     ordered = [results[n] for n in range(len(ids))]
     accepted = {r.contact_id for r in ordered if r.status == "accepted" and r.contact_id}

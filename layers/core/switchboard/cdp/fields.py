@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 from datetime import date
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from switchboard import clock
 from switchboard.access import AuthContext
@@ -18,6 +18,9 @@ from switchboard.cdp import models
 from switchboard.errors import Conflict, NotFound, ValidationFailed
 from switchboard.ids import new_id
 from switchboard.store import Delete, Put, Store, keys
+
+if TYPE_CHECKING:
+    from switchboard.contacts.identifiers import Numbers
 
 Item = dict[str, Any]
 MAX_FIELDS = 200
@@ -41,8 +44,9 @@ def _bad(path: str, message: str) -> ValidationFailed:
     return ValidationFailed.field(path, message)
 
 
-def check_value(definition: Item, value: Any, path: str) -> Any:
-    """One value against one field definition → the normalised value (ValidationFailed on `path` otherwise)."""
+def check_value(definition: Item, value: Any, path: str, numbers: Numbers | None = None) -> Any:
+    """One value against one field definition → the normalised value (ValidationFailed on `path` otherwise); a phone
+    is read by `numbers` (switchboard.contacts.identifiers.Numbers; default: strict, no default region)."""
     kind = definition["type"]
     if value is None:
         if definition.get("required"):
@@ -91,7 +95,7 @@ def check_value(definition: Item, value: Any, path: str) -> Any:
 
         if not isinstance(value, str | int) or isinstance(value, bool):
             raise _bad(path, "must be a phone number")
-        return normalize_phone(str(value), path)
+        return normalize_phone(str(value), path, numbers)
     if kind == "url":
         if not isinstance(value, str) or len(value) > 2048 or not _URL.match(value):
             raise _bad(path, "must be an http(s) URL")
@@ -99,7 +103,9 @@ def check_value(definition: Item, value: Any, path: str) -> Any:
     raise _bad(path, f"has an unknown field type {kind}")  # pragma: no cover
 
 
-def validate_attributes(store: Store, org: str, attributes: dict[str, Any] | None, path: str) -> dict[str, Any] | None:
+def validate_attributes(
+    store: Store, org: str, attributes: dict[str, Any] | None, path: str, numbers: Numbers | None = None
+) -> dict[str, Any] | None:
     """The contact-write hook: defined keys are checked and normalised, undefined keys pass through."""
     if not attributes:
         return attributes
@@ -109,7 +115,7 @@ def validate_attributes(store: Store, org: str, attributes: dict[str, Any] | Non
     for key, value in attributes.items():
         if key in definitions:
             try:
-                out[key] = check_value(definitions[key], value, f"{path}.{key}")
+                out[key] = check_value(definitions[key], value, f"{path}.{key}", numbers)
             except ValidationFailed as err:
                 problems.extend(err.details)
     if problems:

@@ -26,6 +26,7 @@ from switchboard.access import AuthContext
 from switchboard.cdp import fields, models
 from switchboard.contacts import models as contact_models
 from switchboard.contacts import service as contacts
+from switchboard.contacts.identifiers import Numbers, numbers_for
 from switchboard.errors import DomainError, ValidationFailed
 from switchboard.events.outbox import outbox_put
 from switchboard.ids import new_id
@@ -176,6 +177,7 @@ class _Run:
     store: Store
     auth: AuthContext
     dry_run: bool
+    numbers: Numbers  # one organization lookup of the default region for every row (when one needs it)
     created: int = 0
     updated: int = 0
     unchanged: int = 0
@@ -192,7 +194,7 @@ class _Run:
 
     def plan(self, row: int, body: contact_models.ContactCreate) -> contacts.UpsertPlan | None:
         try:
-            plan = contacts.plan_upsert(self.store, self.auth, body, field="row")
+            plan = contacts.plan_upsert(self.store, self.auth, body, field="row", numbers=self.numbers)
         except contacts.IdentityConflict:
             self.reject(row, [("identities", "belong to different contacts")])
             return None
@@ -275,7 +277,7 @@ def run(store: Store, auth: AuthContext, body: models.ImportCreate) -> models.Im
     if not rows:
         raise ValidationFailed.field("body.content", "holds no rows")
     definitions = {d["key"]: d for d in fields.list_definitions(store, org)}
-    state = _Run(store, auth, body.dry_run)
+    state = _Run(store, auth, body.dry_run, numbers_for(store, org))
     for n, raw in enumerate(rows, start=1):
         try:
             contact = _body_of(raw, definitions, body.format == "csv")

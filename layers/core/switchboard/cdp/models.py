@@ -7,12 +7,11 @@ from typing import Annotated, Any, Literal
 from pydantic import Field, ValidationInfo, field_validator, model_validator
 from pydantic_core import PydanticCustomError
 
-from switchboard.models import BaseModel, Name, Storable, Strict, Timestamp
+from switchboard.models import BaseModel, DateTimeIn, Name, Storable, Strict, Timestamp
 
 FieldType = Literal["text", "number", "boolean", "date", "single_select", "multi_select", "email", "phone", "url"]
 SELECT_TYPES = ("single_select", "multi_select")
 Key = Field(min_length=1, max_length=64, pattern=r"^[a-z][a-z0-9_]{0,63}$", description="stable slug")
-Iso = Field(default=None, pattern=r"^\d{4}-\d{2}-\d{2}T")
 Properties = Annotated[dict[str, Any], Storable]  # free-form, checked storable (switchboard.models)
 # At most 100 keys, documented as `maxProperties` on the object itself (an optional field's bound would sit on the
 # union and read as `maxLength`).
@@ -271,8 +270,8 @@ class StageMetrics(BaseModel):
             "conversions": [{"from_stage": "lead", "to_stage": "customer", "count": 9}],
         },
     )
-    since: str = Field(description="start of the window (ISO 8601)")
-    until: str = Field(description="ISO 8601 time in the future; absent: until unmuted")
+    since: Timestamp = Field(description="start of the window")
+    until: Timestamp = Field(description="end of the window")
     stages: list[StageCount] = Field(description="one entry per stage, in funnel order")
     conversions: list[Conversion] = Field(description="moves between stages in the window")
 
@@ -323,7 +322,7 @@ class EventIn(Strict):
     properties: Properties = Field(
         default_factory=dict, max_length=100, description="free-form JSON about the event (at most 100 keys)"
     )
-    timestamp: str | None = Iso
+    timestamp: DateTimeIn | None = Field(default=None, description="when it happened; default: when received")
     exactly_one_of = (("contact", "contact_id"),)
 
     @model_validator(mode="after")
@@ -675,7 +674,7 @@ class ImportCreate(Strict):
     openapi_examples = (
         {
             "format": "csv",
-            "content": "name,email,phone,attributes.plan\nAda Lovelace,ada@example.com,+15551234567,pro\n",
+            "content": "name,email,phone,attributes.plan\nAda Lovelace,ada@example.com,+14155552671,pro\n",
             "dry_run": False,
         },
     )
@@ -822,7 +821,7 @@ class SegmentMember(BaseModel):
             "contact_id": "ct_01jd8x1k2m3n4p5q6r7s8t9v0w",
             "name": "Ada Lovelace",
             "email": "ada@example.com",
-            "phone": "15551234567",
+            "phone": "14155552671",
             "lifecycle_stage": "lead",
             "added_at": "2026-11-21T10:30:00.000Z",
         },

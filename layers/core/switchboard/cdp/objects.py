@@ -24,6 +24,7 @@ from switchboard.audit import audit_put
 from switchboard.cdp import models
 from switchboard.cdp.fields import check_value
 from switchboard.contacts import repository as contact_repo
+from switchboard.contacts.identifiers import Numbers, numbers_for
 from switchboard.errors import Conflict, NotFound, ValidationFailed
 from switchboard.events.outbox import outbox_put
 from switchboard.ids import new_id
@@ -350,7 +351,9 @@ def reorder_fields(
 
 
 # Records ------------------------------------------------------------------------------------------------------------
-def _validate_properties(type_item: Item, props: Item, *, creating: bool, path: str = "body.properties") -> Item:
+def _validate_properties(
+    type_item: Item, props: Item, numbers: Numbers, *, creating: bool, path: str = "body.properties"
+) -> Item:
     defs = {f["key"]: f for f in type_item["fields"]}
     problems: list[dict[str, Any]] = []
     out: Item = {}
@@ -359,7 +362,7 @@ def _validate_properties(type_item: Item, props: Item, *, creating: bool, path: 
             problems.append({"field": f"{path}.{key}", "message": "is not a field of this object type"})
             continue
         try:
-            out[key] = check_value(defs[key], value, f"{path}.{key}")
+            out[key] = check_value(defs[key], value, f"{path}.{key}", numbers)
         except ValidationFailed as err:
             problems.extend(err.details)
     if creating:
@@ -447,7 +450,7 @@ def create_object(store: Store, auth: AuthContext, body: models.ObjectCreate) ->
     type_item = find_type(store, org, body.object_type_id)
     if store.get(contact_repo.contact_key(org, body.contact_id)) is None:
         raise NotFound("No such contact.")
-    props = _validate_properties(type_item, body.properties, creating=True)
+    props = _validate_properties(type_item, body.properties, numbers_for(store, org), creating=True)
     object_id = new_id("obj")
     record: Item = {
         **object_key(org, object_id),
@@ -488,7 +491,7 @@ def update_object(store: Store, auth: AuthContext, object_id: str, body: models.
     patch = body.model_dump(exclude_unset=True)
     merged = {**record["properties"], **(patch.get("properties") or {})}
     changed_props = dict(patch.get("properties") or {})
-    checked = _validate_properties(type_item, changed_props, creating=False)
+    checked = _validate_properties(type_item, changed_props, numbers_for(store, org), creating=False)
     props = {k: v for k, v in {**merged, **checked}.items() if v is not None}
     new = {**record, "properties": props}
     if "display_name" in patch:

@@ -20,7 +20,7 @@ legacy partition per edge day, bounded by the changes of one day, never by the n
 from __future__ import annotations
 
 from collections import Counter
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from switchboard import clock
@@ -290,16 +290,22 @@ def _window(store: Store, org: str, start: datetime, end: datetime) -> Counter[s
     return found
 
 
+# Stage changes are logged under ULIDs (from 1970 on): a window's given ends are kept within [1970, 9999-12-30], so
+# its whole-day and 30-day arithmetic stays within Python's dates.
+_FIRST, _LAST = clock.UNIX_EPOCH, datetime(9999, 12, 30, tzinfo=UTC)
+
+
+def _in_window(moment: datetime) -> datetime:
+    return min(max(moment, _FIRST), _LAST)
+
+
 def metrics(store: Store, auth: AuthContext, since: str | None, until: str | None) -> models.StageMetrics:
     """Contacts now in each stage; entries, exits and stage-to-stage conversions in [since, until]: counters only
     (see the module's note)."""
     org = auth.org_id
-    try:
-        end = clock.parse_iso(until) if until else clock.now()
-        start = clock.parse_iso(since) if since else end - timedelta(days=30)
-    except ValueError:
-        raise ValidationFailed.field("query.since", "is not an ISO 8601 time") from None
-    if start > end:
+    end = _in_window(clock.parse_iso_input(until, "query.until")) if until else clock.now()
+    start = _in_window(clock.parse_iso_input(since, "query.since")) if since else end - timedelta(days=30)
+    if since and until and clock.parse_iso_input(since, "query.since") > clock.parse_iso_input(until, "query.until"):
         raise ValidationFailed.field("query.since", "must not be after until")
     found = _window(store, org, start, end)
     now_in = contact_counter.counts(store, org).stages

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Any
 
 from switchboard import clock
@@ -367,9 +368,22 @@ def list_consents(store: Store, auth: AuthContext, contact_id: str) -> list[mode
     return [_consent_view(store, org, contact_id, r) for r in rows]
 
 
+def _suppression_ends(item: Item) -> datetime | None:
+    """When a stored suppression ends; None: for good. An `expires_at` that cannot be read (stored before inputs were
+    checked strictly) counts as absent, so the suppression holds: it was asked for, its end is unknown."""
+    return clock.parse_stored(item.get("expires_at"), "suppression expires_at")
+
+
+def suppression_active(item: Item) -> bool:
+    """Whether a stored suppression refuses sends now (the one rule: its view and every send read it)."""
+    ends = _suppression_ends(item)
+    return ends is None or ends > clock.now()
+
+
 def _suppression_view(item: Item) -> models.Suppression:
-    active = not item.get("expires_at") or clock.parse_iso(item["expires_at"]) > clock.now()
-    return models.Suppression.model_validate({**item, "active": active})
+    ends = _suppression_ends(item)
+    expires_at = clock.iso(ends) if ends else None  # as the API writes times, whatever an old item holds
+    return models.Suppression.model_validate({**item, "expires_at": expires_at, "active": suppression_active(item)})
 
 
 def put_suppression(

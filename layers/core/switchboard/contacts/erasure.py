@@ -407,7 +407,8 @@ def _redact_message(store: Store, org: str, message: Item) -> None:
 def _outbox(store: Store, org: str, contact_id: str, checkpoint: Checkpoint) -> Checkpoint | None:
     tombstone = _tombstone(store, org, contact_id)
     needles = tombstone.get("needles") or [contact_id]
-    before = "EVENT#" + ulid_bound(clock.parse_iso(tombstone.get("deleted_at") or clock.now_iso()), high=False)
+    deleted = clock.parse_stored(tombstone.get("deleted_at"), "tombstone deleted_at") or clock.now()
+    before = "EVENT#" + ulid_bound(deleted, high=False)
     partitions = shards.all_pks(org)  # every shard of the outbox, then the legacy partition
     # a checkpoint from before sharding (a cursor, no partition) continues in `ORG#<org>`: its events all predate
     # the shards

@@ -6,7 +6,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import ConfigDict, Field
 
-from switchboard.models import BaseModel, Name, Storable, Strict, Timestamp
+from switchboard.models import BaseModel, DateTimeIn, Name, Storable, Strict, Timestamp
 
 ResolveType = Literal[
     "contact_id", "phone", "whatsapp", "wa_id", "email", "external_id", "instagram", "whatsapp_user_id"
@@ -22,7 +22,7 @@ CONTACT_EXAMPLE: dict[str, Any] = {
     "first_name": None,
     "last_name": None,
     "email": "ada@example.com",
-    "phone": "15551234567",
+    "phone": "14155552671",
     "avatar_url": None,
     "company": "Analytical Engines Ltd",
     "lifecycle_stage": "lead",
@@ -31,7 +31,7 @@ CONTACT_EXAMPLE: dict[str, Any] = {
     "identities": [
         {
             "type": "phone",
-            "value": "15551234567",
+            "value": "14155552671",
             "source": None,
             "channel_id": None,
             "created_at": "2026-11-21T10:00:00.000Z",
@@ -69,7 +69,7 @@ class Identity(BaseModel):
     openapi_examples = (
         {
             "type": "phone",
-            "value": "15551234567",
+            "value": "14155552671",
             "source": None,
             "channel_id": None,
             "created_at": "2026-11-21T10:00:00.000Z",
@@ -139,7 +139,7 @@ class ContactCreate(ContactFields):
     openapi_examples = (
         {
             "name": "Ada Lovelace",
-            "phone": "+1 555-123-4567",
+            "phone": "+1 415-555-2671",
             "email": "ada@example.com",
             "company": "Analytical Engines Ltd",
             "attributes": {"plan": "pro"},
@@ -173,8 +173,8 @@ class ResolveRequest(Strict):
     """Identities that should all point at one contact."""
 
     openapi_examples = (
-        {"identifiers": [{"type": "phone", "value": "+1 555 123 4567"}]},
-        {"identifiers": [{"type": "email", "value": "ada@example.com"}, {"type": "whatsapp", "value": "15551234567"}]},
+        {"identifiers": [{"type": "phone", "value": "+1 415 555 2671"}]},
+        {"identifiers": [{"type": "email", "value": "ada@example.com"}, {"type": "whatsapp", "value": "14155552671"}]},
     )
     identifiers: list[Identifier] = Field(
         min_length=1, max_length=20, description="at most 20 identities, all of which must point at one contact"
@@ -285,9 +285,7 @@ class ConsentIn(Strict):
     openapi_examples = ({"status": "opted_in", "source": "checkout form", "captured_at": "2026-11-21T09:58:00Z"},)
     status: ConsentStatus = Field(description="`opted_out` refuses sends on that channel (409 `recipient_opted_out`)")
     source: str | None = Field(default=None, max_length=100, description="where the consent was given")
-    captured_at: str | None = Field(
-        default=None, pattern=r"^\d{4}-\d{2}-\d{2}T", description="when it was given (ISO 8601); default: now"
-    )
+    captured_at: DateTimeIn | None = Field(default=None, description="when it was given; default: now")
 
 
 class Consent(BaseModel):
@@ -325,7 +323,7 @@ class SuppressionIn(Strict):
     openapi_examples = ({"channel": "sms", "reason": "hard bounce", "expires_at": "2027-01-01T00:00:00Z"},)
     channel: str = ChannelKind
     reason: str = Field(min_length=1, max_length=200)
-    expires_at: str | None = Field(default=None, pattern=r"^\d{4}-\d{2}-\d{2}T")
+    expires_at: DateTimeIn | None = Field(default=None, description="when it ends; absent: for good")
 
 
 class Suppression(BaseModel):
@@ -352,7 +350,7 @@ class Suppression(BaseModel):
 class BlockIdentifier(Strict):
     """The identity of the contact to block or unblock."""
 
-    openapi_examples = ({"type": "whatsapp", "value": "15551234567@s.whatsapp.net"},)
+    openapi_examples = ({"type": "whatsapp", "value": "14155552671@s.whatsapp.net"},)
 
     type: ResolveType = Field(description="the identity's type")
     value: str = Field(min_length=1, max_length=320, description="the identity's value, any common form")
@@ -364,7 +362,7 @@ class BlockRequest(Strict):
 
     openapi_examples = (
         {"contact_id": "ct_01jd8x1k2m3n4p5q6r7s8t9v0w"},
-        {"identifier": {"type": "phone", "value": "+1 555 123 4567"}},
+        {"identifier": {"type": "phone", "value": "+1 415 555 2671"}},
     )
     model_config = ConfigDict(extra="forbid", defer_build=True)
     contact_id: str | None = Field(default=None, min_length=1, max_length=64, description="the contact (`ct_…`)")
@@ -379,3 +377,49 @@ class MergeRequest(Strict):
     from_contact_id: str = Field(
         min_length=1, max_length=64, description="the contact to merge into this one and delete"
     )
+
+
+class PhoneCheck(BaseModel):
+    """A pass over every phone identity of the organization's contacts that lists the stored numbers today's rules
+    would refuse (not valid for their country: stored before numbers were validated, or reported by a provider).
+    Nothing is changed: fix a contact with `PATCH /v1/contacts/{contactID}` or a new identity."""
+
+    openapi_examples = (
+        {
+            "id": "job_01jd8x1k2m3n4p5q6r7s8t9v0w",
+            "status": "completed",
+            "contacts_checked": 1200,
+            "numbers_checked": 1180,
+            "invalid_numbers": 3,
+            "created_at": "2026-11-21T10:00:00.000Z",
+            "updated_at": "2026-11-21T10:00:04.000Z",
+            "finished_at": "2026-11-21T10:00:04.000Z",
+        },
+    )
+    id: str = Field(description="the check's id: its background job (`job_…`)")
+    status: Literal["running", "completed", "failed"] = Field(
+        description="`running` until every contact was read; `failed` when a step kept failing (it is retried)"
+    )
+    contacts_checked: int = Field(description="contacts read so far")
+    numbers_checked: int = Field(description="phone, WhatsApp and wa_id identities read so far")
+    invalid_numbers: int = Field(description="numbers found invalid so far (`GET …/{checkID}/numbers` lists them)")
+    created_at: Timestamp
+    updated_at: Timestamp
+    finished_at: Timestamp | None = Field(default=None, description="when the last contact was read")
+
+
+class InvalidNumber(BaseModel):
+    """A stored number the phone rules would refuse today."""
+
+    openapi_examples = (
+        {
+            "contact_id": CONTACT_ID,
+            "type": "phone",
+            "value": "5551239999",
+            "problem": "not a valid phone number for its country",
+        },
+    )
+    contact_id: str = Field(description="the contact that owns it (`ct_…`)")
+    type: Literal["phone", "whatsapp", "wa_id"] = Field(description="the identity's type")
+    value: str = Field(description="the number as stored: digits, read with their country code")
+    problem: str = Field(description="why it would be refused")

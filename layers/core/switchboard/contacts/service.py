@@ -14,7 +14,7 @@ from switchboard import clock
 from switchboard.access import AuthContext
 from switchboard.contacts import repository as repo
 from switchboard.contacts import search
-from switchboard.contacts.identifiers import Identifier, normalize, normalize_phone, sentinel_sk
+from switchboard.contacts.identifiers import Identifier, Numbers, normalize, normalize_phone, numbers_for, sentinel_sk
 from switchboard.errors import Conflict, NotFound
 from switchboard.events.outbox import outbox_put
 from switchboard.ids import new_id
@@ -84,20 +84,28 @@ def get(store: Store, auth: AuthContext, contact_id: str) -> models.Contact:
     return view(get_item(store, auth.org_id, contact_id))
 
 
-def _normalized(ids: list[Any], field: str) -> list[Any]:
+def _normalized(ids: list[Any], field: str, numbers: Numbers) -> list[Any]:
     out: list[Any] = []
     for n, ident in enumerate(ids):
         if ident.type == "contact_id":
             out.append(("contact_id", ident.value.strip()))
         else:
-            out.append(normalize(ident.type, ident.value, ident.source, f"{field}[{n}]"))
+            out.append(normalize(ident.type, ident.value, ident.source, f"{field}[{n}]", numbers))
     return out
 
 
-def resolve(store: Store, auth: AuthContext, identifiers: list[Any], field: str = "body.identifiers") -> Item:
-    """One BatchGetItem for every identifier (sentinels and direct ids), then at most one GetItem: ≤ 2 round trips."""
+def resolve(
+    store: Store,
+    auth: AuthContext,
+    identifiers: list[Any],
+    field: str = "body.identifiers",
+    numbers: Numbers | None = None,
+) -> Item:
+    """One BatchGetItem for every identifier (sentinels and direct ids), then at most one GetItem: ≤ 2 round trips
+    (a third, the organization's default region, only for a number written in national form). `numbers`: how
+    numbers are read (default: the organization's caller's rules, `numbers_for`)."""
     org = auth.org_id
-    parsed = _normalized(identifiers, field)
+    parsed = _normalized(identifiers, field, numbers or numbers_for(store, org))
     request = [
         repo.contact_key(org, p[1]) if isinstance(p, tuple) else repo.sentinel_key(org, p.sentinel_sk) for p in parsed
     ]
@@ -117,7 +125,7 @@ def resolve(store: Store, auth: AuthContext, identifiers: list[Any], field: str 
 
 
 def by_phone(store: Store, auth: AuthContext, phone: str) -> models.Contact:
-    number = normalize_phone(phone, "path.phone")
+    number = normalize_phone(phone, "path.phone", numbers_for(store, auth.org_id))
     sentinel = store.require(
         repo.sentinel_key(auth.org_id, Identifier("phone", number).sentinel_sk),
         "No stored contact has this phone number.",
@@ -181,14 +189,15 @@ def _by_tag(store: Store, org: str, tag_ref: str, limit: int, start: dict | None
 
 
 # Create or upsert -------------------------------------------------------------------------------------------------
-def _identities_of(body: models.ContactCreate, field: str = "body") -> list[tuple[Identifier, str | None]]:
+def _identities_of(body: models.ContactCreate, field: str, numbers: Numbers) -> list[tuple[Identifier, str | None]]:
     wanted: list[tuple[Identifier, str | None]] = []
     if body.phone:
-        wanted.append((normalize("phone", body.phone, None, f"{field}.phone"), None))
+        wanted.append((normalize("phone", body.phone, None, f"{field}.phone", numbers), None))
     if body.email:
         wanted.append((normalize("email", body.email, None, f"{field}.email"), None))
     for n, given in enumerate(body.identities):
-        wanted.append((normalize(given.type, given.value, given.source, f"{field}.identities[{n}]"), given.channel_id))
+        ident = normalize(given.type, given.value, given.source, f"{field}.identities[{n}]", numbers)
+        wanted.append((ident, given.channel_id))
     unique: dict[str, tuple[Identifier, str | None]] = {}
     for ident, channel in wanted:
         unique.setdefault(ident.sentinel_sk, (ident, channel))
@@ -258,27 +267,35 @@ def _changed_fields(item: Item, fields: Item) -> Item:
     return out
 
 
-def _checked_attributes[B: models.ContactFields](store: Store, org: str, body: B, path: str = "body.attributes") -> B:
+def _checked_attributes[B: models.ContactFields](
+    store: Store, org: str, body: B, numbers: Numbers, path: str = "body.attributes"
+) -> B:
     """Custom fields (switchboard.cdp.fields): defined attribute keys are validated and normalised, others pass."""
     if not body.attributes:
         return body
     # on first use: keeps switchboard.cdp.fields off the cold start
     from switchboard.cdp.fields import validate_attributes
 
-    checked = validate_attributes(store, org, body.attributes, path)
+    checked = validate_attributes(store, org, body.attributes, path, numbers)
     return body.model_copy(update={"attributes": checked})
 
 
-def upsert(store: Store, auth: AuthContext, body: models.ContactCreate) -> tuple[models.Contact, bool]:
-    """Creates the contact, or updates the single contact that already owns one of the identities (→ created?)."""
-    item, created = upsert_item(store, auth, body)
+def upsert(
+    store: Store, auth: AuthContext, body: models.ContactCreate, numbers: Numbers | None = None
+) -> tuple[models.Contact, bool]:
+    """Creates the contact, or updates the single contact that already owns one of the identities (→ created?).
+    `numbers`: how its numbers are read (default: the organization's caller's rules, `numbers_for`)."""
+    item, created = upsert_item(store, auth, body, numbers)
     return view(item), created
 
 
-def upsert_item(store: Store, auth: AuthContext, body: models.ContactCreate) -> tuple[Item, bool]:
+def upsert_item(
+    store: Store, auth: AuthContext, body: models.ContactCreate, numbers: Numbers | None = None
+) -> tuple[Item, bool]:
     """`upsert`, answering the stored item (for callers that read a field or two of it)."""
-    body = _checked_attributes(store, auth.org_id, body)
-    return _upsert(store, auth, _fields_of(body), _identities_of(body))
+    numbers = numbers or numbers_for(store, auth.org_id)
+    body = _checked_attributes(store, auth.org_id, body, numbers)
+    return _upsert(store, auth, _fields_of(body), _identities_of(body, "body", numbers))
 
 
 def upsert_identity(
@@ -328,12 +345,16 @@ class UpsertPlan:
     identity_keys: tuple[str, ...]
 
 
-def plan_upsert(store: Store, auth: AuthContext, body: models.ContactCreate, field: str = "body") -> UpsertPlan:
+def plan_upsert(
+    store: Store, auth: AuthContext, body: models.ContactCreate, field: str = "body", numbers: Numbers | None = None
+) -> UpsertPlan:
     """The upsert rules (custom-field checks, identity sentinels, one owner at most) for a caller that commits the
-    operations itself, e.g. with other contacts' in one transaction; a sentinel claimed meanwhile cancels it."""
+    operations itself, e.g. with other contacts' in one transaction; a sentinel claimed meanwhile cancels it.
+    `numbers`: how its numbers are read (default `numbers_for`; an import passes one for all its rows)."""
     org = auth.org_id
-    body = _checked_attributes(store, org, body, f"{field}.attributes")
-    idents = _identities_of(body, field)
+    numbers = numbers or numbers_for(store, org)
+    body = _checked_attributes(store, org, body, numbers, f"{field}.attributes")
+    idents = _identities_of(body, field, numbers)
     identity_keys = tuple(ident.sentinel_sk for ident, _ in idents)
     owners = {i["contact_id"] for i in store.batch_get([repo.sentinel_key(org, sk) for sk in identity_keys])}
     owners = _live_owners(store, org, owners)
@@ -482,7 +503,8 @@ def update(
 ) -> models.Contact:
     org, now = auth.org_id, clock.now_iso()
     item = get_item(store, org, contact_id, consistent=True)
-    body = _checked_attributes(store, org, body)
+    numbers = numbers_for(store, org)
+    body = _checked_attributes(store, org, body, numbers)
     if if_match is not None and int(item["version"]) != if_match:
         raise Conflict(
             "The contact's version is not the one in If-Match; read it again.",
@@ -495,7 +517,7 @@ def update(
         raw = getattr(body, field)
         if field not in body.model_fields_set:
             continue
-        ident = normalize(space, raw, None, f"body.{field}") if raw else None
+        ident = normalize(space, raw, None, f"body.{field}", numbers) if raw else None
         if (ident.value if ident else None) == item.get(field):
             continue
         identities = [

@@ -6,7 +6,7 @@ import re
 from typing import Any
 
 from switchboard import clock
-from switchboard.contacts.identifiers import normalize_phone
+from switchboard.contacts.identifiers import Numbers, normalize_phone
 from switchboard.errors import Conflict, NotFound, UnsupportedByProvider, ValidationFailed
 from switchboard.groups.models import INVITE_CODE_PATTERN
 from switchboard.providers import provider_for
@@ -47,11 +47,11 @@ def adapter(
     return channel, provider
 
 
-def phones(raw: list[str], field: str) -> list[str]:
+def phones(raw: list[str], field: str, numbers: Numbers) -> list[str]:
     """Normalised, de-duplicated (first occurrence wins) phone numbers; a bad one is 400 naming its index."""
     out: list[str] = []
     for i, value in enumerate(raw):
-        phone = normalize_phone(value, f"{field}.{i}")
+        phone = normalize_phone(value, f"{field}.{i}", numbers)
         if phone not in out:
             out.append(phone)
     return out

@@ -28,7 +28,7 @@ GROUP_DESCRIPTION = Field(max_length=2048)
 class Participant(BaseModel):
     """A member of a group."""
 
-    openapi_examples = ({"phone": "15557654321", "role": "member", "added_at": "2026-11-21T10:00:00.000Z"},)
+    openapi_examples = ({"phone": "14155550142", "role": "member", "added_at": "2026-11-21T10:00:00.000Z"},)
     phone: str = Field(description="digits with country code, no plus sign")
     role: ParticipantRole
     added_at: Timestamp
@@ -64,8 +64,8 @@ class Group(BaseModel):
             "description": "Launch day coordination",
             "photo": None,
             "participants": [
-                {"phone": "15551234567", "role": "superadmin", "added_at": "2026-11-21T10:00:00.000Z"},
-                {"phone": "15557654321", "role": "member", "added_at": "2026-11-21T10:00:00.000Z"},
+                {"phone": "14155552671", "role": "superadmin", "added_at": "2026-11-21T10:00:00.000Z"},
+                {"phone": "14155550142", "role": "member", "added_at": "2026-11-21T10:00:00.000Z"},
             ],
             "participant_count": 2,
             "self_role": "superadmin",
@@ -135,7 +135,7 @@ class GroupCreate(Strict):
             "channel_id": "ch_01jd8w5a6b7c8d9e0f1g2h3j4k",
             "name": "Spring launch",
             "description": "Launch day coordination",
-            "participants": ["+1 555 765 4321"],
+            "participants": ["+1 415 555 0142"],
         },
     )
     channel_id: str = ID
@@ -198,7 +198,7 @@ class JoinRequest(Strict):
 class ParticipantsChange(Strict):
     """What to do to which numbers."""
 
-    openapi_examples = ({"action": "add", "participants": ["+1 555 000 1111", "+44 20 7946 0000"]},)
+    openapi_examples = ({"action": "add", "participants": ["+1 415 555 0111", "+44 20 7946 0000"]},)
     action: ParticipantAction = Field(description="`add`, `remove`, `promote` (to admin) or `demote`")
     participants: list[Phone] = PHONES
 
@@ -233,7 +233,7 @@ class GroupParticipantsRequest(GroupRef, ParticipantsChange):
     """A group, and what to do to which numbers."""
 
     openapi_examples = (
-        {"group_id": "grp_01jd8xb1c2d3e4f5g6h7j8k9m0", "action": "promote", "participants": ["15557654321"]},
+        {"group_id": "grp_01jd8xb1c2d3e4f5g6h7j8k9m0", "action": "promote", "participants": ["14155550142"]},
     )
 
 
@@ -277,7 +277,7 @@ class InviteLink(BaseModel):
 class ParticipantResult(BaseModel):
     """What became of one number."""
 
-    openapi_examples = ({"phone": "15550001111", "status": "added", "reason": None},)
+    openapi_examples = ({"phone": "14155550111", "status": "added", "reason": None},)
     phone: str = Field(description="the number, digits with country code")
     status: Literal["added", "removed", "promoted", "demoted", "unchanged", "not_participant", "failed"] = Field(
         description="what became of the number"
@@ -291,7 +291,7 @@ class GroupCreated(Group):
     openapi_examples = (
         {
             **Group.openapi_examples[0],
-            "failed_participants": [{"phone": "15550009999", "status": "failed", "reason": "not on WhatsApp"}],
+            "failed_participants": [{"phone": "14155550119", "status": "failed", "reason": "not on WhatsApp"}],
         },
     )
     failed_participants: list[ParticipantResult] = Field(
@@ -305,7 +305,7 @@ class ParticipantsResult(BaseModel):
     openapi_examples = (
         {
             "action": "add",
-            "results": [{"phone": "15550001111", "status": "added", "reason": None}],
+            "results": [{"phone": "14155550111", "status": "added", "reason": None}],
             "group": Group.openapi_examples[0],
         },
     )

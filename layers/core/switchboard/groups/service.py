@@ -13,6 +13,7 @@ from switchboard import clock
 from switchboard import media as s3_media
 from switchboard.access import AuthContext
 from switchboard.audit import audit_put
+from switchboard.contacts.identifiers import numbers_for
 from switchboard.errors import Conflict, NotFound, ValidationFailed
 from switchboard.groups import common, models
 from switchboard.groups.keys import group_key, invite_key, jid_key, request_key
@@ -136,7 +137,7 @@ def create(
     """Creates the group at the provider with the channel as its creator (`superadmin`); numbers the provider refuses
     are returned in `failed` and left out."""
     org = auth.org_id
-    wanted = common.phones(body.participants, "body.participants")
+    wanted = common.phones(body.participants, "body.participants", numbers_for(store, org))
     if len(wanted) > MAX_PARTICIPANTS:
         raise ValidationFailed.field("body.participants", f"a group holds at most {MAX_PARTICIPANTS} participants")
     channel, provider = common.adapter(store, org, body.channel_id, "groups")
@@ -318,7 +319,9 @@ def change_participants(
 ) -> models.ParticipantsResult:
     """Adds, removes, promotes or demotes; each number gets its own result (`unchanged` / `not_participant` when
     there is nothing to do, `failed` when the provider refuses it). Only the numbers that change reach the provider."""
-    wanted = common.phones(body.participants, "body.participants")
+    # a number joining is checked like any new number; the others name participants the provider already listed
+    numbers = numbers_for(store, auth.org_id, possible_only=body.action != "add")
+    wanted = common.phones(body.participants, "body.participants", numbers)
     group, provider = _active(store, auth, ref, channel_id, admin=True)
     current: dict[str, Item] = {p["phone"]: dict(p) for p in group.get("participants") or []}
     results: dict[str, models.ParticipantResult] = {}

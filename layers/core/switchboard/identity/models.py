@@ -6,13 +6,25 @@ import ipaddress
 from typing import Annotated, Any, Literal
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from pydantic import ConfigDict, Field, ValidationInfo, field_validator
+from pydantic import AfterValidator, ConfigDict, Field, ValidationInfo, field_validator
 from pydantic_core import PydanticCustomError
 
+from switchboard.contacts.identifiers import PHONE_REGIONS
 from switchboard.identity.passwords import password_problem
-from switchboard.models import BaseModel, EmailStr, Name, Storable, Strict, Timestamp
+from switchboard.models import BaseModel, DateTimeIn, EmailStr, Name, Storable, Strict, Timestamp
 
 RoleName = Literal["owner", "admin", "member", "viewer"]
+
+
+def _phone_region(value: str) -> str:
+    if value not in PHONE_REGIONS:
+        raise ValueError("is not an ISO 3166-1 alpha-2 country code with a phone numbering plan, e.g. US, GB, DE")
+    return value
+
+
+# A country whose national number forms an organization's numbers are read in: the ISO 3166-1 alpha-2 codes that
+# libphonenumber has a numbering plan for (switchboard.contacts.identifiers.PHONE_REGIONS), upper case.
+PhoneRegion = Annotated[str, Field(json_schema_extra={"enum": list(PHONE_REGIONS)}), AfterValidator(_phone_region)]
 Otp = Field(min_length=6, max_length=6, pattern=r"^[0-9]{6}$", description="6-digit one-time code")
 
 
@@ -231,7 +243,7 @@ class FingerprintEvent(Strict):
 
     telemetry_id: str = Field(min_length=1, max_length=200, description="The device fingerprint id")
     event_type: str = Field(min_length=1, max_length=64)
-    occurred_at: str | None = None
+    occurred_at: DateTimeIn | None = Field(default=None, description="When it happened; default: when received")
     properties: Annotated[dict[str, Any], Field(max_length=50), Storable] = Field(
         default_factory=dict, description="At most 50 keys"
     )
@@ -275,6 +287,13 @@ class Organization(BaseModel):
         default="active", description="`pending_deletion` for 30 days after a deletion request, then `purging`"
     )
     purge_at: Timestamp | None = Field(default=None, description="When a pending deletion becomes final")
+    default_phone_region: PhoneRegion | None = Field(
+        default=None,
+        description=(
+            "ISO 3166-1 alpha-2 country in which phone numbers written in national form (no `+` or `00`: "
+            "`(415) 555-2671`, `020 7946 0958`) are read; null: such numbers are refused (400 `validation_failed`)"
+        ),
+    )
 
     openapi_examples = (
         {
@@ -284,6 +303,7 @@ class Organization(BaseModel):
             "updated_at": "2026-11-21T09:05:00.000Z",
             "status": "active",
             "purge_at": None,
+            "default_phone_region": "GB",
         },
     )
 
@@ -301,6 +321,7 @@ class OrganizationWithRole(Organization):
             "updated_at": "2026-11-21T10:00:00.000Z",
             "status": "active",
             "purge_at": None,
+            "default_phone_region": None,
             "role": "owner",
         },
     )
@@ -315,11 +336,16 @@ class OrganizationCreate(Strict):
 
 
 class OrganizationUpdate(Strict):
-    """Body of `PATCH /v1/organization`."""
+    """Body of `PATCH /v1/organization`: fields left out stay."""
 
-    name: Name = Field(min_length=1, max_length=200, description="The new name")
+    # Absent means unchanged; an explicit null is refused (an organization keeps a name).
+    name: Name = Field(default=None, min_length=1, max_length=200, description="The new name")  # type: ignore[assignment]
+    default_phone_region: PhoneRegion | None = Field(
+        default=None,
+        description="Where numbers in national form are read (ISO 3166-1 alpha-2); null: nowhere, they are refused",
+    )
 
-    openapi_examples = ({"name": "Acme Holdings Ltd"},)
+    openapi_examples = ({"name": "Acme Holdings Ltd"}, {"default_phone_region": "US"})
 
 
 class OrganizationDeletion(Strict):

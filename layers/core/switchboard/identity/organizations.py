@@ -35,18 +35,25 @@ def get_organization(store: Store, auth: AuthContext) -> models.Organization:
 
 
 def update_organization(store: Store, auth: AuthContext, body: models.OrganizationUpdate) -> models.Organization:
+    """The fields sent change (`default_phone_region: null` removes it); one audited update, nothing when nothing
+    changes."""
     current = get_organization(store, auth)
-    if current.name == body.name:
+    sent = [f for f in ("name", "default_phone_region") if f in body.model_fields_set]
+    changed: dict[str, Any] = {f: getattr(body, f) for f in sent if getattr(current, f) != getattr(body, f)}
+    if not changed:
         return current
     now = clock.now_iso()
+    sets = [*(f"#{f} = :{f}" for f, v in changed.items() if v is not None), "updated_at = :now"]
+    removes = [f"#{f}" for f, v in changed.items() if v is None]
+    expression = "SET " + ", ".join(sets) + (" REMOVE " + ", ".join(removes) if removes else "") + " ADD version :one"
     store.transact(
         [
             Update(
                 key=keys.organization(auth.org_id),
-                expression="SET #name = :name, updated_at = :now ADD version :one",
+                expression=expression,
                 condition="attribute_exists(PK)",
-                names={"#name": "name"},
-                values={":name": body.name, ":now": now, ":one": 1},
+                names={f"#{f}": f for f in changed},
+                values={**{f":{f}": v for f, v in changed.items() if v is not None}, ":now": now, ":one": 1},
                 error=NotFound("The organization no longer exists."),
             ),
             audit_put(
@@ -54,12 +61,12 @@ def update_organization(store: Store, auth: AuthContext, body: models.Organizati
                 "organization.updated",
                 "organization",
                 auth.org_id,
-                before={"name": current.name},
-                after={"name": body.name},
+                before={f: getattr(current, f) for f in changed},
+                after=changed,
             ),
         ]
     )
-    return current.model_copy(update={"name": body.name, "updated_at": now})
+    return current.model_copy(update={**changed, "updated_at": now})
 
 
 def list_my_organizations(store: Store, auth: AuthContext) -> list[models.OrganizationWithRole]:
@@ -234,8 +241,9 @@ def _invitation_pointer(invitation_id: str) -> dict[str, str]:
 
 def _invitation_view(item: dict[str, Any]) -> models.Invitation:
     status = item["status"]
-    if status == "pending" and clock.parse_iso(item["expires_at"]) <= clock.now():
-        status = "expired"
+    if status == "pending":
+        expires = clock.parse_stored(item.get("expires_at"), "invitation expires_at")
+        status = "expired" if expires is None or expires <= clock.now() else status  # unreadable: expired
     return models.Invitation.model_validate({**item, "status": status})
 
 

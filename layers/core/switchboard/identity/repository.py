@@ -211,7 +211,8 @@ def touch_api_key(store: Store, cred: Item) -> None:
     fails a request: a lost race or a throttled write is skipped."""
     now = clock.now()
     last = cred.get("last_used_at")
-    if isinstance(last, str) and now - clock.parse_iso(last) < KEY_USE_EVERY:
+    stamped = clock.parse_stored(last, "api key last_used_at") if isinstance(last, str) else None
+    if stamped is not None and now - stamped < KEY_USE_EVERY:
         return
     stamp = clock.iso(now)
     try:

@@ -99,5 +99,7 @@ def session_idle(cred: dict[str, Any], timeout_minutes: int | None) -> bool:
     """True when the session was unused for longer than the organization allows."""
     if not timeout_minutes or not cred.get("last_seen_at"):
         return False
-    idle = clock.now() - clock.parse_iso(cred["last_seen_at"])
-    return idle.total_seconds() > timeout_minutes * 60
+    seen = clock.parse_stored(cred["last_seen_at"], "session last_seen_at")
+    if seen is None:  # unreadable: the session ends, as an idle one would (fail closed)
+        return True
+    return (clock.now() - seen).total_seconds() > timeout_minutes * 60

@@ -63,7 +63,7 @@ def create_session(store: Store, user_id: str, *, ip: str | None, user_agent: st
 def touch(store: Store, cred: dict[str, Any]) -> None:
     """Sliding expiry: push expiry forward, at most once per REFRESH_EVERY (called by the authorizer)."""
     now = clock.now()
-    last = clock.parse_iso(cred["last_seen_at"]) if cred.get("last_seen_at") else None
+    last = clock.parse_stored(cred.get("last_seen_at"), "session last_seen_at")
     if last is not None and now - last < REFRESH_EVERY:
         return
     expires = now + SESSION_LIFETIME

@@ -294,12 +294,12 @@ def lookup(store: Store, auth: AuthContext, body: LookupRequest) -> LookupInfo:
     if not body.channel_id:
         raise ValidationFailed.field("body.channel_id", "is required to look up a phone on a channel")
     # A phone is an account on the channel's network: its provider answers (400 unsupported_by_provider if it can't).
-    from switchboard.contacts.identifiers import normalize_phone
+    from switchboard.contacts.identifiers import normalize_phone, numbers_for
 
     # on first use: keeps switchboard.messaging.channels off the cold start
     from switchboard.messaging import channels
 
-    phone = normalize_phone(body.phone or "", "body.phone")
+    phone = normalize_phone(body.phone or "", "body.phone", numbers_for(store, auth.org_id))
     _, adapter = channels.provider(store, auth, body.channel_id)
     found = adapter.lookup_contact(phone)
     if not found.get("exists"):

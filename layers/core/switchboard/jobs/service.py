@@ -62,6 +62,7 @@ KINDS: dict[str, str] = {
     "label.detach": "switchboard.catalog.label_jobs:run_chunk",
     "contacts.count_seed": "switchboard.contacts.counter:seed_chunk",
     "contacts.merge": "switchboard.contacts.merge:run_chunk",
+    "contacts.phone_check": "switchboard.contacts.phone_check:run_chunk",
     "webhooks.recover": "switchboard.webhooks.service:recover_chunk",
     "webhooks.move_legacy": "switchboard.webhooks.service:move_legacy_chunk",
     "segments.window_expiry": "switchboard.cdp.segment_window_job:run_chunk",

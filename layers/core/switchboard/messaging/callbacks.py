@@ -8,7 +8,7 @@ from typing import Any
 from switchboard import clock, ratelimit
 from switchboard.access import AuthContext
 from switchboard.config import get_settings
-from switchboard.contacts.identifiers import normalize_phone
+from switchboard.contacts.identifiers import normalize_phone, numbers_for
 from switchboard.errors import Forbidden, NotFound, Unauthenticated, UnsupportedByProvider, ValidationFailed
 from switchboard.identity import repository as identity_repository
 from switchboard.ids import new_ulid
@@ -37,7 +37,7 @@ def sandbox_inbound(
         raise UnsupportedByProvider("Simulated inbound messages exist on sandbox channels only.")
     inbound = InboundMessage(
         provider_message_id=f"sbx_in_{new_ulid().lower()}",
-        from_phone=normalize_phone(body.from_phone, "body.from_phone"),
+        from_phone=normalize_phone(body.from_phone, "body.from_phone", numbers_for(store, auth.org_id)),
         type="text",
         text=body.text,
         contact_name=body.name,

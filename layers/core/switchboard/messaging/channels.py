@@ -11,7 +11,7 @@ from switchboard import clock, sealed
 from switchboard.access import AuthContext
 from switchboard.audit import audit_put
 from switchboard.config import get_settings
-from switchboard.contacts.identifiers import normalize_phone
+from switchboard.contacts.identifiers import normalize_phone, numbers_for
 from switchboard.errors import Conflict, NotFound, UnsupportedByProvider, ValidationFailed
 from switchboard.ids import new_id, new_ulid
 from switchboard.messaging import claims, models
@@ -119,7 +119,8 @@ def check_config(item: Item) -> None:
 
 def create(store: Store, auth: AuthContext, body: models.ChannelCreate) -> models.Channel:
     org, now, channel_id = auth.org_id, clock.now_iso(), new_id("ch")
-    phone = normalize_phone(body.phone_number, "body.phone_number") if body.phone_number else None
+    numbers = numbers_for(store, org, possible_only=True)  # the channel's own number: its provider's to vouch for
+    phone = normalize_phone(body.phone_number, "body.phone_number", numbers) if body.phone_number else None
     item: Item = {
         **channel_key(org, channel_id),
         "entity": "Channel",
@@ -191,7 +192,8 @@ def update(store: Store, auth: AuthContext, channel_id: str, body: models.Channe
     item = get_item(store, auth.org_id, channel_id, consistent=True)
     changes = body.model_dump(exclude_unset=True)
     if changes.get("phone_number"):
-        changes["phone_number"] = normalize_phone(changes["phone_number"], "body.phone_number")
+        numbers = numbers_for(store, auth.org_id, possible_only=True)  # as in `create`
+        changes["phone_number"] = normalize_phone(changes["phone_number"], "body.phone_number", numbers)
     if "config" in changes:
         changes["config"] = {**(item.get("config") or {}), **(changes["config"] or {})}
         check_config({**item, "config": changes["config"]})
@@ -223,6 +225,19 @@ def delete(store: Store, auth: AuthContext, channel_id: str) -> None:
 def provider(store: Store, auth: AuthContext, channel_id: str) -> tuple[Item, Provider]:
     item = get_item(store, auth.org_id, channel_id)
     return item, provider_for(item)
+
+
+def pairing_code(store: Store, auth: AuthContext, channel_id: str, phone_number: str) -> models.PairingCode:
+    """A code to link the device of `phone_number`, the channel's own number (read as in `create`)."""
+    item, adapter = provider(store, auth, channel_id)
+    number = normalize_phone(phone_number, "body.phone_number", numbers_for(store, auth.org_id, possible_only=True))
+    return models.PairingCode(channel_id=item["id"], code=adapter.pairing_code(number)["code"])
+
+
+def lookup_contact(store: Store, auth: AuthContext, channel_id: str, phone: str) -> dict[str, Any]:
+    """The provider's profile of a customer's number."""
+    _, adapter = provider(store, auth, channel_id)
+    return adapter.lookup_contact(normalize_phone(phone, "body.phone", numbers_for(store, auth.org_id)))
 
 
 def connect(

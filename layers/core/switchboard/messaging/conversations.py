@@ -54,9 +54,11 @@ def messages_pk(org: str, conv_id: str) -> str:
 
 
 def view(item: Item) -> models.Conversation:
-    muted_until = item.get("muted_until")
-    muted = bool(item.get("muted")) and (not muted_until or clock.parse_iso(muted_until) > clock.now())
-    return models.Conversation.model_validate({**item, "muted": muted})
+    # an unreadable stored `muted_until` counts as absent: muted for good, until unmuted
+    until = clock.parse_stored(item.get("muted_until"), "conversation muted_until")
+    muted = bool(item.get("muted")) and (until is None or until > clock.now())
+    muted_until = clock.iso(until) if until else None
+    return models.Conversation.model_validate({**item, "muted": muted, "muted_until": muted_until})
 
 
 def get_item(store: Store, org: str, conv_id: str, *, consistent: bool = False) -> Item:

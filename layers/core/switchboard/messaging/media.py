@@ -12,7 +12,7 @@ from switchboard.access import AuthContext
 from switchboard.config import get_settings
 from switchboard.contacts import repository as contacts_repo
 from switchboard.contacts import service as contacts
-from switchboard.contacts.identifiers import Identifier, normalize_phone
+from switchboard.contacts.identifiers import Identifier, normalize_phone, numbers_for
 from switchboard.errors import Conflict, NotFound, UnsupportedByProvider, ValidationFailed
 from switchboard.ids import new_id
 from switchboard.messaging import channels, conversations, messages
@@ -177,7 +177,7 @@ class PresenceRequest(Strict):
         description="What the chat shows: typing, recording, paused, or the account's availability"
     )
 
-    openapi_examples = ({"channel_id": "ch_01jd7zq4v6m3x8k2r5t9w1y0ab", "to": "15550100188", "state": "typing"},)
+    openapi_examples = ({"channel_id": "ch_01jd7zq4v6m3x8k2r5t9w1y0ab", "to": "14155550188", "state": "typing"},)
 
 
 def message_action(store: Store, auth: AuthContext, action: str, body: MessageRef) -> dict[str, Any]:
@@ -225,7 +225,7 @@ def presence(store: Store, auth: AuthContext, body: PresenceRequest) -> dict[str
     """A presence state to the chat. Adapters with a typing indicator tied to the customer's last message (the Cloud
     API) get that message's provider id; they have no other state."""
     _, adapter = channels.provider(store, auth, body.channel_id)
-    to = normalize_phone(body.to, "body.to")
+    to = normalize_phone(body.to, "body.to", numbers_for(store, auth.org_id))
     typing = getattr(adapter, "typing_indicator", None)
     if callable(typing):
         if body.state != "typing":
@@ -386,7 +386,8 @@ def blocked_on_channel(store: Store, auth: AuthContext, channel_id: str) -> list
 
 def block_on_channel(store: Store, auth: AuthContext, channel_id: str, body: Any) -> dict[str, Any]:
     _, adapter = channels.provider(store, auth, channel_id)
-    phone = normalize_phone(body.phone, "body.phone")
+    # a number blocked is checked like any new number; one unblocked may be one the provider listed
+    phone = normalize_phone(body.phone, "body.phone", numbers_for(store, auth.org_id, possible_only=not body.blocked))
     adapter.block(phone, body.blocked)
     key = channels.block_key(auth.org_id, channel_id, phone)
     if body.blocked:

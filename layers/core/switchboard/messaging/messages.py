@@ -16,7 +16,7 @@ from switchboard.billing.usage import usage_record_put
 from switchboard.config import get_settings
 from switchboard.contacts import children
 from switchboard.contacts import service as contacts
-from switchboard.contacts.identifiers import Identifier, normalize_phone
+from switchboard.contacts.identifiers import TRUSTED, Identifier, normalize_phone, numbers_for
 from switchboard.errors import (
     Conflict,
     DomainError,
@@ -137,7 +137,7 @@ def _recipient(store: Store, auth: AuthContext, body: models.SendMessage) -> tup
         if not phone:
             raise ValidationFailed.field("body.contact_id", "the contact has no phone or WhatsApp identity")
         return contact, phone
-    phone = normalize_phone(body.to or "", "body.to")
+    phone = normalize_phone(body.to or "", "body.to", numbers_for(store, auth.org_id))
     contact, _ = contacts.upsert_identity(store, auth, Identifier("phone", phone))
     return contact, phone
 
@@ -156,14 +156,10 @@ def _recipient_state(store: Store, org: str, channel_id: str, contact_id: str) -
 def _check_recipient(contact: Item, state: dict[str, Item], conv: Item | None, reply: bool) -> None:
     if contact.get("blocked"):
         raise Conflict("The recipient is blocked.", code="recipient_blocked")
-    in_window = bool(
-        reply
-        and conv
-        and conv.get("last_inbound_at")
-        and clock.now() - clock.parse_iso(conv["last_inbound_at"]) < WINDOW
-    )
+    last_inbound = clock.parse_stored(conv.get("last_inbound_at"), "last_inbound_at") if reply and conv else None
+    in_window = bool(last_inbound and clock.now() - last_inbound < WINDOW)
     supp = state.get("suppression")
-    if supp and (not supp.get("expires_at") or clock.parse_iso(supp["expires_at"]) > clock.now()) and not in_window:
+    if supp and children.suppression_active(supp) and not in_window:
         raise Conflict(f"The recipient is suppressed on {CHANNEL_KIND}: {supp['reason']}.", code="recipient_suppressed")
     consent = state.get("consent")
     if consent and consent.get("status") == "opted_out" and not in_window:
@@ -525,15 +521,15 @@ def _sender(store: Store, auth: AuthContext, channel: Item, inbound: InboundMess
         raise ValidationFailed.field("body", "the sender has neither a phone number nor a WhatsApp user id")
     body = contact_models.ContactCreate(identities=idents)
     try:
-        return contacts.upsert(store, auth, body)
+        return contacts.upsert(store, auth, body, TRUSTED)
     except contacts.IdentityConflict:
         if len(idents) < 2:
             raise
 
-    phone_owner = contacts.resolve(store, auth, [idents[0]])
-    user_owner = contacts.resolve(store, auth, [idents[1]])
+    phone_owner = contacts.resolve(store, auth, [idents[0]], numbers=TRUSTED)
+    user_owner = contacts.resolve(store, auth, [idents[1]], numbers=TRUSTED)
     children.merge(store, auth, phone_owner["id"], contact_models.MergeRequest(from_contact_id=user_owner["id"]))
-    return contacts.upsert(store, auth, body)
+    return contacts.upsert(store, auth, body, TRUSTED)
 
 
 def group_messages_pk(org: str, contact_id: str) -> str:

@@ -6,7 +6,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, Field, model_validator
 
-from switchboard.models import BaseModel, Name, Storable, Strict, Timestamp, check_storable
+from switchboard.models import BaseModel, DateTimeIn, Name, Storable, Strict, Timestamp, check_storable
 
 Platform = Literal["sandbox", "whatsapp_cloud", "whatsapp_web"]
 ChannelStatus = Literal["disconnected", "pairing", "connected", "error"]
@@ -43,7 +43,7 @@ class Channel(BaseModel):
             "id": "ch_01jd7zq4v6m3x8k2r5t9w1y0ab",
             "organization_id": "org_01jd7zp1a2b3c4d5e6f7g8h9jk",
             "name": "Support line",
-            "phone_number": "15550100123",
+            "phone_number": "14155550123",
             "platform": "sandbox",
             "mode": "sandbox",
             "status": "connected",
@@ -74,7 +74,7 @@ class ChannelCreate(Strict):
     )
     linked_channel_id: str | None = Field(default=None, max_length=64, description="Another channel to pair with")
 
-    openapi_examples = ({"name": "Support line", "platform": "sandbox", "phone_number": "+1 555-010-0123"},)
+    openapi_examples = ({"name": "Support line", "platform": "sandbox", "phone_number": "+1 415-555-0123"},)
 
 
 class ChannelUpdate(Strict):
@@ -165,7 +165,7 @@ class PairingCodeRequest(Strict):
 
     phone_number: str = Field(min_length=3, max_length=40, description="The phone to link, in any common form")
 
-    openapi_examples = ({"phone_number": "+1 555-010-0123"},)
+    openapi_examples = ({"phone_number": "+1 415-555-0123"},)
 
 
 class PairingCode(BaseModel):
@@ -215,7 +215,7 @@ class PhoneLookup(Strict):
 
     phone: str = Field(min_length=3, max_length=40, description="The number to look up, in any common form")
 
-    openapi_examples = ({"phone": "+1 555-010-0188"},)
+    openapi_examples = ({"phone": "+1 415-555-0188"},)
 
 
 class BlockOnChannel(Strict):
@@ -224,7 +224,7 @@ class BlockOnChannel(Strict):
     phone: str = Field(min_length=3, max_length=40, description="The number, in any common form")
     blocked: bool = Field(default=True, description="False unblocks")
 
-    openapi_examples = ({"phone": "+1 555-010-0188", "blocked": True},)
+    openapi_examples = ({"phone": "+1 415-555-0188", "blocked": True},)
 
 
 class BlockedOnChannel(BaseModel):
@@ -233,7 +233,7 @@ class BlockedOnChannel(BaseModel):
     phone: str = Field(description="The blocked number (digits with country code)")
     blocked_at: Timestamp = Field(description="When it was blocked")
 
-    openapi_examples = ({"phone": "15550100188", "blocked_at": "2026-11-21T10:00:00.000Z"},)
+    openapi_examples = ({"phone": "14155550188", "blocked_at": "2026-11-21T10:00:00.000Z"},)
 
 
 class SandboxInbound(Strict):
@@ -243,7 +243,7 @@ class SandboxInbound(Strict):
     text: str = Field(min_length=1, max_length=4096)
     name: Name | None = Field(default=None, max_length=200, description="The customer's profile name")
 
-    openapi_examples = ({"from_phone": "+1 555-010-0188", "text": "Hi, is my order on its way?", "name": "Ada"},)
+    openapi_examples = ({"from_phone": "+1 415-555-0188", "text": "Hi, is my order on its way?", "name": "Ada"},)
 
 
 class InboundAccepted(BaseModel):
@@ -348,7 +348,7 @@ class SendMessage(Strict):
     openapi_examples = (
         {
             "channel_id": "ch_01jd7zq4v6m3x8k2r5t9w1y0ab",
-            "to": "+1 555-010-0188",
+            "to": "+1 415-555-0188",
             "text": {"body": "Your order shipped."},
         },
         {
@@ -387,7 +387,7 @@ class Message(BaseModel):
         {
             "id": "0193a1f2-7c4e-7b21-9d3a-5f6e7a8b9c0d",
             "channel_id": "ch_01jd7zq4v6m3x8k2r5t9w1y0ab",
-            "to_phone": "15550100188",
+            "to_phone": "14155550188",
             "type": "text",
             "status": "pending",
             "provider_message_id": None,
@@ -434,8 +434,8 @@ class ConversationMessage(BaseModel):
             "channel_id": "ch_01jd7zq4v6m3x8k2r5t9w1y0ab",
             "contact_id": "ct_01jd80a0z9y8x7w6v5t4s3r2qp",
             "direction": "inbound",
-            "from_phone": "15550100188",
-            "to_phone": "15550100123",
+            "from_phone": "14155550188",
+            "to_phone": "14155550123",
             "type": "text",
             "text": "Hi, is my order on its way?",
             "status": "received",
@@ -490,7 +490,7 @@ class Conversation(BaseModel):
     group_id: str | None = Field(default=None, description="a group's conversation: our group record, when known")
     status: Literal["open", "closed"] = Field(description="`open` or `closed`")
     archived: bool = Field(default=False, description="Hidden from the default inbox")
-    muted_until: str | None = Field(default=None, description="Muted until then; null with `muted` means for good")
+    muted_until: Timestamp | None = Field(default=None, description="Muted until then; null with `muted`: for good")
     muted: bool = Field(default=False, description="Notifications are off")
     pinned: bool = Field(default=False, description="Kept at the top of the inbox")
     unread_count: int = Field(default=0, description="Inbound messages since it was last marked read")
@@ -540,7 +540,7 @@ class AssignRequest(Strict):
 class MuteRequest(Strict):
     """Body of `POST /v1/conversations/{convID}/mute` (optional)."""
 
-    until: str | None = Field(default=None, pattern=r"^\d{4}-\d{2}-\d{2}T", description="ISO 8601; absent: for good")
+    until: DateTimeIn | None = Field(default=None, description="a time in the future; absent: for good")
 
     openapi_examples = ({"until": "2026-11-22T08:00:00Z"},)
 
@@ -596,7 +596,7 @@ class CloudWebhook(BaseModel):
                             "value": {
                                 "messaging_product": "whatsapp",
                                 "metadata": {
-                                    "display_phone_number": "15550100199",
+                                    "display_phone_number": "14155550199",
                                     "phone_number_id": "106540352242922",
                                 },
                                 "statuses": [
@@ -604,7 +604,7 @@ class CloudWebhook(BaseModel):
                                         "id": "wamid.HBgLMTU1NTAxMDAxODgVAgARGBI5QTNDQTVCM0Q0Q0Q2RTY3RTcA",
                                         "status": "delivered",
                                         "timestamp": "1795597260",
-                                        "recipient_id": "15550100188",
+                                        "recipient_id": "14155550188",
                                     }
                                 ],
                             },

@@ -54,7 +54,8 @@ def _template_review_delay() -> float:
 def _template_decision(template: dict[str, Any], *, submitted_at: str | None) -> dict[str, Any]:
     """The sandbox reviewer: PENDING until the review delay has passed, then APPROVED or REJECTED by name."""
     name, category = str(template.get("name") or ""), str(template.get("category") or "UTILITY").upper()
-    elapsed = (clock.now() - clock.parse_iso(submitted_at)).total_seconds() if submitted_at else 0.0
+    submitted = clock.parse_stored(submitted_at, "template submitted_at")
+    elapsed = (clock.now() - submitted).total_seconds() if submitted else 0.0
     base = {"id": template.get("id"), "name": name, "language": template.get("language"), "category": category}
     if elapsed < _template_review_delay():
         return {**base, "status": "PENDING"}

@@ -117,7 +117,7 @@ def chat_id(phone: str) -> str:
 
 
 def chat_of(message_id: str) -> str:
-    """The chat of a serialized WAHA message id (`true_15550001111@c.us_3EB0…`)."""
+    """The chat of a serialized WAHA message id (`true_14155550111@c.us_3EB0…`)."""
     match = _SERIALIZED.match(message_id)
     if not match:
         raise ProviderRejected(f"{message_id!r} is not a WAHA message id.")

@@ -221,13 +221,15 @@ def _check_open(item: Item) -> None:
             f"This onboarding is {item['status']}; start a new one with /v1/waba/oauth/start.",
             details=[{"progress_id": item["id"], "status": item["status"]}],
         )
-    if clock.parse_iso(item["expires_at"]) <= clock.now():
+    expires = clock.parse_stored(item.get("expires_at"), "onboarding expires_at")
+    if expires is None or expires <= clock.now():  # unreadable: expired
         raise Conflict(
             "This onboarding expired; start a new one with /v1/waba/oauth/start.",
             details=[{"progress_id": item["id"], "expires_at": item["expires_at"]}],
         )
     until = item.get("lease_until")
-    if until and clock.parse_iso(until) > clock.now():
+    leased = clock.parse_stored(until, "onboarding lease_until")
+    if leased is not None and leased > clock.now():
         raise Conflict(
             f"Another request is running {item.get('lease_step')} for this onboarding; retry shortly.",
             details=[{"progress_id": item["id"], "step": item.get("lease_step")}],
@@ -619,7 +621,7 @@ def sync_meta(store: Store, auth: AuthContext, body: models.ProgressStep) -> mod
 
 def _channel_request(item: Item, phone: dict[str, Any]) -> Any:
     # on first use: keeps switchboard.contacts.identifiers off the cold start
-    from switchboard.contacts.identifiers import normalize_phone
+    from switchboard.contacts.identifiers import TRUSTED, normalize_phone
 
     # on first use: keeps switchboard.messaging.models off the cold start
     from switchboard.messaging import models as messaging_models
@@ -627,7 +629,7 @@ def _channel_request(item: Item, phone: dict[str, Any]) -> Any:
     org = item["organization_id"]
     number: str | None = None
     with contextlib.suppress(DomainError):
-        number = normalize_phone(str(phone.get("display_phone_number") or ""), "phone")
+        number = normalize_phone(str(phone.get("display_phone_number") or ""), "phone", TRUSTED)  # Meta's word
     app_secret = item.get("app_secret_sealed") or sealed.seal(_app_secret(item), org)
     name = item.get("channel_name") or phone.get("verified_name") or f"WhatsApp {item['phone_number_id']}"
     return messaging_models.ChannelCreate.model_validate(

@@ -293,7 +293,8 @@ def _healthy_and_stamped(endpoint: Item, now: datetime) -> bool:
     if endpoint.get("consecutive_failures") or endpoint.get("failing_since"):
         return False
     stamp = endpoint.get("last_success_at")
-    return isinstance(stamp, str) and clock.parse_iso(stamp) > now - SUCCESS_STAMP_EVERY
+    stamped = clock.parse_stored(stamp, "endpoint last_success_at") if isinstance(stamp, str) else None
+    return stamped is not None and stamped > now - SUCCESS_STAMP_EVERY
 
 
 def _endpoint_after(store: Store, org: str, endpoint: Item, result: HttpResult, now: datetime) -> bool:
@@ -334,7 +335,8 @@ def _endpoint_after(store: Store, org: str, endpoint: Item, result: HttpResult, 
             f"The webhook endpoint {endpoint['id']} ({endpoint['url']}) failed {failures} attempts in a row; "
             f"the last one: {result.error or 'failed'}.",
         )
-    if clock.parse_iso(updated["failing_since"]) <= now - DISABLE_AFTER:
+    failing_since = clock.parse_stored(updated.get("failing_since"), "endpoint failing_since")
+    if failing_since is not None and failing_since <= now - DISABLE_AFTER:
         disable_endpoint(store, org, updated, "failing", "every attempt failed for 5 days")
         return True
     return False
@@ -460,7 +462,8 @@ def process(
     if delivery.get("owner") and delivery["owner"] != message_id:
         return Outcome(True, status="duplicate")
     now = clock.now()
-    wait = (clock.parse_iso(delivery["next_attempt_at"]) - now).total_seconds()
+    due = clock.parse_stored(delivery.get("next_attempt_at"), "delivery next_attempt_at") or now  # unreadable: due
+    wait = (due - now).total_seconds()
     if wait > EARLY_TOLERANCE:
         return Outcome(False, schedule.visibility_timeout(wait), "not due")
     endpoint = repo.get_endpoint(store, org, delivery["endpoint_id"], consistent=True)

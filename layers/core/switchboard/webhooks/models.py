@@ -6,8 +6,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field, field_validator
 
-from switchboard import clock
-from switchboard.models import BaseModel, EmailStr, Strict, Timestamp
+from switchboard.models import BaseModel, DateTimeIn, EmailStr, Strict, Timestamp
 from switchboard.webhooks.catalogue import EVENT_TYPES
 
 DeliveryStatus = Literal["pending", "retrying", "succeeded", "exhausted", "canceled"]
@@ -28,13 +27,6 @@ def _known_types(value: list[str] | None) -> list[str] | None:
             f"unknown event type(s): {', '.join(unknown)}; see event_types of GET /v1/settings/developer/webhooks"
         )
     return list(dict.fromkeys(value))
-
-
-def _iso(value: str) -> str:
-    try:
-        return clock.iso(clock.parse_iso(value))
-    except ValueError:
-        raise ValueError("must be an ISO 8601 timestamp such as 2026-11-21T10:00:00Z") from None
 
 
 class EventType(BaseModel):
@@ -275,9 +267,7 @@ class Attempt(BaseModel):
 class RecoverRequest(Strict):
     """Body of `POST .../endpoints/{endpointID}/recover`."""
 
-    since: str = Field(min_length=1, max_length=40, description="Retry failed deliveries created at or after this")
-
-    _since = field_validator("since")(_iso)
+    since: DateTimeIn = Field(description="Retry failed deliveries created at or after this")
 
     openapi_examples = ({"since": "2026-11-20T00:00:00Z"},)
 
@@ -286,7 +276,7 @@ class RecoverResult(BaseModel):
     """The background job that re-sends an endpoint's failed deliveries."""
 
     endpoint_id: str
-    since: str = Field(description="Deliveries created at or after this are retried")
+    since: Timestamp = Field(description="Deliveries created at or after this are retried")
     job_id: str = Field(description="The background job that requeues the deliveries, page by page")
     status: str = Field(description="The job's status: `running` when answered")
     requeued: int = Field(description="Deliveries requeued when answered (the job's progress counts the rest)")

@@ -11,7 +11,7 @@ from switchboard import clock, netguard, ratelimit, sealed
 from switchboard.access import ROLE_RANK, AuthContext
 from switchboard.audit import audit_put
 from switchboard.config import get_settings
-from switchboard.errors import Conflict, NotFound, RateLimited, Unauthenticated, ValidationFailed
+from switchboard.errors import Conflict, NotFound, RateLimited, Unauthenticated
 from switchboard.events.outbox import outbox_put
 from switchboard.identity import repository as identity_repository
 from switchboard.ids import new_id, token_urlsafe
@@ -312,12 +312,7 @@ def put_alerting(store: Store, auth: AuthContext, body: models.AlertingSettingsU
 
 # Deliveries -------------------------------------------------------------------------------------------------------
 def _since(value: str | None, field: str) -> str | None:
-    if not value:
-        return None
-    try:
-        return clock.iso(clock.parse_iso(value))
-    except ValueError:
-        raise ValidationFailed.field(field, "must be an ISO 8601 timestamp such as 2026-11-21T10:00:00Z") from None
+    return clock.iso(clock.parse_iso_input(value, field)) if value else None
 
 
 def list_deliveries(
