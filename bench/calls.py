@@ -162,11 +162,11 @@ def _recording(recorder: _Recorder) -> Iterator[None]:
         client.meta.events.register("before-call", count)
         return client
 
-    def attributed_invoke(self: Any, event: dict[str, Any], context: Any = None) -> Any:
+    def attributed_invoke(self: Any, event: dict[str, Any], context: Any = None, **kwargs: Any) -> Any:
         previous = getattr(recorder.local, "function", None)
         recorder.local.function = self.spec.logical_id
         try:
-            return invoke(self, event, context)
+            return invoke(self, event, context, **kwargs)
         finally:
             recorder.local.function = previous
 

@@ -123,7 +123,7 @@ def test_an_erasure_finds_what_was_written_just_before_the_deletion(api: Api, la
     channel = ok(api.post("/v1/channels", json={"name": "sbx", "platform": "sandbox"}), 201)
     ok(api.post(f"/v1/channels/{channel['id']}/connect"))
     deal_type(api)
-    phone = "15550104321"
+    phone = "14155554321"
     person = contact(api, name="Grace Hopper", phone=f"+{phone}")
     inbound = {"from_phone": f"+{phone}", "text": "the first line", "name": "Grace Hopper"}
     assert api.post(f"/v1/channels/{channel['id']}/sandbox/inbound", json=inbound).status_code == 202

@@ -23,7 +23,7 @@ from tests.fakes.waha import FakeWaha
 from tests.integration.support import Api
 from tests.integration.test_webhooks import create_endpoint
 
-PERSON = "15550107{:03d}"
+PERSON = "14155550{:03d}"
 
 
 @pytest.fixture(autouse=True)
