@@ -26,6 +26,7 @@ transaction (a failed write leaves a gap).
 
 from __future__ import annotations
 
+import contextlib
 from dataclasses import dataclass
 from datetime import datetime
 from decimal import Decimal
@@ -553,3 +554,24 @@ def apply_payment(store: Store, org: str, channel_id: str, event: PaymentStatus)
         except Conflict:  # the order changed meanwhile: judge the payment against what it is now
             continue
     raise Conflict("The order kept changing while a payment status was applied; retry.")
+
+
+# Contact erasure --------------------------------------------------------------------------------------------------
+ERASE_PAGE = 25
+
+
+def erase_contact_page(store: Store, org: str, contact_id: str) -> bool:
+    """One page of an erased contact's orders (GSI3), each made anonymous: no `contact_id`, off the contact's list
+    (so the next page reads the next ones), `version` raised so that a change read before it cannot bring the contact
+    back. The orders stay, with their items and totals, for the business's books. True while there were some."""
+    page = store.query(contact_pk(org, contact_id), index="GSI3", limit=ERASE_PAGE)
+    for order in page.items:
+        with contextlib.suppress(Conflict):  # deleted meanwhile (the organization's purge): nothing left to erase
+            store.update(
+                shards.key_of(order),
+                "SET contact_id = :none, updated_at = :now ADD version :one REMOVE GSI3PK, GSI3SK",
+                condition="attribute_exists(PK)",
+                values={":none": None, ":now": clock.now_iso(), ":one": 1},
+                return_values="NONE",
+            )
+    return bool(page.items)

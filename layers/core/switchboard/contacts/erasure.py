@@ -19,6 +19,8 @@ and ~25 writes), in this order:
                  lock (a draft) deleted: the conversation row stays, anonymised
   group_messages the person's messages in group conversations (GSI1 `ORG#<org>#CONTACTGROUPMSG#<ct>`), 12 per
                  chunk, redacted the same way (and taken off that list); their conversations' previews cleared
+  orders         the person's orders (GSI3 `ORG#<org>#CONTACTORDERS#<ct>`), 25 per chunk: `contact_id` removed and
+                 taken off that list; the order (items, totals, statuses) stays for the business's books
   outbox         outbox events from before the deletion that mention the person: deleted (25 per page; each write
                  shard of the outbox in turn, then `ORG#<org>`)
   deliveries     webhook event payloads (DeliveriesTable, one per event, GSI1 shard by shard) from before the
@@ -71,6 +73,7 @@ STAGES = (
     "channels",
     "messages",
     "group_messages",
+    "orders",
     "outbox",
     "deliveries",
 )
@@ -311,6 +314,13 @@ def _group_messages(store: Store, org: str, contact_id: str, checkpoint: Checkpo
     return {"stage": "group_messages"} if page.items else _next("group_messages")
 
 
+def _orders(store: Store, org: str, contact_id: str, checkpoint: Checkpoint) -> Checkpoint | None:
+    # cascade stage: switchboard.commerce.orders loads when the cascade runs, not for the contacts DELETE route
+    from switchboard.commerce import orders
+
+    return {"stage": "orders"} if orders.erase_contact_page(store, org, contact_id) else _next("orders")
+
+
 def _redact_message(store: Store, org: str, message: Item) -> None:
     """A message without its text, media, contact and the person's number (inbound: the sender; outbound: the
     recipient); it stays in its conversation's history, so the counts and the thread keep their shape."""
@@ -393,6 +403,7 @@ _STEPS: dict[str, Callable[[Store, str, str, Checkpoint], Checkpoint | None]] = 
     "channels": _channels,
     "messages": _messages,
     "group_messages": _group_messages,
+    "orders": _orders,
     "outbox": _outbox,
     "deliveries": _deliveries,
 }
