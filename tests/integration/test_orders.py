@@ -16,7 +16,7 @@ from switchboard.messaging import messages
 from switchboard.store import get_store
 from tests.fakes.graph_api import FakeGraphApi
 from tests.integration import cloud_queue
-from tests.integration.support import Api
+from tests.integration.support import Api, run_jobs
 
 CUSTOMER = "14155552671"
 CART = [
@@ -535,3 +535,20 @@ def test_lists_read_one_list_per_filter_and_page_with_cursors(api: Api, sandbox:
     assert len(set(numbers)) == len(numbers)
     for order_id, number in zip(ada + bob, numbers, strict=True):  # 8n + k, k picked by the id
         assert int(number) % orders.SEQ_SHARDS == orders.shards.shard_of(order_id, orders.SEQ_SHARDS)
+
+
+def test_a_merged_contacts_orders_follow_it_into_the_contact_it_joined(api: Api, sandbox: dict):
+    mine = _cart(api, sandbox, "+14155552671")
+    theirs = [_cart(api, sandbox, "+14155552672")["order_id"] for _ in range(2)]
+    source = _order(api, theirs[0])["contact_id"]
+    merged = api.post(f"/v1/contacts/{mine['contact_id']}/merge", json={"from_contact_id": source})
+    assert merged.status_code == 200, merged.text
+    run_jobs(api)  # whatever the request's own chunks left
+    listed = api.get("/v1/orders", params={"contact_id": mine["contact_id"]}).json()["data"]
+    assert [o["id"] for o in listed] == [*reversed(theirs), mine["order_id"]]
+    assert all(o["contact_id"] == mine["contact_id"] for o in listed)
+    assert api.get("/v1/orders", params={"contact_id": source}).json()["data"] == []
+    # a merged order moves like any other: its version went up with the merge, its event names the new contact
+    moved = api.post(f"/v1/orders/{theirs[0]}/status", json={"status": "processing"})
+    assert moved.status_code == 200, moved.text
+    assert _events(api, theirs[0])[-1]["contact_id"] == mine["contact_id"]

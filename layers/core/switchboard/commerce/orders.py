@@ -556,22 +556,29 @@ def apply_payment(store: Store, org: str, channel_id: str, event: PaymentStatus)
     raise Conflict("The order kept changing while a payment status was applied; retry.")
 
 
-# Contact erasure --------------------------------------------------------------------------------------------------
-ERASE_PAGE = 25
+# A contact erased or merged --------------------------------------------------------------------------------------
+CONTACT_PAGE = 25
 
 
-def erase_contact_page(store: Store, org: str, contact_id: str) -> bool:
-    """One page of an erased contact's orders (GSI3), each made anonymous: no `contact_id`, off the contact's list
-    (so the next page reads the next ones), `version` raised so that a change read before it cannot bring the contact
-    back. The orders stay, with their items and totals, for the business's books. True while there were some."""
-    page = store.query(contact_pk(org, contact_id), index="GSI3", limit=ERASE_PAGE)
+def move_contact_page(store: Store, org: str, contact_id: str, to: str | None) -> bool:
+    """One page of a contact's orders (GSI3) given to the contact `to` (a merge) or, with None, made anonymous (an
+    erasure: no `contact_id`; the orders stay, with their items and totals, for the business's books). Each leaves
+    the contact's list, so the next page reads the next ones, and its `version` goes up, so that a change read before
+    cannot bring the old contact back. True while there were some."""
+    page = store.query(contact_pk(org, contact_id), index="GSI3", limit=CONTACT_PAGE)
     for order in page.items:
-        with contextlib.suppress(Conflict):  # deleted meanwhile (the organization's purge): nothing left to erase
+        if to:
+            expression = "SET contact_id = :to, GSI3PK = :list, updated_at = :now ADD version :one"
+            values = {":to": to, ":list": contact_pk(org, to), ":now": clock.now_iso(), ":one": 1}
+        else:
+            expression = "SET contact_id = :none, updated_at = :now ADD version :one REMOVE GSI3PK, GSI3SK"
+            values = {":none": None, ":now": clock.now_iso(), ":one": 1}
+        with contextlib.suppress(Conflict):  # deleted meanwhile (the organization's purge): nothing left to change
             store.update(
                 shards.key_of(order),
-                "SET contact_id = :none, updated_at = :now ADD version :one REMOVE GSI3PK, GSI3SK",
-                condition="attribute_exists(PK)",
-                values={":none": None, ":now": clock.now_iso(), ":one": 1},
+                expression,
+                condition="attribute_exists(PK) AND contact_id = :from",
+                values={**values, ":from": contact_id},
                 return_values="NONE",
             )
     return bool(page.items)

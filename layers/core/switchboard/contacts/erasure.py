@@ -318,7 +318,7 @@ def _orders(store: Store, org: str, contact_id: str, checkpoint: Checkpoint) -> 
     # cascade stage: switchboard.commerce.orders loads when the cascade runs, not for the contacts DELETE route
     from switchboard.commerce import orders
 
-    return {"stage": "orders"} if orders.erase_contact_page(store, org, contact_id) else _next("orders")
+    return {"stage": "orders"} if orders.move_contact_page(store, org, contact_id, None) else _next("orders")
 
 
 def _redact_message(store: Store, org: str, message: Item) -> None:
