@@ -13,7 +13,7 @@ import pytest
 from switchboard.commerce import orders
 from switchboard.events.outbox import stored_events
 from switchboard.messaging import messages
-from switchboard.store import get_store
+from switchboard.store import Store, get_store
 from tests.fakes.graph_api import FakeGraphApi
 from tests.integration import cloud_queue
 from tests.integration.support import Api, run_jobs
@@ -552,3 +552,32 @@ def test_a_merged_contacts_orders_follow_it_into_the_contact_it_joined(api: Api,
     moved = api.post(f"/v1/orders/{theirs[0]}/status", json={"status": "processing"})
     assert moved.status_code == 200, moved.text
     assert _events(api, theirs[0])[-1]["contact_id"] == mine["contact_id"]
+
+
+def test_a_filtered_page_reads_its_own_list_only_whatever_the_other_orders(
+    api: Api, sandbox: dict, monkeypatch: pytest.MonkeyPatch
+):
+    ids = [_cart(api, sandbox, f"+1415555{2670 + n % 3}")["order_id"] for n in range(12)]
+    assert api.post(f"/v1/orders/{ids[4]}/status", json={"status": "shipped"}).status_code == 200
+    reads: list[tuple[str, str | None, str | None, int]] = []
+    real = Store.query
+
+    def spy(self: Store, pk: str, **kw: Any) -> Any:
+        page = real(self, pk, **kw)
+        reads.append((pk, kw.get("index"), kw.get("filter_expression"), len(page.items)))
+        return page
+
+    monkeypatch.setattr(Store, "query", spy)
+    page = api.get("/v1/orders", params={"status": "shipped", "limit": 5}).json()
+    assert [o["id"] for o in page["data"]] == [ids[4]] and page["meta"]["has_more"] is False
+    orders_read = [r for r in reads if "#ORDERS" in r[0]]
+    # one Query per shard of the shipped list, no filter expression, one item read in all: the 11 pending orders
+    # are never read
+    assert len(orders_read) == orders.shards.count()
+    assert all(r[1] == "GSI2" and r[2] is None and "#ORDERS#S#shipped#" in r[0] for r in orders_read)
+    assert sum(r[3] for r in orders_read) == 1
+    reads.clear()
+    contact_id = _order(api, ids[4])["contact_id"]
+    mine = api.get("/v1/orders", params={"contact_id": contact_id, "limit": 10}).json()["data"]
+    assert [o["id"] for o in mine] == [ids[n] for n in (10, 7, 4, 1)]
+    assert [(r[1], r[3]) for r in reads if "CONTACTORDERS" in r[0]] == [("GSI3", 4)]  # that contact's, nobody else's

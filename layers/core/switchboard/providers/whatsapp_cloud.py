@@ -17,6 +17,10 @@ Wire format (Graph API):
   `is_transient`, are treated as "retry later" rather than a refusal.
 - callbacks: `POST` signed with `X-Hub-Signature-256: sha256=<hex HMAC-SHA256(app_secret, raw body)>`; the body is
   `{"object": "whatsapp_business_account", "entry": [{"id", "changes": [{"field": "messages", "value": {...}}]}]}`.
+  A `messages` value carries messages (a customer's cart is `type: "order"`), message statuses, and the Payments
+  API's payment statuses (`statuses[]` of `type: "payment"`, naming the bill by `payment.reference_id`).
+- order messages: `interactive` `order_details` (a bill, `review_and_pay`) and `order_status` (`review_order`) go
+  out as any interactive object (`switchboard.commerce` checks them first).
   A channel's adapter reads the changes of its own number; `switchboard.messaging.cloud_webhook` routes an
   app-level callback's changes by `value.metadata.phone_number_id`.
 
