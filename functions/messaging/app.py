@@ -20,6 +20,8 @@ from switchboard.store import get_store
 
 if TYPE_CHECKING:
     from switchboard.catalog import models as catalog_models
+    from switchboard.commerce import models as commerce_models
+    from switchboard.commerce import service as commerce
     from switchboard.groups import models as group_models
     from switchboard.messaging import callbacks, channels, cloud_webhook, conversations, media, messages, models
 else:  # the models when a route's dependant is first built, the rules when a route first runs (not at init)
@@ -27,6 +29,8 @@ else:  # the models when a route's dependant is first built, the rules when a ro
     catalog_models = lazy_module("switchboard.catalog.models")
     channels = lazy_module("switchboard.messaging.channels")
     cloud_webhook = lazy_module("switchboard.messaging.cloud_webhook")
+    commerce = lazy_module("switchboard.commerce.service")
+    commerce_models = lazy_module("switchboard.commerce.models")
     conversations = lazy_module("switchboard.messaging.conversations")
     group_models = lazy_module("switchboard.groups.models")
     media = lazy_module("switchboard.messaging.media")
@@ -45,6 +49,7 @@ MessageId = Annotated[
 CH = ["channels"]
 MSG = ["messages"]
 CONV = ["conversations"]
+ORD = ["orders"]
 
 
 def _example(description: str, data: dict[str, Any] | list[dict[str, Any]]) -> dict[int, Any]:
@@ -828,9 +833,10 @@ def channel_media(
     status_code=202,
     summary="Simulate an inbound message",
     description=(
-        "Sandbox channels only: a customer writes to the channel. The message is stored, resolved to a "
-        "contact (created if new), threaded into a conversation, and emits `message.new`. 400 "
-        "`unsupported_by_provider` on a non-sandbox channel.\n\n"
+        "Sandbox channels only: a customer writes to the channel, a `text` or an `order` (a cart from the "
+        "catalogue, Meta's inbound `order` object). The message is stored, resolved to a contact (created if "
+        "new), threaded into a conversation, and emits `message.new`; an `order` also makes a `pending` order "
+        "(`order_id`, `commerce.order.updated`). 400 `unsupported_by_provider` on a non-sandbox channel.\n\n"
         "Who may call: the `member` role or higher (API key or session); a lower role gets 403 "
         "`forbidden`."
     ),
@@ -853,7 +859,11 @@ def sandbox_inbound(channelID: str, body: Annotated[models.SandboxInbound, Body(
         "(202); statuses follow as `message.status_update` events. Errors: 409 `conflict` when the "
         "channel is not `connected`; 409 `recipient_blocked`, `recipient_suppressed` or "
         "`recipient_opted_out`; 404 `not_found` for an unknown channel or contact; with an "
-        "`Idempotency-Key`, a repeat answers the first result.\n\n"
+        "`Idempotency-Key`, a repeat answers the first result. An `interactive` `order_details` (a bill) or "
+        "`order_status` message is checked against Meta's object (400 `validation_failed` naming the field, "
+        "totals included) and makes, refreshes or moves the order of its `reference_id` in the same write "
+        "(`/v1/orders`; 404 for an `order_status` naming no order of the channel, 409 "
+        "`invalid_order_transition` or `order_has_payment` when the order cannot move so).\n\n"
         "Who may call: the `member` role or higher (API key or session); a lower role gets 403 "
         "`forbidden`."
     ),
@@ -1514,6 +1524,70 @@ def provider_callback(channelID: str) -> Data[dict[str, Any]]:
     raw = event.body or ""
     body = base64.b64decode(raw) if event.is_base64_encoded else raw.encode()
     return Data(data=callbacks.provider_callback(get_store(), channelID, dict(event.headers or {}), body))
+
+
+# Orders --------------------------------------------------------------------------------------------------------------
+@app.get(
+    "/v1/orders",
+    middlewares=requires("viewer"),
+    tags=ORD,
+    summary="List orders",
+    description=(
+        "Orders, newest first, a page at a time (`limit` 1-100, `cursor`). Filters: `status` and `contact_id` "
+        "(each reads a list of its own, so a page costs the same at any number of orders). An order is made by a "
+        "customer's cart (an inbound `order` message) or by an outbound `interactive` `order_details` message.\n\n"
+        "Who may call: the `viewer` role or higher (API key or session); a lower role gets 403 `forbidden`."
+    ),
+)
+def list_orders(
+    limit: Annotated[int, Query(ge=1, le=100, description="Page size")] = 20,
+    cursor: Annotated[str | None, Query(max_length=2048, description="`meta.cursor` of the previous page")] = None,
+    status: Annotated[commerce_models.OrderStatus | None, Query(description="Only orders in this status")] = None,
+    contact_id: Annotated[str | None, Query(min_length=1, max_length=64, description="Only this contact's")] = None,
+) -> ListData[commerce_models.Order]:
+    items, nxt = commerce.list_orders(
+        get_store(), current_auth(app), limit=limit, cursor=cursor, status=status, contact_id=contact_id
+    )
+    return cursor_list(items, limit, nxt)
+
+
+@app.get(
+    "/v1/orders/<orderID>",
+    middlewares=requires("viewer"),
+    tags=ORD,
+    summary="Get an order",
+    description=(
+        "One order with its items, totals, status and payment status; 404 `not_found` when it is not in the "
+        "caller's organization.\n\n"
+        "Who may call: the `viewer` role or higher (API key or session); a lower role gets 403 `forbidden`."
+    ),
+)
+def get_order(orderID: str) -> Data[commerce_models.Order]:
+    return Data(data=commerce.get(get_store(), current_auth(app), orderID))
+
+
+@app.post(
+    "/v1/orders/<orderID>/status",
+    middlewares=requires("member"),
+    tags=ORD,
+    summary="Change an order's status",
+    description=(
+        "Moves the order to `status` (`processing`, `partially_shipped`, `shipped`, `completed`, `canceled`) "
+        "with an optional `description` for the customer. A billed order (an `order_details` message carried "
+        "its `reference_id`) tells the customer with Meta's `order_status` message, queued like any send, in "
+        "the same write as the order; a cart that was never billed moves without a message. Errors: 409 "
+        "`invalid_order_transition` when the status cannot follow the current one (completed and canceled are "
+        "final, a status never goes back), 409 `order_has_payment` when canceling an order whose payment is "
+        "pending or captured, the send's errors for a billed order (409 `conflict` when the channel is not "
+        "`connected`, `recipient_blocked`, …), 404 `not_found`. Every change emits `commerce.order.updated`.\n\n"
+        "Who may call: the `member` role or higher (API key or session), as for sending messages; a lower role "
+        "gets 403 `forbidden`."
+    ),
+)
+def change_order_status(
+    orderID: str, body: Annotated[commerce_models.OrderStatusChange, Body()]
+) -> Data[commerce_models.Order]:
+    return Data(data=commerce.set_status(get_store(), current_auth(app), orderID, body))
 
 
 ERROR_BODY = {"content": {"application/json": {"schema": {"$ref": "#/components/schemas/ErrorEnvelope"}}}}

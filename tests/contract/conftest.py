@@ -116,7 +116,10 @@ SCHEMA_INEXPRESSIBLE: dict[str, dict[str, str]] = {
     "POST /v1/channels/{channelID}/blocked-contacts": {"body.phone": _PHONE},
     "POST /v1/channels/{channelID}/contacts/lookup": {"body.phone": _PHONE},
     "POST /v1/channels/{channelID}/pairing-code": {"body.phone_number": _PHONE},
-    "POST /v1/channels/{channelID}/sandbox/inbound": {"body.from_phone": _PHONE},
+    "POST /v1/channels/{channelID}/sandbox/inbound": {
+        "body.from_phone": _PHONE,
+        "body.order.product_items": "the items of one order share one currency (no JSON Schema for equal values)",
+    },
     "POST /v1/chats/archive": {"body.chat_id": _PHONE_OR_JID},
     "POST /v1/chats/history-sync": {"body.chat_id": _PHONE_OR_JID},
     "POST /v1/chats/mute": {"body.chat_id": _PHONE_OR_JID},
@@ -142,7 +145,8 @@ SCHEMA_INEXPRESSIBLE: dict[str, dict[str, str]] = {
         "body.text": f"required when `type` is text {_IF_THEN}",
         "body.media": f"required for media types, with a url, id or asset_id {_IF_THEN}",
         "body.contacts": f"required when `type` is contacts; each card's phone a phone number {_IF_THEN}",
-        "body.interactive": _STORABLE,
+        "body.interactive": f"{_STORABLE}; `order_details` / `order_status`: Meta's objects, their sums checked "
+        "(commerce.orders.parse_interactive), and the reference's order in its state",
         "body.template": f"`components` are Meta's free-form objects: {_STORABLE}",
         "body.location.latitude": _NUMBER,
         "body.location.longitude": _NUMBER,

@@ -262,6 +262,46 @@ class FakeGraphApi(FakeServer):
         }
         return json.dumps(doc).encode()
 
+    def payment_status(
+        self,
+        reference_id: str,
+        status: str,
+        *,
+        to: str,
+        amount: tuple[int, int] = (1000, 100),
+        currency: str = "INR",
+        refunds: list[dict[str, Any]] | None = None,
+    ) -> dict[str, Any]:
+        """A `statuses[]` entry of Meta's payment status webhook (Payments API, `type: "payment"`): the payment of
+        the bill `reference_id` is `status` (`pending`, `captured`, `failed`); `refunds` are the transaction's
+        (`{id, amount: {value, offset}, status: "completed"|"pending"|"failed", speed_processed, …}`)."""
+        value, offset = amount
+        transaction: dict[str, Any] = {
+            "id": "order_" + secrets.token_hex(7),
+            "type": "razorpay",
+            "status": {"captured": "success", "failed": "failed"}.get(status, "pending"),
+            "created_timestamp": 1763800000,
+            "updated_timestamp": 1763800005,
+            "amount": {"value": value, "offset": offset},
+            "currency": currency,
+            "method": {"type": "upi"},
+        }
+        if refunds is not None:
+            transaction["refunds"] = refunds
+        return {
+            "id": make_wamid(to),
+            "recipient_id": to,
+            "status": status,
+            "timestamp": "1763800010",
+            "type": "payment",
+            "payment": {
+                "reference_id": reference_id,
+                "amount": {"value": value, "offset": offset},
+                "currency": currency,
+                "transaction": transaction,
+            },
+        }
+
     def group_webhook(self, field: str, group: dict[str, Any]) -> bytes:
         """A signed-body-ready webhook around one group change (`Groups` object of Meta's document)."""
         value = {

@@ -20,6 +20,10 @@ Repairs (each one a defect of the document, not a relaxation of our adapter):
    action `{"name": "cta_url", "parameters": {"display_text", "url"}}` (`CTA_URL_ACTION`).
 7. A multipart body's `format: binary` string (OpenAPI 3.0's spelling of a file) is read as OpenAPI 3.1 reads a
    file, any bytes (3.1 has no `format: binary`; the validator would ask the file to be text).
+8. The interactive `order_details` and `order_status` types (Payments API) are missing from `InteractiveObject` and
+   `ActionObject`, though the document's own examples "Send Order Details Message" and "Send Order Status Message"
+   send them: added with Meta's documented actions, `review_and_pay` (`ORDER_DETAILS_ACTION`) and `review_order`
+   (`ORDER_STATUS_ACTION`).
 """
 
 from __future__ import annotations
@@ -71,6 +75,105 @@ CTA_URL_ACTION: dict[str, Any] = {
             "additionalProperties": False,
             "required": ["display_text", "url"],
             "properties": {"display_text": {"type": "string", "maxLength": 20}, "url": {"type": "string"}},
+        },
+    },
+}
+
+# Meta's Payments API reference ("Receive payments via payment gateways", "Send order status message") for repair 8:
+# amounts are `{value, offset}` integers (value / offset is the amount).
+_AMOUNT_PROPERTIES: dict[str, Any] = {"value": {"type": "integer"}, "offset": {"type": "integer"}}
+
+
+def _amount(**extra: Any) -> dict[str, Any]:
+    return {
+        "type": "object",
+        "additionalProperties": False,
+        "required": ["value", "offset"],
+        "properties": {**_AMOUNT_PROPERTIES, **extra},
+    }
+
+
+ORDER_DETAILS_ACTION: dict[str, Any] = {
+    "required": ["name", "parameters"],
+    "properties": {
+        "name": {"type": "string", "enum": ["review_and_pay"]},
+        "parameters": {
+            "type": "object",
+            "additionalProperties": False,
+            "required": ["reference_id", "type", "currency", "total_amount", "order"],
+            "properties": {
+                "reference_id": {"type": "string", "pattern": "^[A-Za-z0-9_.-]{1,35}$"},
+                "type": {"type": "string", "enum": ["digital-goods", "physical-goods"]},
+                "payment_type": {"type": "string"},
+                "payment_configuration": {"type": "string"},
+                "payment_settings": {"type": "array", "items": {"type": "object"}},
+                "currency": {"type": "string"},
+                "total_amount": _amount(),
+                "order": {
+                    "type": "object",
+                    "additionalProperties": False,
+                    "required": ["status", "items", "subtotal", "tax"],
+                    "properties": {
+                        "status": {"type": "string", "enum": ["pending"]},
+                        "catalog_id": {"type": "string"},
+                        "expiration": {
+                            "type": "object",
+                            "additionalProperties": False,
+                            "required": ["timestamp", "description"],
+                            "properties": {"timestamp": {"type": "string"}, "description": {"type": "string"}},
+                        },
+                        "items": {
+                            "type": "array",
+                            "minItems": 1,
+                            "items": {
+                                "type": "object",
+                                "additionalProperties": False,
+                                "required": ["retailer_id", "name", "amount", "quantity"],
+                                "properties": {
+                                    "retailer_id": {"type": "string"},
+                                    "name": {"type": "string", "maxLength": 60},
+                                    "amount": _amount(),
+                                    "sale_amount": _amount(),
+                                    "quantity": {"type": "integer", "minimum": 1},
+                                    "country_of_origin": {"type": "string"},
+                                    "importer_name": {"type": "string"},
+                                    "importer_address": {"type": "object"},
+                                },
+                            },
+                        },
+                        "subtotal": _amount(),
+                        "tax": _amount(description={"type": "string"}),
+                        "shipping": _amount(description={"type": "string"}),
+                        "discount": _amount(description={"type": "string"}, discount_program_name={"type": "string"}),
+                    },
+                },
+            },
+        },
+    },
+}
+ORDER_STATUS_ACTION: dict[str, Any] = {
+    "required": ["name", "parameters"],
+    "properties": {
+        "name": {"type": "string", "enum": ["review_order"]},
+        "parameters": {
+            "type": "object",
+            "additionalProperties": False,
+            "required": ["reference_id", "order"],
+            "properties": {
+                "reference_id": {"type": "string"},
+                "order": {
+                    "type": "object",
+                    "additionalProperties": False,
+                    "required": ["status"],
+                    "properties": {
+                        "status": {
+                            "type": "string",
+                            "enum": ["pending", "processing", "partially-shipped", "shipped", "completed", "canceled"],
+                        },
+                        "description": {"type": "string", "maxLength": 120},
+                    },
+                },
+            },
         },
     },
 }
@@ -136,6 +239,8 @@ def repaired() -> dict[str, Any]:
         _binary_is_bytes(content.get("schema"))
     schemas["InteractiveObject"]["properties"]["type"]["enum"].append("cta_url")
     schemas["ActionObject"]["oneOf"].append(CTA_URL_ACTION)
+    schemas["InteractiveObject"]["properties"]["type"]["enum"].extend(["order_details", "order_status"])
+    schemas["ActionObject"]["oneOf"].extend([ORDER_DETAILS_ACTION, ORDER_STATUS_ACTION])
     return doc
 
 

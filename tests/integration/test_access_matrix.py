@@ -388,6 +388,16 @@ def build_org_b(api: Api) -> OrgB:
         ),
         202,
     )
+    cart = {
+        "catalog_id": "1",
+        "product_items": [{"product_retailer_id": "b", "quantity": 1, "item_price": 2, "currency": "USD"}],
+    }
+    order = _ok(
+        api.post(
+            f"/v1/channels/{channel['id']}/sandbox/inbound", json={"from_phone": B_PHONE, "order": cart}, headers=owner
+        ),
+        202,
+    )
     asset = _ok(api.post("/v1/media/uploads", json={"content_type": "image/png", "size": 10}, headers=owner), 201)
     _ok(api.post("/v1/users/me/blocks", json={"user_ref": owner_user_id}, headers=member), 201)
     session_id = next(s["id"] for s in _ok(api.get("/v1/settings/sessions", headers=owner)) if s["current"])
@@ -409,6 +419,7 @@ def build_org_b(api: Api) -> OrgB:
         "convID": inbound["conversation_id"],
         "assetID": asset["id"],
         "mediaID": asset["id"],
+        "orderID": order["order_id"],
     }
     assert inbound["contact_id"] == contact["id"]
     if f"POST {WEBHOOKS}/endpoints" in ROUTE_NAMES:
@@ -456,6 +467,8 @@ def snapshot_b(api: Api, b: OrgB) -> dict[str, Any]:
         f"/v1/conversations/{ids['convID']}/messages",
         f"/v1/messages/{ids['messageID']}",
         "/v1/media/assets",
+        "/v1/orders",
+        f"/v1/orders/{ids['orderID']}",
     ]
     if "endpointID" in ids:
         owner_reads.append(f"{WEBHOOKS}/endpoints/{ids['endpointID']}")
@@ -506,6 +519,7 @@ EXAMPLE_BODIES: dict[tuple[str, str], Any] = {
     ("POST", "/v1/conversations/{convID}/mute"): {},
     ("POST", "/v1/conversations/{convID}/assign"): {"user_id": "<a:user>"},
     ("POST", "/v1/conversations/{convID}/lock"): {"lock_owner_name": "A"},
+    ("POST", "/v1/orders/{orderID}/status"): {"status": "processing"},
     ("PATCH", f"{WEBHOOKS}/endpoints/{{endpointID}}"): {"description": "A was here"},
     ("POST", f"{WEBHOOKS}/endpoints/{{endpointID}}/recover"): {"since": "2026-01-01T00:00:00.000Z"},
     ("PATCH", "/v1/cdp/custom-fields/{fieldID}"): {"label": "Renamed by A"},

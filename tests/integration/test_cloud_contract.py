@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from switchboard.commerce import orders
 from switchboard.config import reset_settings
 from switchboard.errors import UnsupportedByProvider, ValidationFailed
 from switchboard.providers.base import OutboundMessage, ProviderRejected
@@ -85,6 +86,44 @@ INTERACTIVE = {
         "action": {
             "name": "flow",
             "parameters": {"flow_message_version": "3", "flow_id": "1234567890", "flow_cta": "Start"},
+        },
+    },
+    "order_details": {
+        "type": "order_details",
+        "body": {"text": "Your bill"},
+        "action": {
+            "name": "review_and_pay",
+            "parameters": {
+                "reference_id": "ord_01jd8a1b2c3d4e5f6g7h8j9kmn",
+                "type": "physical-goods",
+                "currency": "INR",
+                "total_amount": {"value": 2100, "offset": 100},
+                "order": {
+                    "status": "pending",
+                    "catalog_id": "194836987003835",
+                    "items": [
+                        {
+                            "retailer_id": "di9ozbzfi4",
+                            "name": "Mug",
+                            "amount": {"value": 1000, "offset": 100},
+                            "quantity": 2,
+                        }
+                    ],
+                    "subtotal": {"value": 2000, "offset": 100},
+                    "tax": {"value": 100, "offset": 100, "description": "GST"},
+                },
+            },
+        },
+    },
+    "order_status": {
+        "type": "order_status",
+        "body": {"text": "Order 1043: partially shipped."},
+        "action": {
+            "name": "review_order",
+            "parameters": {
+                "reference_id": "ord_01jd8a1b2c3d4e5f6g7h8j9kmn",
+                "order": {"status": "partially-shipped", "description": "The mugs are on their way"},
+            },
         },
     },
 }
@@ -258,7 +297,14 @@ def test_the_repairs_are_the_listed_ones_and_metas_own_examples_validate_where_t
     # template language policy, coordinates as strings, a boolean where a string is due, ...), never for a property
     # its own allOf members define.
     passing = [name for name, errors in results.items() if not errors]
-    assert len(passing) >= 32, {name: errors[:1] for name, errors in results.items() if errors}
+    assert len(passing) >= 34, {name: errors[:1] for name, errors in results.items() if errors}
+    # repair 8: Meta's own order examples validate, and they are what POST /v1/messages takes for these types
+    assert {"Send Order Details Message", "Send Order Status Message"} <= set(passing)
+    examples = meta_contract.document()["paths"]["/{Version}/{Phone-Number-ID}/messages"]["post"]["requestBody"]
+    for name in ("Send Order Details Message", "Send Order Status Message"):
+        interactive = examples["content"]["application/json"]["examples"][name]["value"]["interactive"]
+        checked = orders.parse_interactive(interactive)
+        assert checked is not None and checked.interactive == interactive, name
     for errors in results.values():
         assert not any("were unexpected" in e and "type" in e and "to" in e for e in errors), errors
 
@@ -350,6 +396,12 @@ def test_every_webhook_example_of_metas_document_is_accepted_and_lands_where_it_
     assert landed["Location Message"]["media"]["latitude"] is not None
     assert landed["Contact Sharing Message"]["media"]["contacts"]
     assert landed["Order Message"]["media"]["product_items"][0]["product_retailer_id"] == "di9ozbzfi4"
+    [order] = api.get("/v1/orders").json()["data"]  # the cart of Meta's example is an order
+    assert [(i["product_retailer_id"], i["quantity"], i["item_price"]) for i in order["items"]] == [
+        ("di9ozbzfi4", 2, 30),
+        ("nqryix03ez", 1, 25),
+    ]
+    assert (order["currency"], order["total_amount"], order["status"]) == ("USD", 85, "pending")
     assert landed["Unsupported Message"]["media"]["errors"][0]["code"] == 131051
     assert landed["Button Message"]["media"]["payload"]
     assert landed["Interactive List Reply Message"]["media"]["reply_type"] == "list_reply"

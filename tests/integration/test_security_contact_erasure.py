@@ -122,6 +122,14 @@ def test_deleting_a_contact_erases_every_item_that_mentions_the_person(api: Api)
     for text in TEXTS[1:]:
         inbound = {"from_phone": f"+{PHONE}", "text": text, "name": NAME}
         assert api.post(f"/v1/channels/{channel['id']}/sandbox/inbound", json=inbound).status_code == 202
+    cart = {
+        "catalog_id": "1",
+        "product_items": [{"product_retailer_id": "mug", "quantity": 1, "item_price": 9, "currency": "USD"}],
+    }
+    order_id = ok(
+        api.post(f"/v1/channels/{channel['id']}/sandbox/inbound", json={"from_phone": f"+{PHONE}", "order": cart}), 202
+    )["order_id"]
+    assert ok(api.get("/v1/orders", params={"contact_id": ct}))[0]["id"] == order_id
     pipeline.fan_out()  # webhook deliveries of message.new / contact.updated … with their bodies
     run_cascade(pipeline)  # segment membership of both contacts
     run_counters()
@@ -165,6 +173,10 @@ def test_deleting_a_contact_erases_every_item_that_mentions_the_person(api: Api)
     # Another contact's record stays, without its link to the erased person.
     assert ok(api.get(f"/v1/cdp/contact-objects/{their_record['id']}"))["id"] == their_record["id"]
     assert ok(api.get(f"/v1/cdp/contact-objects/{their_record['id']}/relationships")) == []
+    # The person's order stays for the business's books, without the person.
+    kept_order = ok(api.get(f"/v1/orders/{order_id}"))
+    assert kept_order["contact_id"] is None and kept_order["total_amount"] == 9
+    assert ok(api.get("/v1/orders", params={"contact_id": ct})) == []
     # The conversation stays, anonymised; its messages stay without text, media or the person's number.
     kept = ok(api.get(f"/v1/conversations/{conversation['id']}"))
     assert not kept.get("last_message_preview")

@@ -7,7 +7,7 @@ import typing
 from decimal import Decimal, InvalidOperation
 from typing import Annotated, Any, ClassVar
 
-from pydantic import AfterValidator, ConfigDict, Field
+from pydantic import AfterValidator, ConfigDict, Field, PlainSerializer
 from pydantic import BaseModel as _PydanticModel
 from pydantic import Strict as StrictMode
 
@@ -167,6 +167,16 @@ _FILE_CHAR = r"[^/\\\x00-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]"
 _FILE_START = _FILE_CHAR.replace("[^", "[^.", 1)
 FILE_NAME_PATTERN = rf"^(?:{_FILE_START}|\.{_FILE_START}|\.\.{_FILE_CHAR}){_FILE_CHAR}*$"
 FileName = Annotated[str, Field(min_length=1, max_length=255, pattern=FILE_NAME_PATTERN)]
+
+
+def _amount_number(value: Decimal) -> int | float:
+    """Amounts are JSON numbers: integral amounts as integers, others with their exact decimal digits."""
+    return int(value) if value == value.to_integral_value() else float(value)
+
+
+# Money in a resource (invoices, orders): exact `Decimal` in the code and in the table (stored as a decimal string),
+# a JSON number in answers.
+Money = Annotated[Decimal, PlainSerializer(_amount_number, return_type=float, when_used="always")]
 
 
 # Every `*_at` field of a resource: the API writes ISO 8601 UTC with milliseconds and `Z` (`switchboard.clock.iso`),

@@ -58,6 +58,8 @@ TAGS: dict[str, str] = {
     "messages": "Send messages, and read, edit, delete, react to and mark them; media downloads and uploads.",
     "media": "Uploaded media assets.",
     "conversations": "Conversation threads with a contact: messages, assignment, lock, labels, archive and mute.",
+    "orders": "Orders from WhatsApp carts and bills (`order_details`), their status (`order_status` messages) and "
+    "payment status.",
     "providers": "Callbacks from channel providers (public, checked by the provider's signature).",
     "contacts": "The CRM contact: create or upsert, resolve by identifiers, notes, tags, consent, suppressions, "
     "blocking and merge.",

@@ -3,20 +3,13 @@
 from __future__ import annotations
 
 from decimal import Decimal
-from typing import Annotated, Literal
+from typing import Literal
 
-from pydantic import Field, PlainSerializer, field_validator
+from pydantic import Field, field_validator
 
 from switchboard.errors import ValidationFailed
-from switchboard.models import BaseModel, DateTimeIn, EmailStr, Name, Strict, Timestamp
+from switchboard.models import BaseModel, DateTimeIn, EmailStr, Money, Name, Strict, Timestamp
 
-
-def _number(value: Decimal) -> int | float:
-    """Amounts are JSON numbers: integral amounts as integers, others with their exact decimal digits."""
-    return int(value) if value == value.to_integral_value() else float(value)
-
-
-Money = Annotated[Decimal, PlainSerializer(_number, return_type=float, when_used="always")]
 InvoiceStatus = Literal["draft", "open", "paid", "void", "uncollectible"]
 CurrencyCode = Literal["USD", "EUR", "GBP", "JPY"]
 PlanId = Literal["free", "starter", "growth"]

@@ -19,13 +19,15 @@ and ~25 writes), in this order:
                  lock (a draft) deleted: the conversation row stays, anonymised
   group_messages the person's messages in group conversations (GSI1 `ORG#<org>#CONTACTGROUPMSG#<ct>`), 12 per
                  chunk, redacted the same way (and taken off that list); their conversations' previews cleared
+  orders         the person's orders (GSI3 `ORG#<org>#CONTACTORDERS#<ct>`), 25 per chunk: `contact_id` removed and
+                 taken off that list; the order (items, totals, statuses) stays for the business's books
   outbox         outbox events from before the deletion that mention the person: deleted (25 per page; each write
                  shard of the outbox in turn, then `ORG#<org>`)
   deliveries     webhook event payloads (DeliveriesTable, one per event, GSI1 shard by shard) from before the
                  deletion whose body mentions the person: the body is cut to its ids and `redacted: true` (25 per page)
 
 The stages that find the person's items through a global secondary index (objects, links, messages, group
-messages, deliveries) can miss an item written a moment before the deletion: a GSI lags its table. So after the
+messages, orders, deliveries) can miss an item written a moment before the deletion: a GSI lags its table. So after the
 first pass the erasure settles (`recheck`): the tombstone waits in the sparse GSI1 partition `ERASURES#settling`
 (GSI1SK `<deleted_at + RECHECK_AFTER>#<org>#<ct>`) until the hourly schedule (`release_settled`) hands it a new
 `contact.erasure` event, and those stages run once more (`RECHECK_STAGES`, checkpoint `round: 2`) against indexes
@@ -80,11 +82,12 @@ STAGES = (
     "channels",
     "messages",
     "group_messages",
+    "orders",
     "outbox",
     "deliveries",
 )
 # The stages that read an index, run again once the indexes have caught up with the deletion.
-RECHECK_STAGES = ("objects", "links", "channels", "messages", "group_messages", "deliveries")
+RECHECK_STAGES = ("objects", "links", "channels", "messages", "group_messages", "orders", "deliveries")
 RECHECK_AFTER = timedelta(minutes=10)
 RELEASE_PAGE = 100
 
@@ -386,6 +389,14 @@ def _group_messages(store: Store, org: str, contact_id: str, checkpoint: Checkpo
     return {"stage": "group_messages", "cursor": page.last_key} if page.last_key else _next("group_messages")
 
 
+def _orders(store: Store, org: str, contact_id: str, checkpoint: Checkpoint) -> Checkpoint | None:
+    # cascade stage: switchboard.commerce.orders loads when the cascade runs, not for the contacts DELETE route
+    from switchboard.commerce import orders
+
+    cursor = orders.move_contact_page(store, org, contact_id, None, checkpoint.get("cursor"))
+    return {"stage": "orders", "cursor": cursor} if cursor else _next("orders")
+
+
 def _redact_message(store: Store, org: str, message: Item) -> None:
     """A message without its text, media, contact and the person's number (inbound: the sender; outbound: the
     recipient); it stays in its conversation's history, so the counts and the thread keep their shape."""
@@ -470,6 +481,7 @@ _STEPS: dict[str, Callable[[Store, str, str, Checkpoint], Checkpoint | None]] = 
     "channels": _channels,
     "messages": _messages,
     "group_messages": _group_messages,
+    "orders": _orders,
     "outbox": _outbox,
     "deliveries": _deliveries,
 }

@@ -18,6 +18,8 @@ The job moves the rest, one bounded chunk at a time (each safe to run twice), fr
               mirror (`CDPACT#`, `CDPSTAGELOG#` in the partition their `log_pk` names: switchboard.cdp.logs); one
               transaction: each child Put under the target (unless the target has its own: the target's wins) and
               Deleted, a tag's reverse row moved along, a log row's `contact_id` set to the target
+  orders      the source's orders (GSI3 `ORG#<org>#CONTACTORDERS#<source>`, 25 a chunk) given to the target
+              (`commerce.orders.move_contact_page`; made anonymous instead when the target is gone)
   segments    Query `CDPSEG#` (25 from `cursor`): the source leaves them (`segments.refresh_contact`)
   done        the pointer `status: merged` (it stays: ids only, for identities resolved later)
 
@@ -163,7 +165,9 @@ def run_chunk(store: Store, job: Item) -> Any:
     phase = checkpoint.get("phase", "identities")
     # the target deleted meanwhile (its erasure may have passed already): what is left of the source is deleted,
     # not moved under a contact that no longer exists
-    alive = phase in ("identities", "children") and store.get(repo.contact_key(org, target_id), consistent=True)
+    alive = phase in ("identities", "children", "orders") and store.get(
+        repo.contact_key(org, target_id), consistent=True
+    )
     if phase == "identities":
         pending = list(checkpoint.get("pending") or [])
         for sentinel_sk in pending[:IDENTITIES_PER_CHUNK]:
@@ -188,6 +192,14 @@ def run_chunk(store: Store, job: Item) -> Any:
         count = _move_children(store, org, source_id, target_id, move=bool(alive))
         if count:
             return Chunk(checkpoint, {"children": count})
+        return Chunk({**checkpoint, "phase": "orders", "cursor": None})
+    if phase == "orders":
+        # job phase: switchboard.commerce.orders loads when a merge's chunk runs, not for the contacts routes
+        from switchboard.commerce import orders
+
+        cursor = orders.move_contact_page(store, org, source_id, target_id if alive else None, checkpoint.get("cursor"))
+        if cursor:
+            return Chunk({**checkpoint, "cursor": cursor})
         return Chunk({**checkpoint, "phase": "segments", "cursor": None})
     if phase == "segments":
         page = store.query(

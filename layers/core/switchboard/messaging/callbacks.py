@@ -32,14 +32,27 @@ Item = dict[str, Any]
 def sandbox_inbound(
     store: Store, auth: AuthContext, channel_id: str, body: models.SandboxInbound
 ) -> models.InboundAccepted:
+    if (body.text is None) == (body.order is None):
+        raise ValidationFailed.field("body", "give exactly one of text or order")
     channel = channels.get_item(store, auth.org_id, channel_id)
     if channel["platform"] != "sandbox":
         raise UnsupportedByProvider("Simulated inbound messages exist on sandbox channels only.")
+    if body.order is not None:
+        if len({p.currency for p in body.order.product_items}) > 1:
+            raise ValidationFailed.field("body.order.product_items", "the items of one order share one currency")
+        kind, text = "order", body.order.text
+        media = {
+            "catalog_id": body.order.catalog_id,
+            "product_items": [p.model_dump() for p in body.order.product_items],
+        }
+    else:
+        kind, text, media = "text", body.text, None
     inbound = InboundMessage(
         provider_message_id=f"sbx_in_{new_ulid().lower()}",
         from_phone=normalize_phone(body.from_phone, "body.from_phone", numbers_for(store, auth.org_id)),
-        type="text",
-        text=body.text,
+        type=kind,
+        text=text,
+        media=media,
         contact_name=body.name,
         timestamp=clock.now_iso(),
     )

@@ -35,7 +35,7 @@ from switchboard.errors import Conflict, Forbidden, ServiceUnavailable, Unauthen
 from switchboard.identity import repository as identity_repository
 from switchboard.messaging import channels
 from switchboard.messaging.claims import PLATFORM, claim_key, config_text, opened_config, token_pk
-from switchboard.providers.base import InboundMessage, StatusCallback
+from switchboard.providers.base import InboundMessage, PaymentStatus, StatusCallback
 from switchboard.store import Put, Store, TxOp, keys
 
 Item = dict[str, Any]
@@ -198,9 +198,10 @@ def change_key(org: str, channel_id: str, field: str, value: dict[str, Any]) -> 
 
 def process(store: Store, org: str, channel_id: str, field: str, value: dict[str, Any]) -> dict[str, int]:
     """One verified change of a channel, once: `messages` changes store their inbound messages (once per message
-    id) and apply their statuses; group updates follow into the channel's group records; every other update is a
-    channel log entry. A change already processed (Meta retried it) changes nothing; a channel gone, of another
-    platform, or of an organization pending deletion receives nothing."""
+    id) and apply their statuses (a payment status to the order of its bill); group updates follow into the
+    channel's group records; every other update is a channel log entry. A change already processed (Meta retried
+    it) changes nothing; a channel gone, of another platform, or of an organization pending deletion receives
+    nothing."""
     # on first use: keeps switchboard.messaging.channels, switchboard.messaging.messages off the cold start
     from switchboard.messaging import channels, messages
 
@@ -221,6 +222,11 @@ def process(store: Store, org: str, channel_id: str, field: str, value: dict[str
                 counts["received"] += 1
             elif isinstance(event, StatusCallback):
                 counts["statuses_applied"] += int(messages.status_callback(store, org, channel, event))
+            elif isinstance(event, PaymentStatus):  # a bill's payment moved: its order's payment_status follows
+                # on first use: keeps switchboard.commerce.orders off the cold start
+                from switchboard.commerce import orders
+
+                counts["statuses_applied"] += int(orders.apply_payment(store, org, channel_id, event))
     elif field in GROUP_FIELDS:
         # on first use: keeps switchboard.groups.service off the cold start
         from switchboard.groups import service as groups

@@ -13,6 +13,7 @@ from switchboard import aws, clock, ratelimit
 from switchboard import media as s3_media
 from switchboard.access import AuthContext
 from switchboard.billing.usage import usage_record_put
+from switchboard.commerce import orders
 from switchboard.config import get_settings
 from switchboard.contacts import children
 from switchboard.contacts import service as contacts
@@ -179,6 +180,10 @@ def send(store: Store, auth: AuthContext, body: models.SendMessage) -> models.Me
     """Accept a message for sending: stored `pending`, queued through the outbox (→ message_sender), 202."""
     org = auth.org_id
     text, payload, preview = _content(body)
+    # Meta's order_details / order_status objects are checked (400) and make or move their order with the message
+    order_message = orders.parse_interactive(body.interactive) if body.type == "interactive" else None
+    if order_message is not None:
+        payload = {"interactive": order_message.interactive}
     channel = channels.get_item(store, org, body.channel_id)
     if body.type == "template" and body.template:  # an approved template of this channel, with its parameters
         # on first use: keeps switchboard.catalog.templates off the cold start
@@ -222,6 +227,11 @@ def send(store: Store, auth: AuthContext, body: models.SendMessage) -> models.Me
         "GSI2PK": conversations.messages_pk(org, conv["id"]),
         "GSI2SK": message_id,
     }
+    order_ops = (
+        orders.outbound_ops(store, org, channel["id"], contact["id"], conv["id"], message_id, order_message, moment)
+        if order_message is not None
+        else []
+    )
     store.transact(
         [
             Put(item=item, condition="attribute_not_exists(PK)"),
@@ -233,6 +243,7 @@ def send(store: Store, auth: AuthContext, body: models.SendMessage) -> models.Me
                 {"message_id": message_id, "organization_id": org, "channel_id": channel["id"]},
                 occurred=moment,
             ),
+            *order_ops,
         ]
     )
     return view(item)
@@ -582,6 +593,12 @@ def receive(store: Store, org: str, channel: Item, inbound: InboundMessage) -> m
     }
     if inbound.group_jid:  # a participant's message in a group: listed by sender too (GSI1), for their erasure
         item |= {"group_jid": inbound.group_jid, "GSI1PK": group_messages_pk(org, contact.id), "GSI1SK": message_id}
+    order_id: str | None = None
+    order_ops: list[TxOp] = []
+    if inbound.type == "order" and not inbound.group_jid:  # a cart from the catalogue: its order, with the message
+        order_id, order_ops = orders.inbound_ops(
+            store, org, channel["id"], contact.id, conv["id"], message_id, inbound.media or {}, moment
+        )
     ops: list[TxOp] = [
         provider_sentinel(org, channel["id"], inbound.provider_message_id, message_id, unique=Conflict("duplicate")),
         Put(item=item, condition="attribute_not_exists(PK)"),
@@ -603,6 +620,7 @@ def receive(store: Store, org: str, channel: Item, inbound: InboundMessage) -> m
             },
             occurred=moment,
         ),
+        *order_ops,
     ]
     try:
         store.transact(ops)
@@ -613,7 +631,9 @@ def receive(store: Store, org: str, channel: Item, inbound: InboundMessage) -> m
         return models.InboundAccepted(
             message_id=again["message_id"], conversation_id=conv["id"], contact_id=contact.id, duplicate=True
         )
-    return models.InboundAccepted(message_id=message_id, conversation_id=conv["id"], contact_id=contact.id)
+    return models.InboundAccepted(
+        message_id=message_id, conversation_id=conv["id"], contact_id=contact.id, order_id=order_id
+    )
 
 
 def status_callback(store: Store, org: str, channel: Item, callback: StatusCallback) -> bool:

@@ -6,6 +6,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, Field, model_validator
 
+from switchboard.commerce.models import SandboxOrder
 from switchboard.models import BaseModel, DateTimeIn, Name, Storable, Strict, Timestamp, check_storable
 
 Platform = Literal["sandbox", "whatsapp_cloud", "whatsapp_web"]
@@ -237,13 +238,30 @@ class BlockedOnChannel(BaseModel):
 
 
 class SandboxInbound(Strict):
-    """Body of `POST /v1/channels/{channelID}/sandbox/inbound`: what the simulated customer writes."""
+    """Body of `POST /v1/channels/{channelID}/sandbox/inbound`: what the simulated customer writes, a `text` or an
+    `order` (a cart sent from the catalogue, Meta's inbound `order` object), exactly one of them."""
 
     from_phone: str = Field(min_length=3, max_length=40, description="The customer's number, in any common form")
-    text: str = Field(min_length=1, max_length=4096)
+    text: str | None = Field(default=None, min_length=1, max_length=4096, description="A text message")
+    order: SandboxOrder | None = Field(
+        default=None, description="A cart (Meta's `order` object): it makes a `pending` order, as on whatsapp_cloud"
+    )
     name: Name | None = Field(default=None, max_length=200, description="The customer's profile name")
+    exactly_one_of = (("text", "order"),)  # checked in callbacks.sandbox_inbound
 
-    openapi_examples = ({"from_phone": "+1 415-555-0188", "text": "Hi, is my order on its way?", "name": "Ada"},)
+    openapi_examples = (
+        {"from_phone": "+1 415-555-0188", "text": "Hi, is my order on its way?", "name": "Ada"},
+        {
+            "from_phone": "+1 415-555-0188",
+            "order": {
+                "catalog_id": "194836987003835",
+                "text": "Gift wrap, please",
+                "product_items": [
+                    {"product_retailer_id": "di9ozbzfi4", "quantity": 2, "item_price": 30, "currency": "USD"}
+                ],
+            },
+        },
+    )
 
 
 class InboundAccepted(BaseModel):
@@ -253,6 +271,7 @@ class InboundAccepted(BaseModel):
     conversation_id: str = Field(description="The conversation it joined")
     contact_id: str = Field(description="The contact it resolved to (created if new)")
     duplicate: bool = Field(default=False, description="True when the same provider message was already stored")
+    order_id: str | None = Field(default=None, description="The order a cart (`order`) made")
 
     openapi_examples = (
         {

@@ -122,6 +122,19 @@ class StatusCallback:
 
 
 @dataclass(frozen=True)
+class PaymentStatus:
+    """The payment of one of our bills changed at the provider (Meta's `statuses[]` of `type: "payment"`): `status`
+    is the order's payment status it means (`pending`, `captured`, `failed` or `refunded`), `reference_id` the
+    `reference_id` of the bill's `order_details` message."""
+
+    reference_id: str
+    status: str
+    provider_message_id: str | None = None
+    transaction_id: str | None = None
+    timestamp: str | None = None
+
+
+@dataclass(frozen=True)
 class SessionStatus:
     """The linked-device session changed state at the engine: `status` is the channel status it maps onto."""
 
@@ -188,7 +201,14 @@ class AcceptOnce:
 
 
 CallbackEvent = (
-    InboundMessage | StatusCallback | SessionStatus | GroupEvent | LabelEvent | LabelCatalogEvent | MessageChange
+    InboundMessage
+    | StatusCallback
+    | PaymentStatus
+    | SessionStatus
+    | GroupEvent
+    | LabelEvent
+    | LabelCatalogEvent
+    | MessageChange
 )
 
 

@@ -17,6 +17,10 @@ Wire format (Graph API):
   `is_transient`, are treated as "retry later" rather than a refusal.
 - callbacks: `POST` signed with `X-Hub-Signature-256: sha256=<hex HMAC-SHA256(app_secret, raw body)>`; the body is
   `{"object": "whatsapp_business_account", "entry": [{"id", "changes": [{"field": "messages", "value": {...}}]}]}`.
+  A `messages` value carries messages (a customer's cart is `type: "order"`), message statuses, and the Payments
+  API's payment statuses (`statuses[]` of `type: "payment"`, naming the bill by `payment.reference_id`).
+- order messages: `interactive` `order_details` (a bill, `review_and_pay`) and `order_status` (`review_order`) go
+  out as any interactive object (`switchboard.commerce` checks them first).
   A channel's adapter reads the changes of its own number; `switchboard.messaging.cloud_webhook` routes an
   app-level callback's changes by `value.metadata.phone_number_id`.
 
@@ -57,6 +61,7 @@ from switchboard.providers.base import (
     InboundMessage,
     MediaSink,
     OutboundMessage,
+    PaymentStatus,
     Provider,
     ProviderRejected,
     ProviderUnavailable,
@@ -532,23 +537,27 @@ class WhatsAppCloudProvider(Provider):
         if not hmac.compare_digest(given.encode(), expected.encode()):
             raise Unauthenticated("The X-Hub-Signature-256 signature does not match the body.")
 
-    def parse_callback(self, body: bytes) -> list[InboundMessage | StatusCallback]:
+    def parse_callback(self, body: bytes) -> list[InboundMessage | StatusCallback | PaymentStatus]:
         """The events of this channel's number (and of changes without metadata); other numbers' changes are the
         app-level router's (`switchboard.messaging.cloud_webhook`)."""
         own_number = str(self.config.get("phone_number_id") or "")
-        events: list[InboundMessage | StatusCallback] = []
+        events: list[InboundMessage | StatusCallback | PaymentStatus] = []
         for number, changes in changes_by_number(body).items():
             if not own_number or number in ("", own_number):
                 events.extend(self.events([value for field, value in changes if field == "messages"]))
         return events
 
-    def events(self, values: list[dict[str, Any]]) -> list[InboundMessage | StatusCallback]:
-        """Inbound messages and statuses of `messages` change values of this channel's number."""
-        events: list[InboundMessage | StatusCallback] = []
+    def events(self, values: list[dict[str, Any]]) -> list[InboundMessage | StatusCallback | PaymentStatus]:
+        """Inbound messages, message statuses and payment statuses of `messages` change values of this channel's
+        number."""
+        events: list[InboundMessage | StatusCallback | PaymentStatus] = []
         for value in values:
             senders = _senders(value.get("contacts"))
             events.extend(_inbound(m, senders) for m in _list(value, "messages"))
-            events.extend(s for s in (_status(s) for s in _list(value, "statuses")) if s is not None)
+            for row in _list(value, "statuses"):
+                event = _payment(row) if row.get("type") == "payment" else _status(row)
+                if event is not None:
+                    events.append(event)
         return events
 
 
@@ -767,7 +776,7 @@ def _inbound(message: dict[str, Any], senders: list[_Sender]) -> InboundMessage:
     elif kind == "contacts":
         media = {"contacts": message.get("contacts") or []}
     elif kind == "order":
-        media = {"catalog_id": part.get("catalog_id"), "product_items": part.get("product_items") or []}
+        media = {"catalog_id": part.get("catalog_id"), "product_items": _cart(part.get("product_items"))}
     elif kind == "system":
         media = {k: part[k] for k in ("type", "wa_id", "customer", "identity") if k in part} or None
     if message.get("errors"):  # `unsupported` messages (and others Meta could not process) say why
@@ -790,6 +799,91 @@ def _inbound(message: dict[str, Any], senders: list[_Sender]) -> InboundMessage:
         contact_name=sender.name,
         timestamp=_iso(message.get("timestamp")),
         from_user_id=sender.user_id,
+    )
+
+
+def _cart(rows: Any) -> list[dict[str, Any]]:
+    """An `order` message's `product_items` (Meta's `OrderMessage`: `product_retailer_id`, `quantity`, `item_price`,
+    `currency`, all required), checked: a cart Meta could never send is refused (400) like any malformed message."""
+    where = "body.entry.changes.value.messages.order.product_items"
+    if not isinstance(rows, list) or not rows:
+        raise ValidationFailed.field(where, "an order message needs at least one product item")
+    items: list[dict[str, Any]] = []
+    for row in rows:
+        row = _obj(row)
+        retailer, quantity, price, currency = (
+            row.get("product_retailer_id"),
+            row.get("quantity"),
+            row.get("item_price"),
+            row.get("currency"),
+        )
+        if (
+            not isinstance(retailer, str)
+            or not retailer
+            or not isinstance(quantity, int)
+            or isinstance(quantity, bool)
+            or quantity < 1
+            or not isinstance(price, int | float)
+            or isinstance(price, bool)
+            or price < 0
+            or not isinstance(currency, str)
+            or not re.fullmatch(r"[A-Z]{3}", currency)
+        ):
+            raise ValidationFailed.field(
+                where, "each needs product_retailer_id, a whole quantity of at least 1, item_price and currency"
+            )
+        items.append({"product_retailer_id": retailer, "quantity": quantity, "item_price": price, "currency": currency})
+    if len({i["currency"] for i in items}) > 1:
+        raise ValidationFailed.field(where, "the items of one order share one currency")
+    return items
+
+
+# Meta's refund statuses that mean the money went back (`payment.refunds[]` or `payment.transaction.refunds[]`).
+REFUNDED = frozenset({"completed", "success", "refunded"})
+PAYMENT_STATUSES = frozenset({"pending", "captured", "failed"})
+
+
+def _money(amount: Any) -> float | None:
+    """Meta's `{value, offset}` amount as a number (None when it is not one)."""
+    amount = _obj(amount)
+    value, offset = amount.get("value"), amount.get("offset")
+    if not isinstance(value, int | float) or not isinstance(offset, int | float) or not offset:
+        return None
+    return float(value) / float(offset)
+
+
+def _refunded(payment: dict[str, Any]) -> bool:
+    """Whether the payment's completed refunds give its whole amount back (any completed refund, when the amounts
+    are not all given)."""
+    transaction = _obj(payment.get("transaction"))
+    refunds = [_obj(r) for r in (payment.get("refunds") or transaction.get("refunds") or []) if isinstance(r, dict)]
+    done = [r for r in refunds if str(r.get("status") or "").lower() in REFUNDED]
+    if not done:
+        return False
+    paid = _money(payment.get("amount")) or _money(transaction.get("amount"))
+    amounts = [_money(r.get("amount")) for r in done]
+    if paid is None or any(a is None for a in amounts):
+        return True
+    return sum(a for a in amounts if a is not None) >= paid
+
+
+def _payment(row: dict[str, Any]) -> PaymentStatus | None:
+    """A `statuses[]` entry of `type: "payment"` (Meta's payment status webhook of the Payments API): `status`
+    `pending`, `captured` or `failed`, `payment.reference_id` the bill's; a captured payment whose refunds give the
+    money back is `refunded`. Anything else is nothing our orders track."""
+    payment = _obj(row.get("payment"))
+    reference = payment.get("reference_id")
+    value = str(row.get("status") or "")
+    if not isinstance(reference, str) or not reference or value not in PAYMENT_STATUSES:
+        return None
+    transaction = _obj(payment.get("transaction"))
+    ours = "refunded" if value == "captured" and _refunded(payment) else value
+    return PaymentStatus(
+        reference_id=reference,
+        status=ours,
+        provider_message_id=str(row["id"]) if row.get("id") else None,
+        transaction_id=str(transaction["id"]) if transaction.get("id") else None,
+        timestamp=_iso(row.get("timestamp")),
     )
 
 

@@ -96,9 +96,11 @@ def index_pk(base: str, item_id: str) -> str:
     return f"{base}#{shard_of(item_id)}"
 
 
-def index_pks(base: str) -> list[str]:
-    """Every shard of a sharded index partition, then the legacy unsharded one (`base` itself)."""
-    return [*(f"{base}#{s}" for s in range(count())), base]
+def index_pks(base: str, *, legacy: bool = True) -> list[str]:
+    """Every shard of a sharded index partition, then (with `legacy`) the unsharded one (`base` itself) of a list
+    that existed before sharding."""
+    out = [f"{base}#{s}" for s in range(count())]
+    return [*out, base] if legacy else out
 
 
 def get(
