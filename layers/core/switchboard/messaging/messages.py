@@ -229,7 +229,7 @@ def send(store: Store, auth: AuthContext, body: models.SendMessage) -> models.Me
     store.transact(
         [
             Put(item=item, condition="attribute_not_exists(PK)"),
-            *conversations.touch_ops(org, conv, at=now, preview=preview, inbound=False),
+            *conversations.touch_ops(org, conv, at=now, preview=preview, inbound=False, occurred=moment),
             status.history_put(org, message_id, "pending", True, None, at=now),
             outbox_put(
                 org,
@@ -589,7 +589,9 @@ def receive(store: Store, org: str, channel: Item, inbound: InboundMessage) -> m
     ops: list[TxOp] = [
         provider_sentinel(org, channel["id"], inbound.provider_message_id, message_id, unique=Conflict("duplicate")),
         Put(item=item, condition="attribute_not_exists(PK)"),
-        *conversations.touch_ops(org, conv, at=now, preview=inbound.text or f"[{inbound.type}]", inbound=True),
+        *conversations.touch_ops(
+            org, conv, at=now, preview=inbound.text or f"[{inbound.type}]", inbound=True, occurred=moment
+        ),
         outbox_put(
             org,
             "message.new",
