@@ -576,7 +576,10 @@ class FakeGraphApi(FakeServer):
         if not to:
             raise graph_error(400, "(#100) The parameter to is required.", 100)
         digits = to.removeprefix("+")
-        if not re.fullmatch(r"[0-9]{7,15}", digits):
+        if body.get("recipient_type") == "group":  # Groups API: `to` is the group's id
+            if to not in self.groups:
+                raise invalid("Invalid group id: the 'to' parameter must be a group this number is in", 131009)
+        elif not re.fullmatch(r"[0-9]{7,15}", digits):
             raise invalid("Invalid WhatsApp ID: the 'to' parameter must be a phone number", 131009)
         if digits in self.not_allowed:
             raise graph_error(

@@ -124,12 +124,10 @@ def _content(body: models.SendMessage) -> tuple[str | None, dict[str, Any] | Non
     return body.media.caption, {"media": body.media.model_dump(exclude_none=True)}, f"[{body.type}]"
 
 
-def _recipient(store: Store, auth: AuthContext, body: models.SendMessage) -> tuple[Item, str]:
-    """The contact (created on first contact) and the number to send to."""
-    if bool(body.to) == bool(body.contact_id):
-        raise ValidationFailed.field("body", "give exactly one of to or contact_id")
-    if body.contact_id:
-        contact = contacts.get_item(store, auth.org_id, body.contact_id)
+def _recipient(store: Store, auth: AuthContext, body: models.SendMessage, contact_id: str | None) -> tuple[Item, str]:
+    """The contact (`contact_id`, or created on first contact from `to`) and the number to send to."""
+    if contact_id:
+        contact = contacts.get_item(store, auth.org_id, contact_id)
         phone = contact.get("phone") or next(
             (i["value"] for i in contact.get("identities", []) if Identifier(i["type"], i["value"]).space == "phone"),
             None,
@@ -140,6 +138,29 @@ def _recipient(store: Store, auth: AuthContext, body: models.SendMessage) -> tup
     phone = normalize_phone(body.to or "", "body.to")
     contact, _ = contacts.upsert_identity(store, auth, Identifier("phone", phone))
     return contact, phone
+
+
+def _target(store: Store, org: str, channel_id: str, body: models.SendMessage) -> tuple[Item | None, str | None]:
+    """The group conversation a send names (`group_id`, or a `conversation_id` of a group; created for a group we
+    hold and have not heard from yet), else the contact id of a 1:1 send (`contact_id`, or a `conversation_id`'s
+    contact). Exactly one recipient field (400 otherwise); the conversation or group must be the channel's."""
+    given = [n for n in ("to", "contact_id", "conversation_id", "group_id") if getattr(body, n) is not None]
+    if len(given) != 1:
+        raise ValidationFailed.field("body", "give exactly one of to, contact_id, conversation_id or group_id")
+    if body.conversation_id:
+        conv = conversations.get_item(store, org, body.conversation_id, consistent=True)
+        if conv["channel_id"] != channel_id:
+            raise ValidationFailed.field("body.conversation_id", "the conversation is not on this channel")
+        return (None, conv["contact_id"]) if not conv.get("group_jid") else (conv, None)
+    if body.group_id:
+        # on first use: keeps switchboard.groups off the cold start of a plain send
+        from switchboard.groups.service import resolve
+
+        group = resolve(store, org, body.group_id, channel_id)
+        if not group.get("jid"):
+            raise Conflict("The group is not created on WhatsApp yet.", code="group_pending")
+        return conversations.get_or_create(store, org, channel_id, "", group_jid=group["jid"]), None
+    return None, body.contact_id
 
 
 def _recipient_state(store: Store, org: str, channel_id: str, contact_id: str) -> dict[str, Item]:
@@ -194,12 +215,18 @@ def send(store: Store, auth: AuthContext, body: models.SendMessage) -> models.Me
     if channel["status"] != "connected" or not channel.get("is_active", True):
         raise Conflict("The channel is not connected.", details=[{"channel_status": channel["status"]}])
     ratelimit.hit_spread(store, f"send:{org}", limit=SENDS_PER_MINUTE, window_seconds=60, shards=shards.count())
-    contact, phone = _recipient(store, auth, body)
-    state = _recipient_state(store, org, channel["id"], contact["id"])
-    if contact.get("blocked"):
-        _check_recipient(contact, state, None, reply=False)
-    conv = conversations.get_or_create(store, org, channel["id"], contact["id"], state.get("conversation", {}))
-    _check_recipient(contact, state, conv, reply=bool(body.reply_to))
+    group_conv, contact_id = _target(store, org, channel["id"], body)
+    contact: Item | None = None
+    phone: str | None = None
+    if group_conv is not None:  # the group's chat: no contact, no 1:1 consent or suppression
+        conv = group_conv
+    else:
+        contact, phone = _recipient(store, auth, body, contact_id)
+        state = _recipient_state(store, org, channel["id"], contact["id"])
+        if contact.get("blocked"):
+            _check_recipient(contact, state, None, reply=False)
+        conv = conversations.get_or_create(store, org, channel["id"], contact["id"], state.get("conversation", {}))
+        _check_recipient(contact, state, conv, reply=bool(body.reply_to))
     moment, message_id = clock.now(), new_message_id()
     now = clock.iso(moment)  # the message, its first status and its event share one time
     item: Item = {
@@ -209,7 +236,7 @@ def send(store: Store, auth: AuthContext, body: models.SendMessage) -> models.Me
         "organization_id": org,
         "channel_id": channel["id"],
         "conversation_id": conv["id"],
-        "contact_id": contact["id"],
+        "contact_id": contact["id"] if contact else None,
         "direction": "outbound",
         "to_phone": phone,
         "from_phone": channel.get("phone_number"),
@@ -226,6 +253,8 @@ def send(store: Store, auth: AuthContext, body: models.SendMessage) -> models.Me
         "GSI2PK": conversations.messages_pk(org, conv["id"]),
         "GSI2SK": message_id,
     }
+    if group_conv is not None:
+        item["group_jid"] = group_conv["group_jid"]
     store.transact(
         [
             Put(item=item, condition="attribute_not_exists(PK)"),
@@ -339,7 +368,8 @@ def _hand_off(store: Store, org: str, message: Item, channel: Item) -> str:
     content = message.get("media") or {}
     outbound = OutboundMessage(
         message_id=message["id"],
-        to_phone=message["to_phone"],
+        to_phone=message.get("to_phone") or "",
+        to_group=message.get("group_jid"),
         type=message["type"],
         text=message.get("text"),
         media=_provider_media(store, org, content),
@@ -408,7 +438,7 @@ def _record_uncertain(store: Store, org: str, message: Item, channel: Item, reas
     `uncertain: true` and no provider id, and waits for a callback naming it (CONVENTIONS "Real channel engines")."""
     pointer = Put(
         item={
-            **uncertain_key(org, channel["id"], message["to_phone"], message["id"]),
+            **uncertain_key(org, channel["id"], message.get("to_phone") or message["group_jid"], message["id"]),
             "entity": "UncertainSend",
             "message_id": message["id"],
             "created_at": clock.now_iso(),

@@ -73,6 +73,7 @@ class OutboundMessage:
     preview_url: bool = False  # text: render a link preview
     interactive: dict[str, Any] | None = None  # Meta's interactive object
     contacts: list[dict[str, Any]] | None = None  # Meta's contact cards
+    to_group: str | None = None  # a group's chat instead of `to_phone` (a WhatsApp JID, or Meta's Cloud group id)
 
 
 def contact_cards(message: OutboundMessage) -> list[tuple[str, str, str]]:

@@ -286,7 +286,7 @@ class EvolutionProvider(LinkedDeviceProvider):
         route = SEND_ROUTES.get(kind)
         if route is None:
             raise ProviderRejected(f"{PROVIDER} cannot send messages of type {kind!r}.")
-        number = digits(message.to_phone)
+        number = message.to_group or digits(message.to_phone)  # a group's chat: its JID (`…@g.us`) as the number
         if not number:
             raise ProviderRejected("The recipient has no phone number.")
         body: dict[str, Any] = {"number": number}

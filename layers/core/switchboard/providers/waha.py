@@ -275,7 +275,7 @@ class WahaProvider(LinkedDeviceProvider):
         route = SEND_ROUTES.get(kind)
         if route is None:
             raise ProviderRejected(f"{PROVIDER} cannot send messages of type {kind!r}.")
-        chat = chat_id(message.to_phone)
+        chat = message.to_group or chat_id(message.to_phone)  # a group's chat is its JID (`…@g.us`)
         body: dict[str, Any] = {"session": self.session, "chatId": chat}
         media = message.media or {}
         if kind == "text":

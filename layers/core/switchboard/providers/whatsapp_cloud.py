@@ -233,10 +233,11 @@ class WhatsAppCloudProvider(Provider):
 
     # Messages ---------------------------------------------------------------------------------------------------------
     def send(self, message: OutboundMessage) -> SendResult:
-        to = _digits(message.to_phone)
+        to = message.to_group or _digits(message.to_phone)  # a group: Meta's group id, `recipient_type: group`
         if not to:
             raise ProviderRejected("The recipient has no phone number.")
-        body: dict[str, Any] = {"recipient_type": "individual", "to": to, "type": message.type}
+        kind = "group" if message.to_group else "individual"
+        body: dict[str, Any] = {"recipient_type": kind, "to": to, "type": message.type}
         body.update(self._content(message))
         if message.reply_to:
             body["context"] = {"message_id": message.reply_to}
