@@ -580,14 +580,18 @@ def receive(store: Store, org: str, channel: Item, inbound: InboundMessage) -> m
         return models.InboundAccepted(
             message_id=message["id"],
             conversation_id=message["conversation_id"],
-            contact_id=message["contact_id"],
+            contact_id=message.get("contact_id"),
             duplicate=True,
         )
     auth = system_auth(org)
-    contact, created = _sender(store, auth, channel, inbound)
-    if created and inbound.contact_name:
-        contacts.update(store, auth, contact.id, contact_models.ContactUpdate(name=inbound.contact_name), None)
-    conv = conversations.get_or_create(store, org, channel["id"], contact.id, group_jid=inbound.group_jid)
+    echo = inbound.from_me
+    contact_id: str | None = None
+    if not (echo and inbound.group_jid):  # our own echo into a group names no contact
+        contact, created = _sender(store, auth, channel, inbound)
+        contact_id = contact.id
+        if created and inbound.contact_name:
+            contacts.update(store, auth, contact.id, contact_models.ContactUpdate(name=inbound.contact_name), None)
+    conv = conversations.get_or_create(store, org, channel["id"], contact_id or "", group_jid=inbound.group_jid)
     moment, message_id = clock.now(), new_message_id()
     now = clock.iso(moment)  # the message and its event share one time
     item: Item = {
@@ -597,7 +601,7 @@ def receive(store: Store, org: str, channel: Item, inbound: InboundMessage) -> m
         "organization_id": org,
         "channel_id": channel["id"],
         "conversation_id": conv["id"],
-        "contact_id": contact.id,
+        "contact_id": contact_id,
         "direction": "inbound",
         "from_phone": inbound.from_phone or None,
         "from_user_id": inbound.from_user_id,
@@ -614,13 +618,25 @@ def receive(store: Store, org: str, channel: Item, inbound: InboundMessage) -> m
         "GSI2PK": conversations.messages_pk(org, conv["id"]),
         "GSI2SK": message_id,
     }
+    if echo:  # typed on the linked phone: an outbound message of the conversation, already sent by the device
+        item |= {
+            "direction": "outbound",
+            "from_phone": channel.get("phone_number"),
+            "from_user_id": None,
+            "to_phone": inbound.from_phone or None,
+            "status": "sent",
+            "sent_by": "device",
+        }
+        del item["received_at"]
     if inbound.group_jid:  # a participant's message in a group: listed by sender too (GSI1), for their erasure
-        item |= {"group_jid": inbound.group_jid, "GSI1PK": group_messages_pk(org, contact.id), "GSI1SK": message_id}
+        item["group_jid"] = inbound.group_jid
+        if contact_id and not echo:
+            item |= {"GSI1PK": group_messages_pk(org, contact_id), "GSI1SK": message_id}
     ops: list[TxOp] = [
         provider_sentinel(org, channel["id"], inbound.provider_message_id, message_id, unique=Conflict("duplicate")),
         Put(item=item, condition="attribute_not_exists(PK)"),
         *conversations.touch_ops(
-            org, conv, at=now, preview=inbound.text or f"[{inbound.type}]", inbound=True, occurred=moment
+            org, conv, at=now, preview=inbound.text or f"[{inbound.type}]", inbound=not echo, occurred=moment
         ),
         outbox_put(
             org,
@@ -628,10 +644,11 @@ def receive(store: Store, org: str, channel: Item, inbound: InboundMessage) -> m
             {
                 "message_id": message_id,
                 "conversation_id": conv["id"],
-                "contact_id": contact.id,
+                "contact_id": contact_id,
                 "channel_id": channel["id"],
-                "direction": "inbound",
-                "from_phone": inbound.from_phone,
+                "direction": item["direction"],
+                **({"sent_by": "device"} if echo else {}),
+                "from_phone": item["from_phone"],
                 "msg_type": inbound.type,
                 "text": inbound.text,
                 "organization_id": org,
@@ -647,9 +664,9 @@ def receive(store: Store, org: str, channel: Item, inbound: InboundMessage) -> m
         if again is None:
             raise
         return models.InboundAccepted(
-            message_id=again["message_id"], conversation_id=conv["id"], contact_id=contact.id, duplicate=True
+            message_id=again["message_id"], conversation_id=conv["id"], contact_id=contact_id, duplicate=True
         )
-    return models.InboundAccepted(message_id=message_id, conversation_id=conv["id"], contact_id=contact.id)
+    return models.InboundAccepted(message_id=message_id, conversation_id=conv["id"], contact_id=contact_id)
 
 
 def status_callback(store: Store, org: str, channel: Item, callback: StatusCallback) -> bool:

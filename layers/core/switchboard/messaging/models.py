@@ -251,7 +251,9 @@ class InboundAccepted(BaseModel):
 
     message_id: str = Field(description="The stored message's id")
     conversation_id: str = Field(description="The conversation it joined")
-    contact_id: str = Field(description="The contact it resolved to (created if new)")
+    contact_id: str | None = Field(
+        description="The contact it resolved to (created if new); null for our own echo into a group"
+    )
     duplicate: bool = Field(default=False, description="True when the same provider message was already stored")
 
     openapi_examples = (

@@ -109,6 +109,9 @@ class InboundMessage:
     timestamp: str | None = None  # ISO 8601
     from_user_id: str | None = None  # WhatsApp's business-scoped user id (identity type `whatsapp_user_id`)
     group_jid: str | None = None  # posted in this group (`…@g.us`); `from_phone` is then the participant
+    # An echo: typed on the linked phone or another linked device (engines' `fromMe`, Meta's `smb_message_echoes`).
+    # `from_phone` is then the chat's other party ("" in a group); stored as an outbound message `sent_by: device`.
+    from_me: bool = False
 
 
 @dataclass(frozen=True)

@@ -686,15 +686,20 @@ class WahaProvider(LinkedDeviceProvider):
     def _inbound(self, payload: dict[str, Any]) -> InboundMessage | None:
         if not payload.get("id") or not payload.get("from"):
             raise ValidationFailed.field("body.payload", "a message needs id and from")
-        if payload.get("fromMe"):
-            return None
+        mine = bool(payload.get("fromMe"))
         sender_jid, group = str(payload["from"]), None
+        if mine:  # an echo of a message typed on the phone: the chat is the serialized id's (`true_<chat>_<id>`)
+            serialized = _SERIALIZED.match(str(payload["id"]))
+            sender_jid = serialized.group(2) if serialized else str(payload.get("to") or sender_jid)
         if sender_jid.endswith("@g.us"):  # a group's message: the participant (WAMessageBase) or author sent it
-            group, sender_jid = sender_jid, str(payload.get("participant") or payload.get("author") or "")
-        sender = phone_of(sender_jid)
+            group, sender_jid = (
+                sender_jid,
+                "" if mine else str(payload.get("participant") or payload.get("author") or ""),
+            )
+        sender = phone_of(sender_jid) if sender_jid else ""
         if sender is None and sender_jid.endswith("@lid"):
             sender = self.resolve_lid(sender_jid)
-        if sender is None:  # broadcasts, newsletters; a lid the engine cannot map
+        if sender is None or (sender == "" and not (mine and group)):  # broadcasts, newsletters; an unmapped lid
             return None
         kind = _media_type(payload)
         media: dict[str, Any] | None = None
@@ -723,9 +728,10 @@ class WahaProvider(LinkedDeviceProvider):
             type=kind,
             text=str(text) if text else None,
             media=media,
-            contact_name=str(name) if name else None,
+            contact_name=str(name) if name and not mine else None,
             timestamp=iso(payload.get("timestamp")),
             group_jid=group,
+            from_me=mine,
         )
 
 
