@@ -249,8 +249,8 @@ class FakeGraphApi(FakeServer):
         key = (secret or self.app_secret).encode()
         return "sha256=" + hmac.new(key, body, hashlib.sha256).hexdigest()
 
-    def webhook(self, value: dict[str, Any]) -> bytes:
-        """A webhook body around one `messages` change value (metadata filled in)."""
+    def webhook(self, value: dict[str, Any], field: str = "messages") -> bytes:
+        """A webhook body around one change value of `field` (`messages` by default; metadata filled in)."""
         value = {
             "messaging_product": "whatsapp",
             "metadata": {"display_phone_number": "15550100999", "phone_number_id": self.phone_number_id},
@@ -258,7 +258,7 @@ class FakeGraphApi(FakeServer):
         }
         doc = {
             "object": "whatsapp_business_account",
-            "entry": [{"id": self.waba_id, "changes": [{"value": value, "field": "messages"}]}],
+            "entry": [{"id": self.waba_id, "changes": [{"value": value, "field": field}]}],
         }
         return json.dumps(doc).encode()
 

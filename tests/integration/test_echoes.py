@@ -13,7 +13,9 @@ from switchboard.events.outbox import stored_events
 from switchboard.messaging import messages
 from switchboard.store import get_store
 from tests.fakes.evolution import FakeEvolution
+from tests.fakes.graph_api import FakeGraphApi
 from tests.fakes.waha import FakeWaha
+from tests.integration import cloud_queue
 from tests.integration.support import Api
 
 ADA = "4915112345671"
@@ -140,3 +142,54 @@ def test_fromme_on_evolution_is_stored_once_and_api_sends_are_not_echoed(
     again["key"]["id"] = key_id
     _evo_post(api, evo, cid, again)
     assert len(_events(api, "message.new")) == 1
+
+
+@pytest.fixture
+def graph() -> Iterator[FakeGraphApi]:
+    with FakeGraphApi(token="tok") as fake:
+        yield fake
+
+
+def test_coexistence_echoes_on_the_cloud_api_are_outbound_messages(api: Api, graph: FakeGraphApi):
+    config = graph.channel_config()
+    cloud = _ok(api.post("/v1/channels", json={"name": "cloud", "platform": "whatsapp_cloud", "config": config}), 201)
+    cloud = _ok(api.post(f"/v1/channels/{cloud['id']}/connect"))
+    customer = "14155552671"
+
+    def deliver(value: dict, field: str = "messages") -> None:
+        body = graph.webhook(value, field)
+        headers = {"Content-Type": "application/json", "X-Hub-Signature-256": graph.signature(body)}
+        assert cloud_queue.post(api, "/v1/providers/whatsapp_cloud/webhook", body, headers)[0].status_code == 200
+
+    deliver(
+        {
+            "contacts": [{"profile": {"name": "Ada"}, "wa_id": customer}],
+            "messages": [
+                {
+                    "from": customer,
+                    "id": graph.inbound_message(customer),
+                    "timestamp": "1750269342",
+                    "type": "text",
+                    "text": {"body": "do you ship?"},
+                }
+            ],
+        }
+    )
+    echo = {
+        "from": "15550100999",
+        "to": customer,
+        "id": "wamid.ECHO1",
+        "timestamp": "1750269400",
+        "type": "text",
+        "text": {"body": "yes, tomorrow"},
+    }
+    deliver({"message_echoes": [echo]}, "smb_message_echoes")
+    deliver({"message_echoes": [echo]}, "smb_message_echoes")  # Meta's retry: one message
+    news = _events(api, "message.new")
+    assert [n["direction"] for n in news] == ["inbound", "outbound"]
+    assert news[1]["contact_id"] == news[0]["contact_id"] and news[1]["conversation_id"] == news[0]["conversation_id"]
+    stored = messages.get_item(get_store(), api.org_id, news[1]["message_id"])
+    assert stored["sent_by"] == "device" and stored["provider_message_id"] == "wamid.ECHO1"
+    assert stored["to_phone"] == customer and stored["text"] == "yes, tomorrow"
+    conv = _ok(api.get(f"/v1/conversations/{news[0]['conversation_id']}"))
+    assert conv["last_message_preview"] == "yes, tomorrow" and conv["unread_count"] == 1

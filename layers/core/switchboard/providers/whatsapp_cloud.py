@@ -40,7 +40,7 @@ import hmac
 import json
 import mimetypes
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import Any
 from urllib.parse import urlsplit
@@ -535,6 +535,19 @@ class WhatsAppCloudProvider(Provider):
             events.extend(s for s in (_status(s) for s in _list(value, "statuses")) if s is not None)
         return events
 
+    def echoes(self, values: list[dict[str, Any]]) -> list[InboundMessage]:
+        """Messages the business sent from the WhatsApp Business app on a coexistence number: `smb_message_echoes`
+        change values (`message_echoes[]`, each a message whose `from` is the business and `to` the customer), as
+        echoes (`from_me`, `from_phone` = the customer)."""
+        out: list[InboundMessage] = []
+        for value in values:
+            for echo in _list(value, "message_echoes"):
+                message = _inbound({**echo, "from": echo.get("to"), "from_user_id": echo.get("to_user_id")}, [])
+                out.append(replace(message, from_me=True, contact_name=None))
+        return out
+
+
+ECHO_FIELD = "smb_message_echoes"
 
 GROUP_FIELDS = frozenset(
     {
