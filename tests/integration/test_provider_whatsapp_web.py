@@ -125,6 +125,7 @@ def test_connect_creates_and_starts_the_session_with_our_signed_webhook(waha, ad
                     "url": f"https://switchboard.test/v1/providers/{CHANNEL}/callback",
                     "events": [
                         "message",
+                        "message.any",
                         "message.ack",
                         "session.status",
                         "group.v2.participants",

@@ -66,9 +66,9 @@ from switchboard.providers.whatsapp_web import (
 PROVIDER = "WAHA"
 SIGNATURE_HEADER = "x-webhook-hmac"
 # what parse_callback consumes (group.v2.* and the lids API are WAHA's since 2025; see docs/providers.md)
-EVENTS = ["message", "message.ack", "session.status", "group.v2.participants", "group.v2.update", "group.v2.leave",
-          "label.chat.added", "label.chat.deleted", "label.upsert", "label.deleted", "message.reaction",
-          "message.revoked", "message.edited"]  # fmt: skip
+EVENTS = ["message", "message.any", "message.ack", "session.status", "group.v2.participants", "group.v2.update",
+          "group.v2.leave", "label.chat.added", "label.chat.deleted", "label.upsert", "label.deleted",
+          "message.reaction", "message.revoked", "message.edited"]  # fmt: skip
 SESSION_STATUS = {
     "STOPPED": "disconnected",
     "STARTING": "pairing",
@@ -600,7 +600,9 @@ class WahaProvider(LinkedDeviceProvider):
             if me.get("id"):
                 metadata["wa_id"] = phone_of(me["id"]) or str(me["id"])
             return [SessionStatus(SESSION_STATUS[state], state, metadata)]
-        if event == "message":
+        if event in ("message", "message.any"):  # `message`: the customer's; `message.any`: ours too (echoes)
+            if event == "message.any" and not payload.get("fromMe"):
+                return []  # the customer's message arrives as `message` as well
             inbound = self._inbound(payload)
             return [inbound] if inbound else []
         if event == "message.ack":
