@@ -346,7 +346,7 @@ class SendMessage(Strict):
         max_length=256,
         description="A group of the channel (`grp_…` or its WhatsApp JID / Cloud group id): the group's chat",
     )
-    exactly_one_of = (("to", "contact_id", "conversation_id", "group_id"),)  # checked in messages._recipient
+    exactly_one_of = (("to", "contact_id", "conversation_id", "group_id"),)  # checked in messages._target
     type: MessageType = Field(default="text", description="Which of the content objects the message carries")
     text: TextContent | None = None
     media: MediaContent | None = None
