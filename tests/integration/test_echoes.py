@@ -195,3 +195,18 @@ def test_coexistence_echoes_on_the_cloud_api_are_outbound_messages(api: Api, gra
     assert stored["to_phone"] == customer and stored["text"] == "yes, tomorrow"
     conv = _ok(api.get(f"/v1/conversations/{news[0]['conversation_id']}"))
     assert conv["last_message_preview"] == "yes, tomorrow" and conv["unread_count"] == 1
+
+
+def test_an_echo_arriving_while_our_send_is_in_flight_is_not_a_second_message(
+    api: Api, waha: FakeWaha, waha_web: dict[str, Any]
+):
+    cid = waha_web["id"]
+    store, org = get_store(), api.org_id
+    sent = _ok(api.post("/v1/messages", json={"channel_id": cid, "to": ADA, "text": {"body": "racing"}}), 202)
+    claimed = messages._claim_send(store, org, sent["id"])  # the sender holds it: the engine is being called
+    assert claimed is not None
+    echo = {**waha.inbound(cid, ADA, "racing"), "id": f"true_{ADA}@c.us_3EB0RACE", "fromMe": True}
+    _waha_post(api, waha, cid, echo, "message.any")  # the engine's echo overtakes its answer
+    assert _events(api, "message.new") == []
+    conv_id = messages.get_item(store, org, sent["id"])["conversation_id"]
+    assert [m["id"] for m in _thread(api, conv_id)] == [sent["id"]]

@@ -571,6 +571,28 @@ def group_messages_pk(org: str, contact_id: str) -> str:
     return f"ORG#{org}#CONTACTGROUPMSG#{contact_id}"
 
 
+ECHO_LOOKBACK = 5  # the conversation's newest messages an echo is compared with
+
+
+def _send_in_flight(store: Store, org: str, conv_id: str, echo: InboundMessage) -> Item | None:
+    """Our own send whose echo arrived before its `sent` write recorded the engine's id: a message of the
+    conversation still `pending`, claimed by the sender (`send_lease_until`), with the echo's type and text. Its
+    `sent` write then records the id, so the echo is not a second message. One Query, for echoes only."""
+    newest = store.query(conversations.messages_pk(org, conv_id), index="GSI2", limit=ECHO_LOOKBACK, forward=False)
+    return next(
+        (
+            m
+            for m in newest.items
+            if m.get("direction") == "outbound"
+            and m.get("status") == "pending"
+            and m.get("send_lease_until")
+            and m.get("type") == echo.type
+            and (m.get("text") or None) == (echo.text or None)
+        ),
+        None,
+    )
+
+
 def receive(store: Store, org: str, channel: Item, inbound: InboundMessage) -> models.InboundAccepted:
     """A customer's message: stored once (duplicate callbacks are no-ops), resolved or created as a contact,
     threaded into the conversation, announced as `message.new`."""
@@ -592,6 +614,10 @@ def receive(store: Store, org: str, channel: Item, inbound: InboundMessage) -> m
         if created and inbound.contact_name:
             contacts.update(store, auth, contact.id, contact_models.ContactUpdate(name=inbound.contact_name), None)
     conv = conversations.get_or_create(store, org, channel["id"], contact_id or "", group_jid=inbound.group_jid)
+    if echo and (ours := _send_in_flight(store, org, conv["id"], inbound)) is not None:
+        return models.InboundAccepted(
+            message_id=ours["id"], conversation_id=conv["id"], contact_id=contact_id, duplicate=True
+        )
     moment, message_id = clock.now(), new_message_id()
     now = clock.iso(moment)  # the message and its event share one time
     item: Item = {
