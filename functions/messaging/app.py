@@ -853,17 +853,20 @@ def sandbox_inbound(channelID: str, body: Annotated[models.SandboxInbound, Body(
     status_code=202,
     summary="Send a message",
     description=(
-        "Sends a message on a channel to `to` (a phone in any common form, normalised) or `contact_id` "
-        "(exactly one of them). The body carries the object named by `type` (`text` by default): `text`, "
-        "`media`, `template`, `location`, `interactive` or `contacts`. Accepted as `pending` and queued "
+        "Sends a message on a channel to `to` (a phone in any common form, normalised), `contact_id`, "
+        "`conversation_id` (a conversation of the channel: its contact, or a group conversation's chat) or "
+        "`group_id` (a group of the channel, `grp_…` or its JID / Cloud group id: the group's chat); exactly one "
+        "of them, else 400 `validation_failed`. The body carries the object named by `type` (`text` by default): "
+        "`text`, `media`, `template`, `location`, `interactive` or `contacts`. Accepted as `pending` and queued "
         "(202); statuses follow as `message.status_update` events. Errors: 409 `conflict` when the "
         "channel is not `connected`; 409 `recipient_blocked`, `recipient_suppressed` or "
-        "`recipient_opted_out`; 404 `not_found` for an unknown channel or contact; with an "
+        "`recipient_opted_out`; 409 `group_pending` for a group Meta has not created yet; 404 `not_found` for an "
+        "unknown channel, contact, conversation or group; with an "
         "`Idempotency-Key`, a repeat answers the first result. An `interactive` `order_details` (a bill) or "
-        "`order_status` message is checked against Meta's object (400 `validation_failed` naming the field, "
-        "totals included) and makes, refreshes or moves the order of its `reference_id` in the same write "
-        "(`/v1/orders`; 404 for an `order_status` naming no order of the channel, 409 "
-        "`invalid_order_transition` or `order_has_payment` when the order cannot move so).\n\n"
+        "`order_status` message (to a contact, not a group) is checked against Meta's object (400 "
+        "`validation_failed` naming the field, totals included) and makes, refreshes or moves the order of its "
+        "`reference_id` in the same write (`/v1/orders`; 404 for an `order_status` naming no order of the channel, "
+        "409 `invalid_order_transition` or `order_has_payment` when the order cannot move so).\n\n"
         "Who may call: the `member` role or higher (API key or session); a lower role gets 403 "
         "`forbidden`."
     ),

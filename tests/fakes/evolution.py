@@ -462,6 +462,10 @@ class FakeEvolution(_GroupRoutes, FakeServer):
             raise evo_error(400, ["Error: Connection Closed"])
         body = _json(request)
         number = str(body.get("number") or "")
+        if number.endswith("@g.us"):  # createJid keeps a group JID; the instance must be in the group
+            if not instance.groups.get(number, {}).get("member", False):
+                raise evo_error(404, [f"Group {number} not found"])
+            return body, number
         if not number.isdigit():
             raise evo_error(400, ["number must be digits"])
         if self.numbers_on_whatsapp is not None and number not in self.numbers_on_whatsapp:

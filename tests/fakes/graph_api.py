@@ -249,8 +249,8 @@ class FakeGraphApi(FakeServer):
         key = (secret or self.app_secret).encode()
         return "sha256=" + hmac.new(key, body, hashlib.sha256).hexdigest()
 
-    def webhook(self, value: dict[str, Any]) -> bytes:
-        """A webhook body around one `messages` change value (metadata filled in)."""
+    def webhook(self, value: dict[str, Any], field: str = "messages") -> bytes:
+        """A webhook body around one change value of `field` (`messages` by default; metadata filled in)."""
         value = {
             "messaging_product": "whatsapp",
             "metadata": {"display_phone_number": "15550100999", "phone_number_id": self.phone_number_id},
@@ -258,7 +258,7 @@ class FakeGraphApi(FakeServer):
         }
         doc = {
             "object": "whatsapp_business_account",
-            "entry": [{"id": self.waba_id, "changes": [{"value": value, "field": "messages"}]}],
+            "entry": [{"id": self.waba_id, "changes": [{"value": value, "field": field}]}],
         }
         return json.dumps(doc).encode()
 
@@ -616,7 +616,10 @@ class FakeGraphApi(FakeServer):
         if not to:
             raise graph_error(400, "(#100) The parameter to is required.", 100)
         digits = to.removeprefix("+")
-        if not re.fullmatch(r"[0-9]{7,15}", digits):
+        if body.get("recipient_type") == "group":  # Groups API: `to` is the group's id
+            if to not in self.groups:
+                raise invalid("Invalid group id: the 'to' parameter must be a group this number is in", 131009)
+        elif not re.fullmatch(r"[0-9]{7,15}", digits):
             raise invalid("Invalid WhatsApp ID: the 'to' parameter must be a phone number", 131009)
         if digits in self.not_allowed:
             raise graph_error(

@@ -608,6 +608,10 @@ class FakeWaha(FakeServer):
     def _sending(self, body: dict[str, Any]) -> tuple[Session, str]:
         session = self._session(str(body.get("session") or "default"), "WORKING")
         chat = str(body.get("chatId") or "")
+        if chat.endswith("@g.us"):  # a group's chat: the session must be one of its members
+            if not session.groups.get(chat, {}).get("member", False):
+                raise nest_error(404, f"Chat {chat} not found")
+            return session, chat
         if not CHAT.match(chat):
             raise nest_error(400, "chatId must be a chat id like 11111111111@c.us")
         return session, chat

@@ -200,9 +200,9 @@ def test_chat_actions_change_the_conversation(api: Api, channel: dict, conv: dic
         api.post("/v1/chats/mute", json={**ref, "until": "2000-01-01T00:00:00Z"}), 400, "validation_failed"
     )
     changes = [e["payload"]["changes"] for e in _events(api, "conversation.updated")]
-    assert len(changes) == 6
+    assert len(changes) == 7 and changes[0] == ["preview", "unread_count"]  # its inbound message, then each action
     assert api.post("/v1/chats/unpin", json=ref).status_code == 200
-    assert len(_events(api, "conversation.updated")) == 6  # no real change, no event
+    assert len(_events(api, "conversation.updated")) == 7  # no real change, no event
 
     other = api.post("/v1/channels", json={"name": "other", "platform": "sandbox"}).json()["data"]
     api.assert_error(api.post("/v1/chats/pin", json={"channel_id": other["id"], "chat_id": PHONE}), 404, "not_found")

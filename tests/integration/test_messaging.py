@@ -241,7 +241,8 @@ def test_conversation_actions_and_filters(api: Api, channel: dict):
     assert api.get("/v1/conversations", params={"assignee": owner_id}).json()["data"][0]["id"] == conv_id
     api.assert_error(api.post(f"/v1/conversations/{conv_id}/assign", json={"user_id": "usr_x"}), 404, "not_found")
     updates = _events(api, "conversation.updated")
-    assert len(updates) == 5 and all(e["payload"]["conversation_id"] == conv_id for e in updates)
+    # the sent message's preview, then one per action that changed something
+    assert len(updates) == 6 and all(e["payload"]["conversation_id"] == conv_id for e in updates)
     before = len(updates)
     api.post(f"/v1/conversations/{conv_id}/archive")  # no change, no event
     assert len(_events(api, "conversation.updated")) == before

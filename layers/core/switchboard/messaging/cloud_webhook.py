@@ -150,6 +150,7 @@ def enqueue(store: Store, routed: list[tuple[Item, list[Change]]]) -> dict[str, 
     for channel, changes in routed:
         # the messages are read now (no I/O): one Meta could never accept is 400 here rather than a queued failure
         WhatsAppCloudProvider(channel).events([value for field, value in changes if field == "messages"])
+        WhatsAppCloudProvider(channel).echoes([value for field, value in changes if field == "smb_message_echoes"])
         for field, value in changes:
             message = json.dumps(
                 {
@@ -206,7 +207,7 @@ def process(store: Store, org: str, channel_id: str, field: str, value: dict[str
     from switchboard.messaging import channels, messages
 
     # on first use: keeps switchboard.providers.whatsapp_cloud off the cold start
-    from switchboard.providers.whatsapp_cloud import GROUP_FIELDS, WhatsAppCloudProvider, group_events
+    from switchboard.providers.whatsapp_cloud import ECHO_FIELD, GROUP_FIELDS, WhatsAppCloudProvider, group_events
 
     counts = {"received": 0, "statuses_applied": 0}
     marker = change_key(org, channel_id, field, value)
@@ -227,6 +228,10 @@ def process(store: Store, org: str, channel_id: str, field: str, value: dict[str
                 from switchboard.commerce import orders
 
                 counts["statuses_applied"] += int(orders.apply_payment(store, org, channel_id, event))
+    elif field == ECHO_FIELD:  # sent from the WhatsApp Business app on a coexistence number: outbound echoes
+        for echo in WhatsAppCloudProvider(channel).echoes([value]):
+            messages.receive(store, org, channel, echo)
+            counts["received"] += 1
     elif field in GROUP_FIELDS:
         # on first use: keeps switchboard.groups.service off the cold start
         from switchboard.groups import service as groups
@@ -244,7 +249,7 @@ def process(store: Store, org: str, channel_id: str, field: str, value: dict[str
             condition="attribute_not_exists(PK)",
         )
     ]
-    if field != "messages":
+    if field not in ("messages", ECHO_FIELD):  # message contents stay out of the channel's log
         ops.append(_update_log(channel, field, value))
     with contextlib.suppress(Conflict):  # a concurrent delivery of the same change recorded it (and its log entry)
         store.transact(ops)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import contextlib
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 from switchboard import clock
@@ -176,8 +176,12 @@ def reindex_chunk(store: Store, org: str, start: dict[str, Any] | None) -> dict[
     return page.last_key
 
 
-def touch_ops(org: str, conv: Item, *, at: str, preview: str, inbound: bool) -> list[TxOp]:
-    """The conversation's side of a new message: last message, unread count, reopened when closed."""
+def touch_ops(
+    org: str, conv: Item, *, at: str, preview: str, inbound: bool, occurred: datetime | None = None
+) -> list[TxOp]:
+    """The conversation's side of a new message, in the message's own transaction: last message, unread count,
+    reopened (and unarchived) when closed; and its one `conversation.updated` event (`changes`: `preview` always, a
+    new message either way, with `unread_count`, `status` and `archived` when they change)."""
     changes: Item = {
         "last_message_at": at,
         "last_message_preview": preview[:120],
@@ -192,12 +196,26 @@ def touch_ops(org: str, conv: Item, *, at: str, preview: str, inbound: bool) -> 
         }
     new = {**conv, **changes, "version": int(conv.get("version", 1)) + 1}
     new |= index_attributes(org, new, at)
+    changed = ["preview"] + [
+        k for k in ("unread_count", "status", "archived") if k in changes and conv.get(k) != new[k]
+    ]
     return [
         Put(
             item=new,
             **versioned(conv.get("version", 1)),
             error=Conflict("The conversation changed meanwhile; retry."),
-        )
+        ),
+        outbox_put(
+            org,
+            "conversation.updated",
+            {
+                "conversation_id": conv["id"],
+                "status": new["status"],
+                "organization_id": org,
+                "changes": sorted(changed),
+            },
+            occurred=occurred,
+        ),
     ]
 
 

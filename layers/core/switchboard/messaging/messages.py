@@ -125,12 +125,10 @@ def _content(body: models.SendMessage) -> tuple[str | None, dict[str, Any] | Non
     return body.media.caption, {"media": body.media.model_dump(exclude_none=True)}, f"[{body.type}]"
 
 
-def _recipient(store: Store, auth: AuthContext, body: models.SendMessage) -> tuple[Item, str]:
-    """The contact (created on first contact) and the number to send to."""
-    if bool(body.to) == bool(body.contact_id):
-        raise ValidationFailed.field("body", "give exactly one of to or contact_id")
-    if body.contact_id:
-        contact = contacts.get_item(store, auth.org_id, body.contact_id)
+def _recipient(store: Store, auth: AuthContext, body: models.SendMessage, contact_id: str | None) -> tuple[Item, str]:
+    """The contact (`contact_id`, or created on first contact from `to`) and the number to send to."""
+    if contact_id:
+        contact = contacts.get_item(store, auth.org_id, contact_id)
         phone = contact.get("phone") or next(
             (i["value"] for i in contact.get("identities", []) if Identifier(i["type"], i["value"]).space == "phone"),
             None,
@@ -141,6 +139,29 @@ def _recipient(store: Store, auth: AuthContext, body: models.SendMessage) -> tup
     phone = normalize_phone(body.to or "", "body.to", numbers_for(store, auth.org_id))
     contact, _ = contacts.upsert_identity(store, auth, Identifier("phone", phone))
     return contact, phone
+
+
+def _target(store: Store, org: str, channel_id: str, body: models.SendMessage) -> tuple[Item | None, str | None]:
+    """The group conversation a send names (`group_id`, or a `conversation_id` of a group; created for a group we
+    hold and have not heard from yet), else the contact id of a 1:1 send (`contact_id`, or a `conversation_id`'s
+    contact). Exactly one recipient field (400 otherwise); the conversation or group must be the channel's."""
+    given = [n for n in ("to", "contact_id", "conversation_id", "group_id") if getattr(body, n) is not None]
+    if len(given) != 1:
+        raise ValidationFailed.field("body", "give exactly one of to, contact_id, conversation_id or group_id")
+    if body.conversation_id:
+        conv = conversations.get_item(store, org, body.conversation_id, consistent=True)
+        if conv["channel_id"] != channel_id:
+            raise ValidationFailed.field("body.conversation_id", "the conversation is not on this channel")
+        return (None, conv["contact_id"]) if not conv.get("group_jid") else (conv, None)
+    if body.group_id:
+        # on first use: keeps switchboard.groups off the cold start of a plain send
+        from switchboard.groups.service import resolve
+
+        group = resolve(store, org, body.group_id, channel_id)
+        if not group.get("jid"):
+            raise Conflict("The group is not created on WhatsApp yet.", code="group_pending")
+        return conversations.get_or_create(store, org, channel_id, "", group_jid=group["jid"]), None
+    return None, body.contact_id
 
 
 def _recipient_state(store: Store, org: str, channel_id: str, contact_id: str) -> dict[str, Item]:
@@ -195,12 +216,18 @@ def send(store: Store, auth: AuthContext, body: models.SendMessage) -> models.Me
     if channel["status"] != "connected" or not channel.get("is_active", True):
         raise Conflict("The channel is not connected.", details=[{"channel_status": channel["status"]}])
     ratelimit.hit_spread(store, f"send:{org}", limit=SENDS_PER_MINUTE, window_seconds=60, shards=shards.count())
-    contact, phone = _recipient(store, auth, body)
-    state = _recipient_state(store, org, channel["id"], contact["id"])
-    if contact.get("blocked"):
-        _check_recipient(contact, state, None, reply=False)
-    conv = conversations.get_or_create(store, org, channel["id"], contact["id"], state.get("conversation", {}))
-    _check_recipient(contact, state, conv, reply=bool(body.reply_to))
+    group_conv, contact_id = _target(store, org, channel["id"], body)
+    contact: Item | None = None
+    phone: str | None = None
+    if group_conv is not None:  # the group's chat: no contact, no 1:1 consent or suppression
+        conv = group_conv
+    else:
+        contact, phone = _recipient(store, auth, body, contact_id)
+        state = _recipient_state(store, org, channel["id"], contact["id"])
+        if contact.get("blocked"):
+            _check_recipient(contact, state, None, reply=False)
+        conv = conversations.get_or_create(store, org, channel["id"], contact["id"], state.get("conversation", {}))
+        _check_recipient(contact, state, conv, reply=bool(body.reply_to))
     moment, message_id = clock.now(), new_message_id()
     now = clock.iso(moment)  # the message, its first status and its event share one time
     item: Item = {
@@ -210,7 +237,7 @@ def send(store: Store, auth: AuthContext, body: models.SendMessage) -> models.Me
         "organization_id": org,
         "channel_id": channel["id"],
         "conversation_id": conv["id"],
-        "contact_id": contact["id"],
+        "contact_id": contact["id"] if contact else None,
         "direction": "outbound",
         "to_phone": phone,
         "from_phone": channel.get("phone_number"),
@@ -227,15 +254,19 @@ def send(store: Store, auth: AuthContext, body: models.SendMessage) -> models.Me
         "GSI2PK": conversations.messages_pk(org, conv["id"]),
         "GSI2SK": message_id,
     }
+    if group_conv is not None:
+        item["group_jid"] = group_conv["group_jid"]
+    if order_message is not None and contact is None:
+        raise ValidationFailed.field("body.interactive", "an order message goes to a contact, not a group")
     order_ops = (
         orders.outbound_ops(store, org, channel["id"], contact["id"], conv["id"], message_id, order_message, moment)
-        if order_message is not None
+        if order_message is not None and contact is not None
         else []
     )
     store.transact(
         [
             Put(item=item, condition="attribute_not_exists(PK)"),
-            *conversations.touch_ops(org, conv, at=now, preview=preview, inbound=False),
+            *conversations.touch_ops(org, conv, at=now, preview=preview, inbound=False, occurred=moment),
             status.history_put(org, message_id, "pending", True, None, at=now),
             outbox_put(
                 org,
@@ -346,7 +377,8 @@ def _hand_off(store: Store, org: str, message: Item, channel: Item) -> str:
     content = message.get("media") or {}
     outbound = OutboundMessage(
         message_id=message["id"],
-        to_phone=message["to_phone"],
+        to_phone=message.get("to_phone") or "",
+        to_group=message.get("group_jid"),
         type=message["type"],
         text=message.get("text"),
         media=_provider_media(store, org, content),
@@ -415,7 +447,7 @@ def _record_uncertain(store: Store, org: str, message: Item, channel: Item, reas
     `uncertain: true` and no provider id, and waits for a callback naming it (CONVENTIONS "Real channel engines")."""
     pointer = Put(
         item={
-            **uncertain_key(org, channel["id"], message["to_phone"], message["id"]),
+            **uncertain_key(org, channel["id"], message.get("to_phone") or message["group_jid"], message["id"]),
             "entity": "UncertainSend",
             "message_id": message["id"],
             "created_at": clock.now_iso(),
@@ -548,6 +580,28 @@ def group_messages_pk(org: str, contact_id: str) -> str:
     return f"ORG#{org}#CONTACTGROUPMSG#{contact_id}"
 
 
+ECHO_LOOKBACK = 5  # the conversation's newest messages an echo is compared with
+
+
+def _send_in_flight(store: Store, org: str, conv_id: str, echo: InboundMessage) -> Item | None:
+    """Our own send whose echo arrived before its `sent` write recorded the engine's id: a message of the
+    conversation still `pending`, claimed by the sender (`send_lease_until`), with the echo's type and text. Its
+    `sent` write then records the id, so the echo is not a second message. One Query, for echoes only."""
+    newest = store.query(conversations.messages_pk(org, conv_id), index="GSI2", limit=ECHO_LOOKBACK, forward=False)
+    return next(
+        (
+            m
+            for m in newest.items
+            if m.get("direction") == "outbound"
+            and m.get("status") == "pending"
+            and m.get("send_lease_until")
+            and m.get("type") == echo.type
+            and (m.get("text") or None) == (echo.text or None)
+        ),
+        None,
+    )
+
+
 def receive(store: Store, org: str, channel: Item, inbound: InboundMessage) -> models.InboundAccepted:
     """A customer's message: stored once (duplicate callbacks are no-ops), resolved or created as a contact,
     threaded into the conversation, announced as `message.new`."""
@@ -557,14 +611,22 @@ def receive(store: Store, org: str, channel: Item, inbound: InboundMessage) -> m
         return models.InboundAccepted(
             message_id=message["id"],
             conversation_id=message["conversation_id"],
-            contact_id=message["contact_id"],
+            contact_id=message.get("contact_id"),
             duplicate=True,
         )
     auth = system_auth(org)
-    contact, created = _sender(store, auth, channel, inbound)
-    if created and inbound.contact_name:
-        contacts.update(store, auth, contact.id, contact_models.ContactUpdate(name=inbound.contact_name), None)
-    conv = conversations.get_or_create(store, org, channel["id"], contact.id, group_jid=inbound.group_jid)
+    echo = inbound.from_me
+    contact_id: str | None = None
+    if not (echo and inbound.group_jid):  # our own echo into a group names no contact
+        contact, created = _sender(store, auth, channel, inbound)
+        contact_id = contact.id
+        if created and inbound.contact_name:
+            contacts.update(store, auth, contact.id, contact_models.ContactUpdate(name=inbound.contact_name), None)
+    conv = conversations.get_or_create(store, org, channel["id"], contact_id or "", group_jid=inbound.group_jid)
+    if echo and (ours := _send_in_flight(store, org, conv["id"], inbound)) is not None:
+        return models.InboundAccepted(
+            message_id=ours["id"], conversation_id=conv["id"], contact_id=contact_id, duplicate=True
+        )
     moment, message_id = clock.now(), new_message_id()
     now = clock.iso(moment)  # the message and its event share one time
     item: Item = {
@@ -574,7 +636,7 @@ def receive(store: Store, org: str, channel: Item, inbound: InboundMessage) -> m
         "organization_id": org,
         "channel_id": channel["id"],
         "conversation_id": conv["id"],
-        "contact_id": contact.id,
+        "contact_id": contact_id,
         "direction": "inbound",
         "from_phone": inbound.from_phone or None,
         "from_user_id": inbound.from_user_id,
@@ -591,28 +653,44 @@ def receive(store: Store, org: str, channel: Item, inbound: InboundMessage) -> m
         "GSI2PK": conversations.messages_pk(org, conv["id"]),
         "GSI2SK": message_id,
     }
+    if echo:  # typed on the linked phone: an outbound message of the conversation, already sent by the device
+        item |= {
+            "direction": "outbound",
+            "from_phone": channel.get("phone_number"),
+            "from_user_id": None,
+            "to_phone": inbound.from_phone or None,
+            "status": "sent",
+            "sent_by": "device",
+        }
+        del item["received_at"]
     if inbound.group_jid:  # a participant's message in a group: listed by sender too (GSI1), for their erasure
-        item |= {"group_jid": inbound.group_jid, "GSI1PK": group_messages_pk(org, contact.id), "GSI1SK": message_id}
+        item["group_jid"] = inbound.group_jid
+        if contact_id and not echo:
+            item |= {"GSI1PK": group_messages_pk(org, contact_id), "GSI1SK": message_id}
     order_id: str | None = None
     order_ops: list[TxOp] = []
-    if inbound.type == "order" and not inbound.group_jid:  # a cart from the catalogue: its order, with the message
+    if inbound.type == "order" and not inbound.group_jid and not echo and contact_id:
+        # a cart from the catalogue: its order, with the message
         order_id, order_ops = orders.inbound_ops(
-            store, org, channel["id"], contact.id, conv["id"], message_id, inbound.media or {}, moment
+            store, org, channel["id"], contact_id, conv["id"], message_id, inbound.media or {}, moment
         )
     ops: list[TxOp] = [
         provider_sentinel(org, channel["id"], inbound.provider_message_id, message_id, unique=Conflict("duplicate")),
         Put(item=item, condition="attribute_not_exists(PK)"),
-        *conversations.touch_ops(org, conv, at=now, preview=inbound.text or f"[{inbound.type}]", inbound=True),
+        *conversations.touch_ops(
+            org, conv, at=now, preview=inbound.text or f"[{inbound.type}]", inbound=not echo, occurred=moment
+        ),
         outbox_put(
             org,
             "message.new",
             {
                 "message_id": message_id,
                 "conversation_id": conv["id"],
-                "contact_id": contact.id,
+                "contact_id": contact_id,
                 "channel_id": channel["id"],
-                "direction": "inbound",
-                "from_phone": inbound.from_phone,
+                "direction": item["direction"],
+                **({"sent_by": "device"} if echo else {}),
+                "from_phone": item["from_phone"],
                 "msg_type": inbound.type,
                 "text": inbound.text,
                 "organization_id": org,
@@ -629,10 +707,10 @@ def receive(store: Store, org: str, channel: Item, inbound: InboundMessage) -> m
         if again is None:
             raise
         return models.InboundAccepted(
-            message_id=again["message_id"], conversation_id=conv["id"], contact_id=contact.id, duplicate=True
+            message_id=again["message_id"], conversation_id=conv["id"], contact_id=contact_id, duplicate=True
         )
     return models.InboundAccepted(
-        message_id=message_id, conversation_id=conv["id"], contact_id=contact.id, order_id=order_id
+        message_id=message_id, conversation_id=conv["id"], contact_id=contact_id, order_id=order_id
     )
 
 

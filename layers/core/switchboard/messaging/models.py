@@ -269,7 +269,9 @@ class InboundAccepted(BaseModel):
 
     message_id: str = Field(description="The stored message's id")
     conversation_id: str = Field(description="The conversation it joined")
-    contact_id: str = Field(description="The contact it resolved to (created if new)")
+    contact_id: str | None = Field(
+        description="The contact it resolved to (created if new); null for our own echo into a group"
+    )
     duplicate: bool = Field(default=False, description="True when the same provider message was already stored")
     order_id: str | None = Field(default=None, description="The order a cart (`order`) made")
 
@@ -345,12 +347,25 @@ ContactCard = Annotated[dict[str, Any], AfterValidator(_contact_card)]
 
 
 class SendMessage(Strict):
-    """Body of `POST /v1/messages`: the recipient (`to` or `contact_id`), the `type`, and the object it names."""
+    """Body of `POST /v1/messages`: the recipient (exactly one of `to`, `contact_id`, `conversation_id` or
+    `group_id`), the `type`, and the object it names."""
 
     channel_id: str = Field(min_length=1, max_length=64, description="The channel to send on (must be `connected`)")
     to: str | None = Field(default=None, min_length=3, max_length=64, description="phone in any common form")
     contact_id: str | None = Field(default=None, min_length=1, max_length=64, description="A stored contact")
-    exactly_one_of = (("to", "contact_id"),)  # checked in messages._recipient
+    conversation_id: str | None = Field(
+        default=None,
+        min_length=1,
+        max_length=64,
+        description="A conversation of the channel: its contact, or its group's chat for a group conversation",
+    )
+    group_id: str | None = Field(
+        default=None,
+        min_length=1,
+        max_length=256,
+        description="A group of the channel (`grp_…` or its WhatsApp JID / Cloud group id): the group's chat",
+    )
+    exactly_one_of = (("to", "contact_id", "conversation_id", "group_id"),)  # checked in messages._target
     type: MessageType = Field(default="text", description="Which of the content objects the message carries")
     text: TextContent | None = None
     media: MediaContent | None = None

@@ -73,6 +73,7 @@ class OutboundMessage:
     preview_url: bool = False  # text: render a link preview
     interactive: dict[str, Any] | None = None  # Meta's interactive object
     contacts: list[dict[str, Any]] | None = None  # Meta's contact cards
+    to_group: str | None = None  # a group's chat instead of `to_phone` (a WhatsApp JID, or Meta's Cloud group id)
 
 
 def contact_cards(message: OutboundMessage) -> list[tuple[str, str, str]]:
@@ -108,6 +109,9 @@ class InboundMessage:
     timestamp: str | None = None  # ISO 8601
     from_user_id: str | None = None  # WhatsApp's business-scoped user id (identity type `whatsapp_user_id`)
     group_jid: str | None = None  # posted in this group (`…@g.us`); `from_phone` is then the participant
+    # An echo: typed on the linked phone or another linked device (engines' `fromMe`, Meta's `smb_message_echoes`).
+    # `from_phone` is then the chat's other party ("" in a group); stored as an outbound message `sent_by: device`.
+    from_me: bool = False
 
 
 @dataclass(frozen=True)

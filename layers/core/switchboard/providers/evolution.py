@@ -289,7 +289,7 @@ class EvolutionProvider(LinkedDeviceProvider):
         route = SEND_ROUTES.get(kind)
         if route is None:
             raise ProviderRejected(f"{PROVIDER} cannot send messages of type {kind!r}.")
-        number = digits(message.to_phone)
+        number = message.to_group or digits(message.to_phone)  # a group's chat: its JID (`…@g.us`) as the number
         if not number:
             raise ProviderRejected("The recipient has no phone number.")
         body: dict[str, Any] = {"number": number}
@@ -678,10 +678,12 @@ def _inbound(item: dict[str, Any]) -> InboundMessage | None:
     key = obj(item.get("key"))
     if not key.get("id") or not key.get("remoteJid"):
         raise ValidationFailed.field("body.data.key", "a message needs key.id and key.remoteJid")
-    if key.get("fromMe"):
-        return None
+    mine = bool(key.get("fromMe"))  # an echo of a message typed on the phone: `remoteJid` is still the chat
     jid, group = str(key["remoteJid"]), None
-    if jid.endswith("@g.us"):  # a group's message: `key.participant` sent it (`participantAlt`: its phone for a lid)
+    sender: str | None
+    if jid.endswith("@g.us") and mine:
+        group, sender = jid, ""
+    elif jid.endswith("@g.us"):  # a group's message: `key.participant` sent it (`participantAlt`: its phone for a lid)
         group, jid = jid, str(key.get("participant") or "")
         sender = phone_of(jid) or phone_of(key.get("participantAlt"))
     else:
@@ -715,9 +717,10 @@ def _inbound(item: dict[str, Any]) -> InboundMessage | None:
         type=kind,
         text=str(text) if text else None,
         media=media,
-        contact_name=str(name) if name else None,
+        contact_name=str(name) if name and not mine else None,
         timestamp=iso(item.get("messageTimestamp")),
         group_jid=group,
+        from_me=mine,
     )
 
 

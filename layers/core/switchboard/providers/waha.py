@@ -69,9 +69,9 @@ from switchboard.providers.whatsapp_web import (
 PROVIDER = "WAHA"
 SIGNATURE_HEADER = "x-webhook-hmac"
 # what parse_callback consumes (group.v2.* and the lids API are WAHA's since 2025; see docs/providers.md)
-EVENTS = ["message", "message.ack", "session.status", "group.v2.participants", "group.v2.update", "group.v2.leave",
-          "label.chat.added", "label.chat.deleted", "label.upsert", "label.deleted", "message.reaction",
-          "message.revoked", "message.edited"]  # fmt: skip
+EVENTS = ["message", "message.any", "message.ack", "session.status", "group.v2.participants", "group.v2.update",
+          "group.v2.leave", "label.chat.added", "label.chat.deleted", "label.upsert", "label.deleted",
+          "message.reaction", "message.revoked", "message.edited"]  # fmt: skip
 SESSION_STATUS = {
     "STOPPED": "disconnected",
     "STARTING": "pairing",
@@ -278,7 +278,7 @@ class WahaProvider(LinkedDeviceProvider):
         route = SEND_ROUTES.get(kind)
         if route is None:
             raise ProviderRejected(f"{PROVIDER} cannot send messages of type {kind!r}.")
-        chat = chat_id(message.to_phone)
+        chat = message.to_group or chat_id(message.to_phone)  # a group's chat is its JID (`…@g.us`)
         body: dict[str, Any] = {"session": self.session, "chatId": chat}
         media = message.media or {}
         if kind == "text":
@@ -617,7 +617,9 @@ class WahaProvider(LinkedDeviceProvider):
             if me.get("id"):
                 metadata["wa_id"] = phone_of(me["id"]) or str(me["id"])
             return [SessionStatus(SESSION_STATUS[state], state, metadata)]
-        if event == "message":
+        if event in ("message", "message.any"):  # `message`: the customer's; `message.any`: ours too (echoes)
+            if event == "message.any" and not payload.get("fromMe"):
+                return []  # the customer's message arrives as `message` as well
             inbound = self._inbound(payload)
             return [inbound] if inbound else []
         if event == "message.ack":
@@ -703,15 +705,20 @@ class WahaProvider(LinkedDeviceProvider):
     def _inbound(self, payload: dict[str, Any]) -> InboundMessage | None:
         if not payload.get("id") or not payload.get("from"):
             raise ValidationFailed.field("body.payload", "a message needs id and from")
-        if payload.get("fromMe"):
-            return None
+        mine = bool(payload.get("fromMe"))
         sender_jid, group = str(payload["from"]), None
+        if mine:  # an echo of a message typed on the phone: the chat is the serialized id's (`true_<chat>_<id>`)
+            serialized = _SERIALIZED.match(str(payload["id"]))
+            sender_jid = serialized.group(2) if serialized else str(payload.get("to") or sender_jid)
         if sender_jid.endswith("@g.us"):  # a group's message: the participant (WAMessageBase) or author sent it
-            group, sender_jid = sender_jid, str(payload.get("participant") or payload.get("author") or "")
-        sender = phone_of(sender_jid)
+            group, sender_jid = (
+                sender_jid,
+                "" if mine else str(payload.get("participant") or payload.get("author") or ""),
+            )
+        sender = phone_of(sender_jid) if sender_jid else ""
         if sender is None and sender_jid.endswith("@lid"):
             sender = self.resolve_lid(sender_jid)
-        if sender is None:  # broadcasts, newsletters; a lid the engine cannot map
+        if sender is None or (sender == "" and not (mine and group)):  # broadcasts, newsletters; an unmapped lid
             return None
         kind = _media_type(payload)
         media: dict[str, Any] | None = None
@@ -740,9 +747,10 @@ class WahaProvider(LinkedDeviceProvider):
             type=kind,
             text=str(text) if text else None,
             media=media,
-            contact_name=str(name) if name else None,
+            contact_name=str(name) if name and not mine else None,
             timestamp=iso(payload.get("timestamp")),
             group_jid=group,
+            from_me=mine,
         )
 
 

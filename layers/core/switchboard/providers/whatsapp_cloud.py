@@ -44,7 +44,7 @@ import hmac
 import json
 import mimetypes
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import Any
 from urllib.parse import urlsplit
@@ -243,10 +243,11 @@ class WhatsAppCloudProvider(Provider):
 
     # Messages ---------------------------------------------------------------------------------------------------------
     def send(self, message: OutboundMessage) -> SendResult:
-        to = _digits(message.to_phone)
+        to = message.to_group or _digits(message.to_phone)  # a group: Meta's group id, `recipient_type: group`
         if not to:
             raise ProviderRejected("The recipient has no phone number.")
-        body: dict[str, Any] = {"recipient_type": "individual", "to": to, "type": message.type}
+        kind = "group" if message.to_group else "individual"
+        body: dict[str, Any] = {"recipient_type": kind, "to": to, "type": message.type}
         body.update(self._content(message))
         if message.reply_to:
             body["context"] = {"message_id": message.reply_to}
@@ -560,6 +561,19 @@ class WhatsAppCloudProvider(Provider):
                     events.append(event)
         return events
 
+    def echoes(self, values: list[dict[str, Any]]) -> list[InboundMessage]:
+        """Messages the business sent from the WhatsApp Business app on a coexistence number: `smb_message_echoes`
+        change values (`message_echoes[]`, each a message whose `from` is the business and `to` the customer), as
+        echoes (`from_me`, `from_phone` = the customer)."""
+        out: list[InboundMessage] = []
+        for value in values:
+            for echo in _list(value, "message_echoes"):
+                message = _inbound({**echo, "from": echo.get("to"), "from_user_id": echo.get("to_user_id")}, [])
+                out.append(replace(message, from_me=True, contact_name=None))
+        return out
+
+
+ECHO_FIELD = "smb_message_echoes"
 
 GROUP_FIELDS = frozenset(
     {
