@@ -329,8 +329,10 @@ class FakeEvolution(_GroupRoutes, FakeServer):
             return [v for v in self.instances[name].messages.values() if v["fromMe"]]
 
     def webhook(
-        self, name: str, event: str, data: Any, *, key: str | None = None, exp_in: int = 600
+        self, name: str, event: str, data: Any, *, key: str | None = None, exp_in: int = 600, at: str | None = None
     ) -> tuple[bytes, dict[str, str]]:
+        """`date_time` is when Evolution emitted the event (src/api/services/channel.service.ts `sendDataWebhook`: the
+        server's local time as an ISO string); `at` sets it (an event emitted then, delivered now)."""
         instance = self.instances[name]
         body = json.dumps(
             {
@@ -338,7 +340,7 @@ class FakeEvolution(_GroupRoutes, FakeServer):
                 "instance": name,
                 "data": data,
                 "destination": instance.webhook.get("url"),
-                "date_time": datetime.now(UTC).isoformat(),
+                "date_time": at or datetime.now(UTC).isoformat(),
                 "sender": f"{self.phone}@s.whatsapp.net",
                 "server_url": self.url,
                 "apikey": f"instance-token-{name}",

@@ -222,12 +222,16 @@ class FakeWaha(FakeServer):
             return [v for v in self.sessions[name].messages.values() if v["fromMe"]]
 
     def webhook(
-        self, name: str, event: str, payload: dict[str, Any], key: str | None = None
+        self, name: str, event: str, payload: dict[str, Any], key: str | None = None, *, at: int | None = None
     ) -> tuple[bytes, dict[str, str]]:
-        """The body and headers WAHA posts for an event (src/core/webhooks.core.ts `callWebhook`)."""
+        """The body and headers WAHA posts for an event (src/core/webhooks.core.ts `callWebhook`; the envelope's `id`
+        and `timestamp`, ms when WAHA saw the event, are src/structures/webhooks.dto.ts WAHAWebhook's of later
+        versions); `at` sets that timestamp (an event that happened then, delivered now)."""
         session = self.sessions[name]
         body = json.dumps(
             {
+                "id": f"evt_{secrets.token_hex(13)}",
+                "timestamp": int(time.time() * 1000) if at is None else at,
                 "event": event,
                 "session": name,
                 "metadata": session.config.get("metadata"),

@@ -273,9 +273,14 @@ def test_parse_upsert_update_and_connection(evo, linked):
     assert (
         linked.parse_callback(evo.webhook(CHANNEL, "messages.update", evo.update(CHANNEL, key_id, "PENDING"))[0]) == []
     )
-    [state] = linked.parse_callback(evo.webhook(CHANNEL, "connection.update", evo.connection_update(CHANNEL))[0])
+    emitted = "2025-05-01T10:00:00.000Z"  # `date_time`: when Evolution emitted it, which orders the events
+    update = evo.webhook(CHANNEL, "connection.update", evo.connection_update(CHANNEL), at=emitted)[0]
+    [state] = linked.parse_callback(update)
     assert state == SessionStatus(
-        "connected", "open", {"engine_status": "open", "wa_id": "15550100999", "push_name": "Acme"}
+        "connected",
+        "open",
+        {"engine_status": "open", "wa_id": "15550100999", "push_name": "Acme"},
+        event_at=1746093600000,
     )
     lid = evo.inbound(CHANNEL, "12345678901234@lid", "hi", remoteJidAlt="4915112345678@s.whatsapp.net")
     [from_lid] = linked.parse_callback(evo.webhook(CHANNEL, "messages.upsert", lid)[0])

@@ -128,6 +128,7 @@ class SessionStatus:
     status: str  # disconnected | pairing | connected | error
     engine_status: str
     metadata: dict[str, Any] = field(default_factory=dict)
+    event_at: int | None = None  # the engine's own time of the event, ms since the epoch (orders its callbacks)
 
 
 @dataclass(frozen=True)
@@ -144,6 +145,7 @@ class GroupEvent:
     name: str | None = None
     description: str | None = None
     request_id: str | None = None
+    event_at: int | None = None  # the engine's own time of the event, ms since the epoch (orders its callbacks)
 
 
 @dataclass(frozen=True)
@@ -153,6 +155,7 @@ class LabelEvent:
     name: str
     chat_phone: str
     attach: bool
+    event_at: int | None = None  # the engine's own time of the event, ms since the epoch (orders its callbacks)
 
 
 @dataclass(frozen=True)
@@ -164,6 +167,7 @@ class LabelCatalogEvent:
     name: str | None = None
     color: str | None = None
     deleted: bool = False
+    event_at: int | None = None  # the engine's own time of the event, ms since the epoch (orders its callbacks)
 
 
 @dataclass(frozen=True)

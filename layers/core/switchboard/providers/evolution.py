@@ -63,6 +63,7 @@ from switchboard.providers.whatsapp_web import (
     LinkedDeviceProvider,
     callback_url,
     digits,
+    event_ms,
     header,
     iso,
     obj,
@@ -544,6 +545,7 @@ class EvolutionProvider(LinkedDeviceProvider):
         if doc.get("instance") != self.session:
             return []
         event, data = doc["event"], doc.get("data")
+        at = event_ms(doc.get("date_time"))  # webhook.controller.ts: the body's `date_time`, when Evolution emitted it
         items = data if isinstance(data, list) else [data]
         out: list[CallbackEvent] = []
         for item in items:
@@ -558,7 +560,7 @@ class EvolutionProvider(LinkedDeviceProvider):
                     metadata["wa_id"] = phone_of(item["wuid"]) or str(item["wuid"])
                 if item.get("profileName"):
                     metadata["push_name"] = str(item["profileName"])
-                out.append(SessionStatus(STATES[state], state, metadata))
+                out.append(SessionStatus(STATES[state], state, metadata, event_at=at))
             elif event == "messages.upsert":
                 upsert = _change_in_upsert(item) or _inbound(item)
                 if upsert is not None:
@@ -576,7 +578,7 @@ class EvolutionProvider(LinkedDeviceProvider):
                 if item.get("id") is None:
                     raise ValidationFailed.field("body.data.id", "is required")
                 if item.get("deleted"):
-                    out.append(LabelCatalogEvent(str(item["id"]), deleted=True))
+                    out.append(LabelCatalogEvent(str(item["id"]), deleted=True, event_at=at))
                     continue
                 name = item.get("name")
                 if not isinstance(name, str) or not name.strip():
@@ -586,7 +588,7 @@ class EvolutionProvider(LinkedDeviceProvider):
                 except (TypeError, ValueError):
                     index = -1
                 color = LABEL_COLORS[index] if 0 <= index < len(LABEL_COLORS) else None
-                out.append(LabelCatalogEvent(str(item["id"]), name=name.strip(), color=color))
+                out.append(LabelCatalogEvent(str(item["id"]), name=name.strip(), color=color, event_at=at))
             elif event == "messages.update":
                 ack = _ack(item)
                 if ack is not None:
@@ -596,7 +598,7 @@ class EvolutionProvider(LinkedDeviceProvider):
                 listed = self._call("GET", "label", "findLabels") if chat else []
                 found = next((obj(x) for x in listed or [] if str(obj(x).get("id")) == str(item.get("labelId"))), {})
                 if chat and found.get("name") and item.get("type") in ("add", "remove"):
-                    out.append(LabelEvent(str(found["name"]), chat, attach=item["type"] == "add"))
+                    out.append(LabelEvent(str(found["name"]), chat, attach=item["type"] == "add", event_at=at))
             elif event == "group-participants.update":
                 jid, action = str(item.get("id") or ""), GROUP_ACTIONS.get(str(item.get("action")))
                 if not jid.endswith("@g.us"):
@@ -609,7 +611,8 @@ class EvolutionProvider(LinkedDeviceProvider):
                     str(d.get("jid")): phone_of(d.get("phoneNumber")) or digits(d.get("phoneNumber")) for d in data_rows
                 }
                 phones = [phone_of(p) or known.get(str(p)) for p in item.get("participants") or []]
-                out.append(GroupEvent(jid, "participants", action=action, participants=tuple(p for p in phones if p)))
+                found_phones = tuple(p for p in phones if p)
+                out.append(GroupEvent(jid, "participants", action=action, participants=found_phones, event_at=at))
         return out
 
 

@@ -57,6 +57,7 @@ from switchboard.providers.whatsapp_web import (
     LinkedDeviceProvider,
     callback_url,
     digits,
+    event_ms,
     header,
     iso,
     obj,
@@ -591,6 +592,7 @@ class WahaProvider(LinkedDeviceProvider):
         if doc.get("session") != self.session:  # signed with this channel's key, but about another session
             return []
         event = doc["event"]
+        at = event_ms(doc.get("timestamp"))  # the webhook's `timestamp` (ms): when WAHA saw the event
         if event == "session.status":
             state = str(payload.get("status") or "")
             if state not in SESSION_STATUS:
@@ -599,7 +601,7 @@ class WahaProvider(LinkedDeviceProvider):
             me = obj(doc.get("me"))
             if me.get("id"):
                 metadata["wa_id"] = phone_of(me["id"]) or str(me["id"])
-            return [SessionStatus(SESSION_STATUS[state], state, metadata)]
+            return [SessionStatus(SESSION_STATUS[state], state, metadata, event_at=at)]
         if event == "message":
             inbound = self._inbound(payload)
             return [inbound] if inbound else []
@@ -615,19 +617,19 @@ class WahaProvider(LinkedDeviceProvider):
                 name = known.get("name")
             if chat is None or not name:
                 return []
-            return [LabelEvent(str(name), chat, attach=event == "label.chat.added")]
+            return [LabelEvent(str(name), chat, attach=event == "label.chat.added", event_at=at)]
         if event in ("label.upsert", "label.deleted"):  # src/structures/labels.dto.ts Label {id, name, color, colorHex}
             if payload.get("id") is None:
                 raise ValidationFailed.field("body.payload.id", "is required")
             if event == "label.deleted":
-                return [LabelCatalogEvent(str(payload["id"]), deleted=True)]
+                return [LabelCatalogEvent(str(payload["id"]), deleted=True, event_at=at)]
             name, hex_color = payload.get("name"), str(payload.get("colorHex") or "").lower()
             if not isinstance(name, str) or not name.strip():
                 raise ValidationFailed.field("body.payload.name", "is required")
             color = payload.get("color")
             if not hex_color and isinstance(color, int) and 0 <= color < len(LABEL_COLORS):
                 hex_color = LABEL_COLORS[color]
-            return [LabelCatalogEvent(str(payload["id"]), name=name.strip(), color=hex_color or None)]
+            return [LabelCatalogEvent(str(payload["id"]), name=name.strip(), color=hex_color or None, event_at=at)]
         if event in ("message.reaction", "message.edited", "message.revoked"):
             change = self._change(event, payload)
             return [change] if change else []
@@ -637,15 +639,15 @@ class WahaProvider(LinkedDeviceProvider):
             if not jid.endswith("@g.us"):
                 raise ValidationFailed.field("body.payload.group.id", "is not a group id")
             if event == "group.v2.leave":
-                return [GroupEvent(jid, "left")]
+                return [GroupEvent(jid, "left", event_at=at)]
             if event == "group.v2.update":
                 name, about = group.get("subject"), group.get("description")
                 return [GroupEvent(jid, "update", name=str(name) if name is not None else None,
-                                   description=str(about) if about is not None else None)]  # fmt: skip
+                                   description=str(about) if about is not None else None, event_at=at)]  # fmt: skip
             if event == "group.v2.participants" and payload.get("type") in ("join", "leave", "promote", "demote"):
                 phones = [self._participant(obj(p).get("id")) for p in payload.get("participants") or []]
                 found = tuple(p for p in phones if p)
-                return [GroupEvent(jid, "participants", action=str(payload["type"]), participants=found)]
+                return [GroupEvent(jid, "participants", action=str(payload["type"]), participants=found, event_at=at)]
         return []
 
     def _change(self, event: str, payload: dict[str, Any]) -> MessageChange | None:
