@@ -581,7 +581,9 @@ class WahaProvider(LinkedDeviceProvider):
 
     def parse_callback(self, body: bytes) -> list[CallbackEvent]:
         try:
-            doc = jsonbody.parse(body)
+            doc = jsonbody.parse_callback(body)  # the API's rules: no key twice, no NUL, the depth limit
+        except jsonbody.BodyRefused as err:
+            raise ValidationFailed.field(err.field, str(err)) from None
         except ValueError:
             raise ValidationFailed.field("body", "is not valid JSON") from None
         if not isinstance(doc, dict) or not isinstance(doc.get("event"), str):
