@@ -21,6 +21,7 @@ import base64
 import hashlib
 import hmac
 import json
+import re
 import secrets
 import time
 from dataclasses import dataclass, field
@@ -384,6 +385,18 @@ class FakeEvolution(_GroupRoutes, FakeServer):
 
     # src/api/routes/instance.router.ts + src/api/controllers/instance.controller.ts -----------------------------------
     def _create(self, body: dict[str, Any]) -> Response:
+        """src/validate/instance.schema.ts `instanceSchema` (jsonschema: `number` a string matching `^\\d+[\\.@\\w-]+`,
+        `qrcode` a boolean, strings where strings), then instance.controller.ts `createInstance`: `qrcode: true`
+        starts the connection with `number` (a pairing code only then) and answers its `qrcode`; otherwise the
+        instance stays `close`."""
+        problems = [f"instance.{k} is not of a type(s) string" for k in ("instanceName", "token", "number")
+                    if k in body and not isinstance(body[k], str)]  # fmt: skip
+        if "qrcode" in body and not isinstance(body["qrcode"], bool):
+            problems.append("instance.qrcode is not of a type(s) boolean")
+        if isinstance(body.get("number"), str) and not re.match(r"^\d+[\.@\w-]+", body["number"]):
+            problems.append('instance.number does not match pattern "^\\d+[\\.@\\w-]+"')
+        if problems:
+            raise evo_error(400, problems)
         name = str(body.get("instanceName") or "")
         if not name:
             raise evo_error(400, '"instanceName" not provided.')
@@ -391,14 +404,12 @@ class FakeEvolution(_GroupRoutes, FakeServer):
             raise evo_error(403, [f'This name "{name}" is already in use.'])
         if body.get("integration") not in ("WHATSAPP-BAILEYS", "WHATSAPP-BUSINESS", "EVOLUTION"):
             raise evo_error(400, "Invalid integration")
-        instance = self.instances[name] = Instance(name)
-        if body.get("webhook"):
-            instance.webhook = self._check_webhook(body["webhook"])
+        hook = self._check_webhook(body["webhook"]) if body.get("webhook") else {}
+        instance = self.instances[name] = Instance(name, webhook=hook)
         qrcode = None
         if body.get("qrcode"):
-            self._connect(instance, None)
-            qrcode = {"pairingCode": None, "code": instance.qr, "base64": "data:image/png;base64,iVBOR", "count": 1}
-        hook = instance.webhook
+            self._connect(instance, body.get("number"))
+            qrcode = self._qrcode(instance)
         return Response(
             201,
             {
@@ -413,24 +424,35 @@ class FakeEvolution(_GroupRoutes, FakeServer):
         )  # fmt: skip
 
     def _connect(self, instance: Instance, number: str | None) -> None:
-        if instance.state == "close":
-            instance.state = "open" if instance.authorized else "connecting"
+        """instance.controller.ts `connectToWhatsapp`: only a `close` instance (re)starts, with `number`
+        (whatsapp.baileys.service.ts `connectToWhatsapp` keeps it as `phoneNumber`; the QR event requests a pairing
+        code only when there is one); a `connecting` one keeps the QR code, and pairing code, it started with."""
+        if instance.state != "close":
+            return
+        instance.state = "open" if instance.authorized else "connecting"
         if instance.state == "connecting":
             instance.qr = f"2@{secrets.token_urlsafe(24)},{secrets.token_urlsafe(16)}"
+            instance.pairing_code = None
             if number:
                 code = "".join(secrets.choice("ABCDEFGHJKLMNPQRSTVWXYZ123456789") for _ in range(8))
                 instance.pairing_code = code
+
+    @staticmethod
+    def _qrcode(instance: Instance) -> dict[str, Any]:
+        """whatsapp.baileys.service.ts `qrCode`: `{pairingCode, code, base64, count}`."""
+        return {"pairingCode": instance.pairing_code, "code": instance.qr, "base64": "data:image/png;base64,iVBOR",
+                "count": 1}  # fmt: skip
 
     def _instance_connectionState(self, request: Request, instance: Instance) -> Response:
         return Response(200, {"instance": {"instanceName": instance.name, "state": instance.state}})
 
     def _instance_connect(self, request: Request, instance: Instance) -> Response:
+        """instance.controller.ts `connectToWhatsapp`: `open` answers the connection state; `connecting` the QR code
+        it has (whatever `number` says now); `close` starts with `number`."""
         self._connect(instance, request.query.get("number"))
         if instance.state == "open":
             return Response(200, {"instance": {"instanceName": instance.name, "state": "open"}})
-        pairing = instance.pairing_code if request.query.get("number") else None
-        return Response(200, {"pairingCode": pairing, "code": instance.qr, "base64": "data:image/png;base64,iVBOR",
-                              "count": 1})  # fmt: skip
+        return Response(200, self._qrcode(instance))
 
     def _instance_logout(self, request: Request, instance: Instance) -> Response:
         if instance.state == "close":
@@ -444,18 +466,34 @@ class FakeEvolution(_GroupRoutes, FakeServer):
 
     # src/api/integrations/event/webhook/webhook.router.ts + webhook.controller.ts `set` -------------------------------
     @staticmethod
-    def _check_webhook(hook: dict[str, Any]) -> dict[str, Any]:
-        if hook.get("enabled") and not str(hook.get("url") or "").startswith(("http://", "https://")):
-            raise evo_error(400, ['Invalid "url" property'])
-        events = hook.get("events") or []
-        if any(e not in EVENTS for e in events):
-            raise evo_error(400, ["webhook.events must be one of the known events"])
-        if hook.get("enabled") and not events:
-            hook = {**hook, "events": sorted(EVENTS)}
-        return dict(hook)
+    def _check_webhook(hook: Any) -> dict[str, Any]:
+        """src/api/integrations/event/webhook/webhook.schema.ts `webhookSchema` (`enabled` and `url` required and not
+        empty, `events` an array of event.controller.ts `events`), then webhook.controller.ts `set`: disabled keeps
+        no events; enabled reads `events.length`, a TypeError (500) when the list is missing, and an empty list means
+        every event."""
+        if not isinstance(hook, dict):
+            raise evo_error(400, ["instance.webhook is not of a type(s) object"])
+        problems = [f'instance.webhook requires property "{k}"' for k in ("enabled", "url") if k not in hook]
+        if "enabled" in hook and not isinstance(hook["enabled"], bool):
+            problems.append("instance.webhook.enabled is not of a type(s) boolean")
+        if "url" in hook and (not isinstance(hook["url"], str) or not hook["url"]):
+            problems.append('The "url" cannot be empty')
+        events = hook.get("events")
+        if events is not None and (not isinstance(events, list) or any(e not in EVENTS for e in events)):
+            problems.append("instance.webhook.events is not one of enum values")
+        if problems:
+            raise evo_error(400, problems)
+        if not hook["enabled"]:
+            return {**hook, "events": []}
+        if events is None:
+            raise evo_error(500, "Cannot read properties of undefined (reading 'length')")
+        return {**hook, "events": list(events) or sorted(EVENTS)}
 
     def _webhook_set(self, request: Request, instance: Instance) -> Response:
-        instance.webhook = self._check_webhook(_json(request).get("webhook") or {})
+        body = _json(request)
+        if "webhook" not in body:
+            raise evo_error(400, ['instance requires property "webhook"'])
+        instance.webhook = self._check_webhook(body["webhook"])
         return Response(201, {"id": f"wh-{instance.name}", **instance.webhook})
 
     # src/api/routes/sendMessage.router.ts + src/api/dto/sendMessage.dto.ts --------------------------------------------

@@ -5,7 +5,8 @@ Routes and bodies are Evolution's own (src/api/routes/*.router.ts, src/api/dto/*
 `{status, error, response: {message}}`.
 
 - Instance: `GET /instance/connectionState/{instance}` (404 when unknown) → `{instance: {instanceName, state}}`;
-  `POST /instance/create` `{instanceName, integration: "WHATSAPP-BAILEYS", qrcode: true, webhook}`, or for an
+  `POST /instance/create` `{instanceName, integration: "WHATSAPP-BAILEYS", qrcode: false, webhook}` (the instance
+  waits, `close`, until a QR code or a pairing code is asked for), or for an
   existing instance `POST /webhook/set/{instance}` `{webhook}` then `GET /instance/connect/{instance}`;
   `DELETE /instance/delete/{instance}` on disconnect. States `open`, `connecting`, `close` → channel `connected`,
   `pairing`, `disconnected`.
@@ -13,8 +14,9 @@ Routes and bodies are Evolution's own (src/api/routes/*.router.ts, src/api/dto/*
   `headers: {jwt_key: <channel secret>}`: Evolution then sends `Authorization: Bearer <JWT>` signed HS256 with that
   key, `{iat, exp: iat + 600, app: "evolution", action: "webhook"}` (src/api/integrations/event/webhook/
   webhook.controller.ts `generateJwtToken`), which we verify; the body names the instance.
-- Pairing: `GET /instance/connect/{instance}` → `{code, pairingCode, base64, count}` (`?number=` asks for a pairing
-  code).
+- Pairing: `GET /instance/connect/{instance}` → `{code, pairingCode, base64, count}`; a pairing code needs the
+  connection to start with the number: `?number=` on a `close` instance, else the instance is deleted and created
+  again with `{number, qrcode: true}` (its answer's `qrcode.pairingCode`).
 - Sends: `POST /message/sendText|sendMedia|sendWhatsAppAudio|sendSticker|sendLocation|sendContact/{instance}`; the
   answer is Baileys' message `{key: {remoteJid, fromMe, id}, ...}`. Our provider message id is
   `<fromMe>_<remoteJid>_<id>` (the key in one string), so later actions can name the key again.
@@ -229,20 +231,26 @@ class EvolutionProvider(LinkedDeviceProvider):
             raise
         return str(obj(data.get("instance")).get("state") or "")
 
+    def _create(self, number: str | None = None) -> dict[str, Any]:
+        """`POST /instance/create` (src/validate/instance.schema.ts `instanceSchema`): without a number the instance
+        stays `close` (`qrcode: false`: nothing is started until a QR code or a pairing code is asked for); with one,
+        `qrcode: true` starts it with that number, so the answer's `qrcode.pairingCode` is the code
+        (instance.controller.ts `createInstance` → `connectToWhatsapp(instanceData.number)`)."""
+        body: dict[str, Any] = {"instanceName": self.session, "integration": "WHATSAPP-BAILEYS",
+                                "qrcode": number is not None, "webhook": self._webhook()}  # fmt: skip
+        if number is not None:
+            body["number"] = number
+        return obj(self.api().call("POST", "/instance/create", json_body=body))
+
     def connect(self) -> ConnectResult:
         state = self._state()
-        if state is None:
-            body = {
-                "instanceName": self.session,
-                "integration": "WHATSAPP-BAILEYS",
-                "qrcode": True,
-                "webhook": self._webhook(),
-            }
-            data = obj(self.api().call("POST", "/instance/create", json_body=body))
-            state = str(obj(data.get("instance")).get("status") or "connecting")
+        fresh = state is None
+        if fresh:
+            data = self._create()
+            state = str(obj(data.get("instance")).get("status") or "close")
         else:
             self._call("POST", "webhook", "set", {"webhook": self._webhook()})
-            if state == "close":
+            if state == "close":  # a paired instance reconnects; an unpaired one starts showing QR codes
                 self._call("GET", "instance", "connect")
                 state = self._state() or "close"
         status = STATES.get(state)
@@ -250,6 +258,8 @@ class EvolutionProvider(LinkedDeviceProvider):
             raise ProviderUnavailable(f"{PROVIDER} answered an unknown connection state {state!r}.")
         metadata: dict[str, Any] = {"session": self.session, "engine": self.engine, "engine_status": state}
         if status == "disconnected":
+            if fresh:  # created and waiting for a QR code or a pairing code to be asked for
+                return ConnectResult("pairing", metadata)
             status = "error"
             metadata["error"] = f"The {PROVIDER} instance stayed closed; reconnect, or scan the QR code again."
         return ConnectResult(status, metadata)
@@ -276,7 +286,22 @@ class EvolutionProvider(LinkedDeviceProvider):
         return {"qr": str(data["code"]), "expires_in": None}
 
     def pairing_code(self, phone: str) -> dict[str, Any]:
-        data = obj(self._call("GET", "instance", "connect", params={"number": digits(phone)}))
+        """Evolution computes a pairing code only when the connection starts with the number
+        (instance.controller.ts `connectToWhatsapp`: a `close` instance is started with `number`; a `connecting` one
+        answers the QR code it already has, `pairingCode: null`). A closed instance is connected with `?number=`; one
+        already showing QR codes is deleted and created again with the number."""
+        number = digits(phone)
+        if not number:
+            raise ProviderRejected("A pairing code needs the phone number of the WhatsApp account.")
+        state = self._state()
+        if state == "open":
+            raise ProviderRejected(f"The {PROVIDER} instance is already paired.")
+        if state == "close":
+            data = obj(self._call("GET", "instance", "connect", params={"number": number}))
+        else:
+            if state is not None:
+                self._call("DELETE", "instance", "delete")
+            data = obj(self._create(number).get("qrcode"))
         if not data.get("pairingCode"):
             raise ProviderRejected(f"{PROVIDER} answered without a pairing code; is the instance waiting to pair?")
         return {"code": str(data["pairingCode"])}
