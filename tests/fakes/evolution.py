@@ -9,6 +9,10 @@ of the real engine (commit 3454bec of its main branch), each route citing the Ev
   `stateConnection`); `create` with `qrcode: true` starts connecting; `link()` is the phone scanning the QR code.
 - Sends answer 201 with Baileys' message `{key: {remoteJid, fromMe, id}, ...}` (src/api/routes/sendMessage.router.ts,
   `HttpStatus.CREATED`); a number not on WhatsApp is 400 with `[{exists: false, jid, number}]`.
+- Bodies are checked as Evolution's JSON schemas check them (src/validate/instance.schema.ts, message.schema.ts,
+  src/api/integrations/event/webhook/webhook.schema.ts; src/api/abstract/abstract.router.ts `groupValidate`: group
+  routes take `groupJid` in the query string), each route citing its schema; what they refuse is a 400 listing the
+  problems, and `webhook/set` enabled without its `events` list fails as webhook.controller.ts `set` does (500).
 - Webhooks: `webhook(event, data)` builds Evolution's body `{event, instance, data, destination, date_time, sender,
   server_url, apikey}` and, when the instance's webhook headers carry `jwt_key`, `Authorization: Bearer <JWT>` signed
   HS256 with `{iat, exp: iat + 600, app: "evolution", action: "webhook"}`
@@ -93,6 +97,8 @@ class _GroupRoutes:
         return self.numbers_on_whatsapp is None or number in self.numbers_on_whatsapp
 
     def _the_group(self, request: Request, instance: Instance) -> tuple[str, dict[str, Any]]:
+        """src/api/abstract/abstract.router.ts `groupValidate`: `groupJid` in the query string (Evolution reads a
+        body's first; the adapter sends none), else 400; `@g.us` is appended when missing."""
         jid = request.query.get("groupJid") or ""
         if not jid:
             raise evo_error(400, ["The group id needs to be informed in the query"])
@@ -506,7 +512,9 @@ class FakeEvolution(_GroupRoutes, FakeServer):
             raise evo_error(400, ["number must be digits"])
         if self.numbers_on_whatsapp is not None and number not in self.numbers_on_whatsapp:
             raise evo_error(400, [{"exists": False, "jid": f"{number}@s.whatsapp.net", "number": number}])
-        quoted = body.get("quoted")
+        quoted = body.get("quoted")  # message.schema.ts `quotedOptionsSchema`: `key.id` required, not empty
+        if quoted is not None and not (isinstance(obj_get(quoted, "key", "id"), str) and obj_get(quoted, "key", "id")):
+            raise evo_error(400, ['The "id" cannot be empty'])
         if quoted is not None and obj_get(quoted, "key", "id") not in instance.messages:
             raise evo_error(400, ["quoted message not found"])
         return body, f"{number}@s.whatsapp.net"
@@ -554,17 +562,36 @@ class FakeEvolution(_GroupRoutes, FakeServer):
         return self._sent(instance, jid, {"kind": "sticker", "sticker": body["sticker"]}, "stickerMessage")
 
     def _message_sendLocation(self, request: Request, instance: Instance) -> Response:
+        """src/validate/message.schema.ts `locationMessageSchema`: `latitude`, `longitude` numbers and `name`,
+        `address` strings, all four required."""
         body, jid = self._sending(request, instance)
-        if not all(isinstance(body.get(k), (int, float)) for k in ("latitude", "longitude")):
-            raise evo_error(400, ["latitude and longitude are required"])
+        problems = [f'instance requires property "{k}"' for k in ("latitude", "longitude", "name", "address")
+                    if k not in body]  # fmt: skip
+        problems += [f"instance.{k} is not of a type(s) number" for k in ("latitude", "longitude")
+                     if k in body and not _is_number(body[k])]  # fmt: skip
+        problems += [f"instance.{k} is not of a type(s) string" for k in ("name", "address")
+                     if k in body and not isinstance(body[k], str)]  # fmt: skip
+        if problems:
+            raise evo_error(400, problems)
         record = {"kind": "location", **{k: body.get(k) for k in ("latitude", "longitude", "name", "address")}}
         return self._sent(instance, jid, record, "locationMessage")
 
     def _message_sendContact(self, request: Request, instance: Instance) -> Response:
+        """src/validate/message.schema.ts `contactMessageSchema`: `contact` a non-empty array of objects with
+        `fullName` (not empty) and `phoneNumber` (a string of at least 10 characters); `wuid`, when given, a numeric
+        string of at least 10."""
         body, jid = self._sending(request, instance)
         contacts = body.get("contact")
-        if not isinstance(contacts, list) or not contacts or any(not c.get("fullName") for c in contacts):
-            raise evo_error(400, ["contact[].fullName is required"])
+        if not isinstance(contacts, list) or not contacts or not all(isinstance(c, dict) for c in contacts):
+            raise evo_error(400, ["instance.contact is not of a type(s) array"])
+        for index, card in enumerate(contacts):
+            if not isinstance(card.get("fullName"), str) or not card["fullName"]:
+                raise evo_error(400, [f'The "fullName" cannot be empty (contact[{index}])'])
+            if not isinstance(card.get("phoneNumber"), str) or len(card["phoneNumber"]) < 10:
+                raise evo_error(400, [f"instance.contact[{index}].phoneNumber does not meet minimum length of 10"])
+            wuid = card.get("wuid")
+            if wuid is not None and (not isinstance(wuid, str) or len(wuid) < 10 or not re.search(r"\d+", wuid)):
+                raise evo_error(400, ['"wuid" must be a numeric string'])
         return self._sent(instance, jid, {"kind": "contact", "contact": contacts}, "contactMessage")
 
     def _message_sendReaction(self, request: Request, instance: Instance) -> Response:
@@ -681,3 +708,8 @@ def _json(request: Request) -> dict[str, Any]:
     if not isinstance(data, dict):
         raise evo_error(400, "The body must be a JSON object")
     return data
+
+
+def _is_number(value: Any) -> bool:
+    """JSON Schema's `number` (jsonschema, which Evolution validates with): not a boolean."""
+    return isinstance(value, int | float) and not isinstance(value, bool)

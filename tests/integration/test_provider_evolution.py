@@ -231,7 +231,8 @@ def test_send_every_type(evo, linked):
     linked.send(out("sticker", media={"url": "https://cdn.example/s.webp"}))
     assert evo.last.path == f"/message/sendSticker/{CHANNEL}"
     linked.send(out("location", media={"latitude": 52.52, "longitude": 13.405, "name": "Office"}))
-    assert evo.last.json == {"number": TO, "latitude": 52.52, "longitude": 13.405, "name": "Office"}
+    # locationMessageSchema requires name and address: the fake refuses the send without them, as Evolution does
+    assert evo.last.json == {"number": TO, "latitude": 52.52, "longitude": 13.405, "name": "Office", "address": ""}
     linked.send(
         out(
             "contacts",

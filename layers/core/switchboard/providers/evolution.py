@@ -324,7 +324,9 @@ class EvolutionProvider(LinkedDeviceProvider):
         elif kind == "location":
             if "latitude" not in media or "longitude" not in media:
                 raise ProviderRejected("A location message needs latitude and longitude.")
-            body |= {k: media[k] for k in ("latitude", "longitude", "name", "address") if media.get(k) is not None}
+            # message.schema.ts `locationMessageSchema` requires all four (name and address may be empty)
+            body |= {"latitude": media["latitude"], "longitude": media["longitude"],
+                     "name": str(media.get("name") or ""), "address": str(media.get("address") or "")}  # fmt: skip
         elif kind == "contacts":
             cards = contact_cards(message)
             if not cards or not all(number for _, number, _ in cards):
