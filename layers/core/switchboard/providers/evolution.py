@@ -243,12 +243,13 @@ class EvolutionProvider(LinkedDeviceProvider):
         return obj(self.api().call("POST", "/instance/create", json_body=body))
 
     def connect(self) -> ConnectResult:
-        state = self._state()
-        fresh = state is None
-        if fresh:
+        found = self._state()
+        fresh = found is None
+        if found is None:
             data = self._create()
             state = str(obj(data.get("instance")).get("status") or "close")
         else:
+            state = found
             self._call("POST", "webhook", "set", {"webhook": self._webhook()})
             if state == "close":  # a paired instance reconnects; an unpaired one starts showing QR codes
                 self._call("GET", "instance", "connect")
