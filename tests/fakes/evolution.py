@@ -42,7 +42,8 @@ EVENTS = {  # src/api/integrations/event/event.controller.ts `events`
     "LOGOUT_INSTANCE", "INSTANCE_CREATE", "INSTANCE_DELETE", "STATUS_INSTANCE",
 }  # fmt: skip
 PRESENCES = {"unavailable", "available", "composing", "recording", "paused"}  # Baileys WAPresence
-SEND_ROUTES = {"sendText", "sendMedia", "sendWhatsAppAudio", "sendSticker", "sendLocation", "sendContact"}
+SEND_ROUTES = {"sendText", "sendMedia", "sendWhatsAppAudio", "sendSticker", "sendLocation", "sendContact",
+               "sendPoll"}  # fmt: skip
 
 
 def evo_error(status: int, message: Any) -> HttpError:
@@ -575,6 +576,27 @@ class FakeEvolution(_GroupRoutes, FakeServer):
             raise evo_error(400, problems)
         record = {"kind": "location", **{k: body.get(k) for k in ("latitude", "longitude", "name", "address")}}
         return self._sent(instance, jid, record, "locationMessage")
+
+    def _message_sendPoll(self, request: Request, instance: Instance) -> Response:
+        """src/validate/message.schema.ts `pollMessageSchema`: `name` a string, `selectableCount` an integer 0 to 10,
+        `values` 2 to 10 distinct strings, all required (src/api/routes/sendMessage.router.ts `sendPoll`)."""
+        body, jid = self._sending(request, instance)
+        problems = [f'instance requires property "{k}"' for k in ("name", "selectableCount", "values") if k not in body]
+        count, values = body.get("selectableCount"), body.get("values")
+        if "name" in body and not isinstance(body["name"], str):
+            problems.append("instance.name is not of a type(s) string")
+        whole = isinstance(count, int) and not isinstance(count, bool)
+        if "selectableCount" in body and not (whole and 0 <= count <= 10):
+            problems.append("instance.selectableCount must be an integer from 0 to 10")
+        if "values" in body and (
+            not isinstance(values, list) or not 2 <= len(values) <= 10 or len(set(map(str, values))) != len(values)
+            or not all(isinstance(v, str) for v in values)
+        ):  # fmt: skip
+            problems.append("instance.values must be 2 to 10 distinct strings")
+        if problems:
+            raise evo_error(400, problems)
+        record = {"kind": "poll", "name": body["name"], "selectableCount": count, "values": values}
+        return self._sent(instance, jid, record, "pollCreationMessage")
 
     def _message_sendContact(self, request: Request, instance: Instance) -> Response:
         """src/validate/message.schema.ts `contactMessageSchema`: `contact` a non-empty array of objects with

@@ -279,6 +279,7 @@ class FakeWaha(FakeServer):
             ("POST", "/api/sendVideo"): self._send_file,
             ("POST", "/api/sendLocation"): self._send_location,
             ("POST", "/api/sendContactVcard"): self._send_vcard,
+            ("POST", "/api/sendPoll"): self._send_poll,
             ("PUT", "/api/reaction"): self._reaction,
             ("POST", "/api/sendSeen"): self._seen,
             ("POST", "/api/contacts/block"): self._block,
@@ -650,6 +651,22 @@ class FakeWaha(FakeServer):
         if not isinstance(body.get("text"), str) or not body["text"]:
             raise nest_error(400, "text must be a string")
         return self._answer(session, chat, {"kind": "text", "text": body["text"], **self._reply_to(session, body)})
+
+    def _send_poll(self, request: Request) -> Response:
+        """src/api/chatting.controller.ts `sendPoll` (MessagePollRequest: `poll` a MessagePoll `{name, options[],
+        multipleAnswers}`, src/structures/chatting.dto.ts); it has no count of answers beyond one or many."""
+        body = _json(request)
+        session, chat = self._sending(body)
+        poll = body.get("poll")
+        if not isinstance(poll, dict) or not isinstance(poll.get("name"), str) or not poll["name"]:
+            raise nest_error(400, "poll.name must be a string")
+        options = poll.get("options")
+        if not isinstance(options, list) or len(options) < 2 or not all(isinstance(o, str) and o for o in options):
+            raise nest_error(400, "poll.options must be an array of strings")
+        if not isinstance(poll.get("multipleAnswers", False), bool):
+            raise nest_error(400, "poll.multipleAnswers must be a boolean value")
+        record = {"kind": "poll", "poll": dict(poll), **self._reply_to(session, body)}
+        return self._answer(session, chat, record)
 
     def _send_file(self, request: Request) -> Response:
         body = _json(request)

@@ -101,6 +101,10 @@ def _content(body: models.SendMessage) -> tuple[str | None, dict[str, Any] | Non
             (body.interactive.get("body") or {}).get("text") if isinstance(body.interactive.get("body"), dict) else None
         )
         return text, {"interactive": body.interactive}, text or f"[interactive {body.interactive['type']}]"
+    if body.type == "poll":
+        if not body.poll:
+            raise ValidationFailed.field("body.poll", "is required for poll messages")
+        return body.poll.name, {"poll": body.poll.model_dump()}, f"[poll] {body.poll.name}"
     if body.type == "contacts":
         if not body.contacts:
             raise ValidationFailed.field("body.contacts", "is required for contacts messages")
@@ -170,9 +174,13 @@ def _check_recipient(contact: Item, state: dict[str, Item], conv: Item | None, r
         raise Conflict(f"The recipient opted out of {CHANNEL_KIND} messages.", code="recipient_opted_out")
 
 
+ENGINE_ONLY_TYPES = frozenset({"poll"})  # only adapters that list them in `message_types` can send these
+
+
 def _check_type(channel: Item, kind: str) -> None:
     adapter = provider_for(channel)
-    if adapter.message_types is not None and kind not in adapter.message_types:
+    types = adapter.message_types
+    if (types is None and kind in ENGINE_ONLY_TYPES) or (types is not None and kind not in types):
         raise UnsupportedByProvider(
             f"The channel's engine cannot send {kind} messages.",
             details=[{"platform": channel["platform"], "operation": f"send {kind}"}],
@@ -189,7 +197,7 @@ def send(store: Store, auth: AuthContext, body: models.SendMessage) -> models.Me
         from switchboard.catalog.templates import validate_template_message
 
         validate_template_message(store, org, channel["id"], body.template)
-    if channel["platform"] == "whatsapp_web":  # engines differ in what they can send: refused before it is queued
+    if channel["platform"] == "whatsapp_web" or body.type in ENGINE_ONLY_TYPES:  # refused before it is queued
         _check_type(channel, body.type)
     if channel["status"] != "connected" or not channel.get("is_active", True):
         raise Conflict("The channel is not connected.", details=[{"channel_status": channel["status"]}])
@@ -348,6 +356,7 @@ def _hand_off(store: Store, org: str, message: Item, channel: Item) -> str:
         preview_url=bool(content.get("preview_url")),
         interactive=content.get("interactive"),
         contacts=content.get("contacts"),
+        poll=content.get("poll"),
     )
     return provider_for(channel).send(outbound).provider_message_id
 

@@ -73,6 +73,7 @@ class OutboundMessage:
     preview_url: bool = False  # text: render a link preview
     interactive: dict[str, Any] | None = None  # Meta's interactive object
     contacts: list[dict[str, Any]] | None = None  # Meta's contact cards
+    poll: dict[str, Any] | None = None  # {name, options, selectable_count} (0: any number of answers)
 
 
 def contact_cards(message: OutboundMessage) -> list[tuple[str, str, str]]:

@@ -91,6 +91,7 @@ SEND_ROUTES = {
     "sticker": "sendSticker",
     "location": "sendLocation",
     "contacts": "sendContact",
+    "poll": "sendPoll",  # src/api/routes/sendMessage.router.ts, src/validate/message.schema.ts pollMessageSchema
 }
 _KEY = re.compile(r"^(true|false)_([^_]+)_(.+)$")
 NOT_MESSAGES = {
@@ -328,6 +329,13 @@ class EvolutionProvider(LinkedDeviceProvider):
             # message.schema.ts `locationMessageSchema` requires all four (name and address may be empty)
             body |= {"latitude": media["latitude"], "longitude": media["longitude"],
                      "name": str(media.get("name") or ""), "address": str(media.get("address") or "")}  # fmt: skip
+        elif kind == "poll":
+            poll = message.poll or {}
+            options = list(poll.get("options") or [])
+            if len(options) > 10:  # pollMessageSchema: `values` 2 to 10, `selectableCount` 0 to 10
+                raise ProviderRejected(f"{PROVIDER} polls have at most 10 options.")
+            count = int(poll.get("selectable_count", 1))
+            body |= {"name": poll.get("name"), "selectableCount": count, "values": options}
         elif kind == "contacts":
             cards = contact_cards(message)
             if not cards or not all(number for _, number, _ in cards):

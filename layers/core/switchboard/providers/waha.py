@@ -88,6 +88,7 @@ SEND_ROUTES = {
     "video": "/api/sendVideo",
     "location": "/api/sendLocation",
     "contacts": "/api/sendContactVcard",
+    "poll": "/api/sendPoll",  # src/api/chatting.controller.ts sendPoll, src/structures/chatting.dto.ts MessagePoll
 }
 _SERIALIZED = re.compile(r"^(true|false)_([^_]+)_(.+)$")
 
@@ -288,6 +289,13 @@ class WahaProvider(LinkedDeviceProvider):
                 raise ProviderRejected("A location message needs latitude and longitude.")
             body |= {"latitude": media["latitude"], "longitude": media["longitude"]}
             body["title"] = str(media.get("name") or media.get("address") or "")
+        elif kind == "poll":
+            poll = message.poll or {}
+            count = int(poll.get("selectable_count", 1))
+            if count not in (0, 1, len(poll.get("options") or [])):  # MessagePoll has only `multipleAnswers`
+                raise ProviderRejected(f"{PROVIDER} polls allow one answer or any number (selectable_count 1 or 0).")
+            body["poll"] = {"name": poll.get("name"), "options": list(poll.get("options") or []),
+                            "multipleAnswers": count != 1}  # fmt: skip
         elif kind == "contacts":
             cards = contact_cards(message)
             if not cards or not all(number for _, number, _ in cards):
