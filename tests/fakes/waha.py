@@ -212,6 +212,14 @@ class FakeWaha(FakeServer):
         people = [{"id": p if "@" in p else f"{p}@c.us", "role": role} for p in phones]
         return {"type": kind, "timestamp": int(time.time()), "group": {"id": jid}, "participants": people, "_data": {}}
 
+    def poll_vote(self, name: str, poll_id: str, from_phone: str, options: list[str], at_ms: int) -> dict[str, Any]:
+        """The `poll.vote` payload (src/structures/webhooks.dto.ts PollVotePayload: `vote` a PollVote with
+        `selectedOptions` and `timestamp`, `poll` the poll message's MessageDestination)."""
+        chat = f"{from_phone}@c.us"
+        vote = {"id": f"false_{chat}_{secrets.token_hex(10).upper()}", "to": f"{self.phone}@c.us", "from": chat,
+                "fromMe": False, "selectedOptions": options, "timestamp": at_ms}  # fmt: skip
+        return {"vote": vote, "poll": {"id": poll_id, "to": chat, "from": f"{self.phone}@c.us", "fromMe": True}}
+
     def last_sent(self, name: str) -> tuple[str, dict[str, Any]]:
         with self._lock:
             mine = [(k, v) for k, v in self.sessions[name].messages.items() if v["fromMe"]]

@@ -98,3 +98,31 @@ def test_platforms_without_polls_answer_unsupported_by_provider(api: Api):
     body = {"channel_id": channel["id"], "to": ADA, "type": "poll", "poll": POLL}
     api.assert_error(api.post("/v1/messages", json=body), 400, "unsupported_by_provider")
     assert _ok(api.get("/v1/conversations")) == []
+
+
+def test_waha_poll_votes_come_back_as_the_polls_tally(api: Api):
+    with FakeWaha(api_key="k") as fake:
+        engine = Engine(api, "waha", fake)
+        sent, _ = engine.send_poll({**POLL, "selectable_count": 0})
+        poll_id, _ = fake.last_sent(engine.id)
+        bob = "4915112345672"
+
+        def vote(phone: str, options: list[str], at: int) -> None:
+            body, headers = fake.webhook(engine.id, "poll.vote", fake.poll_vote(engine.id, poll_id, phone, options, at))
+            _ok(api.post(f"/v1/providers/{engine.id}/callback", content=body, headers=headers))
+
+        def tally() -> dict[str, int]:
+            [conv] = _ok(api.get("/v1/conversations"))
+            thread = _ok(api.get(f"/v1/conversations/{conv['id']}/messages"))
+            [poll] = [m for m in thread if m["id"] == sent["id"]]
+            return dict(poll["poll_tally"])
+
+        vote(ADA, ["Pizza"], 1_000)
+        vote(bob, ["Pizza", "Sushi", "Nope"], 1_000)  # an answer the poll lacks is ignored
+        assert tally() == {"Pizza": 2, "Sushi": 1, "Salad": 0}
+        vote(ADA, ["Salad"], 3_000)  # Ada changed her vote…
+        vote(ADA, ["Sushi"], 2_000)  # …after a change that lands last
+        assert tally() == {"Pizza": 1, "Sushi": 1, "Salad": 1}
+        vote(bob, [], 4_000)  # withdrawn
+        assert tally() == {"Pizza": 0, "Sushi": 0, "Salad": 1}
+        assert len(_ok(api.get(f"/v1/conversations/{_ok(api.get('/v1/conversations'))[0]['id']}/messages"))) == 1

@@ -644,6 +644,43 @@ def status_callback(store: Store, org: str, channel: Item, callback: StatusCallb
     return status.apply(store, org, message, callback.status, error=callback.error)
 
 
+def _apply_vote(store: Store, org: str, message: Item, change: MessageChange) -> bool:
+    """A customer's vote on one of our polls: `poll_votes` (voter phone → the answers chosen and the engine's time
+    of the vote) keeps each voter's latest vote (an older one arriving late changes nothing), and `poll_tally`
+    (answer → votes) is recounted from it. Answers the poll does not have are ignored. Conditional on the votes read
+    (`poll_rev`), re-read on a concurrent vote."""
+    if message.get("type") != "poll" or not change.voter:
+        return False
+    offered = list(((message.get("media") or {}).get("poll") or {}).get("options") or [])
+    chosen = [o for o in dict.fromkeys(change.options) if o in offered]
+    for _ in range(5):
+        votes = dict(message.get("poll_votes") or {})
+        prior = votes.get(change.voter) or {}
+        if change.event_at is not None and prior.get("at") is not None and change.event_at < int(prior["at"]):
+            return False
+        if prior.get("options") == chosen and (change.event_at is None or prior.get("at") == change.event_at):
+            return False
+        votes[change.voter] = {"options": chosen, "at": change.event_at}
+        tally = {o: sum(o in v.get("options", []) for v in votes.values()) for o in offered}
+        rev = int(message.get("poll_rev") or 0)
+        try:
+            store.update(
+                shards.key_of(message),
+                "SET poll_votes = :votes, poll_tally = :tally, poll_rev = :next, updated_at = :now",
+                condition="attribute_exists(PK) AND (attribute_not_exists(poll_rev) OR poll_rev = :rev)",
+                values={":votes": votes, ":tally": tally, ":next": rev + 1, ":rev": rev, ":now": clock.now_iso()},
+                return_values="NONE",
+            )
+        except Conflict:
+            fresh = status.get_message(store, org, message["id"], consistent=True)
+            if fresh is None:
+                return False
+            message = fresh
+            continue
+        return True
+    raise Conflict("The poll changed meanwhile; retry.")
+
+
 def apply_change(store: Store, org: str, channel: Item, change: MessageChange) -> bool:
     """The customer's reaction, edit or revoke applied to the stored message it names (never a new message): a
     reaction sets `customer_reaction` (an empty emoji clears it), an edit sets `text` and `edited_at`, a revoke sets
@@ -657,6 +694,8 @@ def apply_change(store: Store, org: str, channel: Item, change: MessageChange) -
             break
     if message is None or message.get("deleted"):
         return False
+    if change.kind == "poll_vote":
+        return _apply_vote(store, org, message, change)
     when = change.timestamp or clock.now_iso()
     if change.kind == "reaction":
         changes: Item = {"customer_reaction": change.text or None}

@@ -443,6 +443,9 @@ class ConversationMessage(BaseModel):
     last_error: str | None = Field(default=None, description="Why it failed, when `status` is `failed`")
     reaction: str | None = Field(default=None, description="our reaction to the message (`POST /v1/messages/react`)")
     customer_reaction: str | None = Field(default=None, description="the customer's reaction to the message")
+    poll_tally: dict[str, int] | None = Field(
+        default=None, description="a poll's votes per answer (each voter's latest vote counts)"
+    )
     edited_at: Timestamp | None = Field(
         default=None, description="when the text was last edited (by us or the customer)"
     )

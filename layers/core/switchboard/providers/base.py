@@ -175,12 +175,17 @@ class LabelCatalogEvent:
 class MessageChange:
     """The customer reacted to, edited or revoked a message we already store. Engines name the target by a bare id
     or a serialized one, so `targets` lists the provider message ids it may be stored under (the first stored one is
-    changed). `kind` is `reaction` (`text`: the emoji, empty removes it), `edit` (`text`: the new text) or `revoke`."""
+    changed). `kind` is `reaction` (`text`: the emoji, empty removes it), `edit` (`text`: the new text), `revoke`, or
+    `poll_vote` (`voter`: the voter's phone, `options`: the answers now chosen, none = vote withdrawn; `event_at`
+    the engine's time of the vote, which orders one voter's votes)."""
 
     targets: tuple[str, ...]
     kind: str
     text: str | None = None
     timestamp: str | None = None
+    voter: str | None = None
+    options: tuple[str, ...] = ()
+    event_at: int | None = None
 
 
 @dataclass(frozen=True)

@@ -69,7 +69,7 @@ SIGNATURE_HEADER = "x-webhook-hmac"
 # what parse_callback consumes (group.v2.* and the lids API are WAHA's since 2025; see docs/providers.md)
 EVENTS = ["message", "message.ack", "session.status", "group.v2.participants", "group.v2.update", "group.v2.leave",
           "label.chat.added", "label.chat.deleted", "label.upsert", "label.deleted", "message.reaction",
-          "message.revoked", "message.edited"]  # fmt: skip
+          "message.revoked", "message.edited", "poll.vote"]  # fmt: skip
 SESSION_STATUS = {
     "STOPPED": "disconnected",
     "STARTING": "pairing",
@@ -640,6 +640,22 @@ class WahaProvider(LinkedDeviceProvider):
             if not hex_color and isinstance(color, int) and 0 <= color < len(LABEL_COLORS):
                 hex_color = LABEL_COLORS[color]
             return [LabelCatalogEvent(str(payload["id"]), name=name.strip(), color=hex_color or None, event_at=at)]
+        if event == "poll.vote":  # src/structures/webhooks.dto.ts PollVotePayload {vote: PollVote, poll}
+            vote, poll = obj(payload.get("vote")), obj(payload.get("poll"))
+            if not poll.get("id"):
+                raise ValidationFailed.field("body.payload.poll.id", "is required")
+            chosen = vote.get("selectedOptions")
+            if not isinstance(chosen, list):
+                raise ValidationFailed.field("body.payload.vote.selectedOptions", "must be an array")
+            if vote.get("fromMe"):
+                return []
+            voter = self._participant(vote.get("participant") or vote.get("from"))
+            if voter is None:
+                return []
+            targets = _targets(str(poll["id"]), poll.get("to") or vote.get("from"))
+            stamp = event_ms(vote.get("timestamp")) or at
+            return [MessageChange(targets, "poll_vote", voter=voter, options=tuple(str(o) for o in chosen),
+                                  event_at=stamp)]  # fmt: skip
         if event in ("message.reaction", "message.edited", "message.revoked"):
             change = self._change(event, payload)
             return [change] if change else []
