@@ -43,7 +43,7 @@ EVENTS = {  # src/api/integrations/event/event.controller.ts `events`
 }  # fmt: skip
 PRESENCES = {"unavailable", "available", "composing", "recording", "paused"}  # Baileys WAPresence
 SEND_ROUTES = {"sendText", "sendMedia", "sendWhatsAppAudio", "sendSticker", "sendLocation", "sendContact",
-               "sendPoll"}  # fmt: skip
+               "sendPoll", "sendList", "sendButtons"}  # fmt: skip
 
 
 def evo_error(status: int, message: Any) -> HttpError:
@@ -597,6 +597,55 @@ class FakeEvolution(_GroupRoutes, FakeServer):
             raise evo_error(400, problems)
         record = {"kind": "poll", "name": body["name"], "selectableCount": count, "values": values}
         return self._sent(instance, jid, record, "pollCreationMessage")
+
+    def _message_sendList(self, request: Request, instance: Instance) -> Response:
+        """src/validate/message.schema.ts `listMessageSchema`: `title`, `footerText`, `buttonText` strings and
+        `sections` required; each section a `title` (not empty) and `rows`; each row `title` and `rowId` (not
+        empty), `description` not empty when given (src/api/routes/sendMessage.router.ts `sendList`)."""
+        body, jid = self._sending(request, instance)
+        problems = [f'instance requires property "{k}"' for k in ("title", "footerText", "buttonText", "sections")
+                    if k not in body]  # fmt: skip
+        problems += [f"instance.{k} is not of a type(s) string" for k in ("title", "description", "footerText",
+                     "buttonText") if k in body and not isinstance(body[k], str)]  # fmt: skip
+        sections = body.get("sections")
+        if "sections" in body and not isinstance(sections, list):
+            problems.append("instance.sections is not of a type(s) array")
+        for i, section in enumerate(sections if isinstance(sections, list) else []):
+            if not isinstance(section, dict) or not section.get("title") or not isinstance(section.get("rows"), list):
+                problems.append(f"instance.sections[{i}] requires a non-empty title and rows")
+                continue
+            for j, row in enumerate(section["rows"]):
+                if not isinstance(row, dict) or not row.get("title") or not row.get("rowId"):
+                    problems.append(f"instance.sections[{i}].rows[{j}] requires a non-empty title and rowId")
+                elif "description" in row and not row["description"]:
+                    problems.append('The "description" cannot be empty')
+        if problems:
+            raise evo_error(400, problems)
+        record = {"kind": "list", **{k: body[k] for k in ("title", "description", "footerText", "buttonText",
+                                                          "sections") if k in body}}  # fmt: skip
+        return self._sent(instance, jid, record, "listMessage")
+
+    def _message_sendButtons(self, request: Request, instance: Instance) -> Response:
+        """src/validate/message.schema.ts `buttonsMessageSchema`: `buttons[]` objects with `type` one of reply, copy,
+        url, call, pix, and `id` / `url` / `phoneNumber` not empty when given (src/api/routes/sendMessage.router.ts
+        `sendButtons`)."""
+        body, jid = self._sending(request, instance)
+        buttons = body.get("buttons")
+        problems = []
+        if buttons is not None and not isinstance(buttons, list):
+            problems.append("instance.buttons is not of a type(s) array")
+        for i, button in enumerate(buttons if isinstance(buttons, list) else []):
+            if not isinstance(button, dict) or button.get("type") not in ("reply", "copy", "url", "call", "pix"):
+                problems.append(f"instance.buttons[{i}].type is not one of enum values")
+            elif any(k in button and not button[k] for k in ("id", "url", "phoneNumber")):
+                problems.append(f"instance.buttons[{i}]: id, url and phoneNumber cannot be empty")
+        problems += [f"instance.{k} is not of a type(s) string" for k in ("title", "description", "footer")
+                     if k in body and not isinstance(body[k], str)]  # fmt: skip
+        if problems:
+            raise evo_error(400, problems)
+        record = {"kind": "buttons", **{k: body[k] for k in ("title", "description", "footer", "buttons")
+                                        if k in body}}  # fmt: skip
+        return self._sent(instance, jid, record, "buttonsMessage")
 
     def _message_sendContact(self, request: Request, instance: Instance) -> Response:
         """src/validate/message.schema.ts `contactMessageSchema`: `contact` a non-empty array of objects with

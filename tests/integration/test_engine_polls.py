@@ -126,3 +126,55 @@ def test_waha_poll_votes_come_back_as_the_polls_tally(api: Api):
         vote(bob, [], 4_000)  # withdrawn
         assert tally() == {"Pizza": 0, "Sushi": 0, "Salad": 1}
         assert len(_ok(api.get(f"/v1/conversations/{_ok(api.get('/v1/conversations'))[0]['id']}/messages"))) == 1
+
+
+LIST = {
+    "type": "list",
+    "header": {"type": "text", "text": "Menu"},
+    "body": {"text": "Pick a dish"},
+    "footer": {"text": "Open till 10"},
+    "action": {
+        "button": "Dishes",
+        "sections": [{"title": "Mains", "rows": [{"id": "p1", "title": "Pizza", "description": "Margherita"},
+                                                 {"id": "s1", "title": "Sushi"}]}],
+    },
+}  # fmt: skip
+BUTTONS = {
+    "type": "button",
+    "body": {"text": "Confirm the order?"},
+    "action": {"buttons": [{"type": "reply", "reply": {"id": "yes", "title": "Yes"}},
+                           {"type": "reply", "reply": {"id": "no", "title": "No"}}]},
+}  # fmt: skip
+
+
+def test_evolution_sends_interactive_lists_and_buttons(api: Api):
+    with FakeEvolution(api_key="k") as fake:
+        engine = Engine(api, "evolution", fake)
+        for interactive in (LIST, BUTTONS):
+            body = {"channel_id": engine.id, "to": ADA, "type": "interactive", "interactive": interactive}
+            sent = _ok(api.post("/v1/messages", json=body), 202)
+            assert messages.deliver(get_store(), api.org_id, sent["id"]) == "sent"
+        [listed] = fake.requests_to("POST", f"/message/sendList/{engine.id}")
+        assert listed.json == {
+            "number": ADA,
+            "title": "Menu",
+            "description": "Pick a dish",
+            "footerText": "Open till 10",
+            "buttonText": "Dishes",
+            "sections": [{"title": "Mains", "rows": [{"title": "Pizza", "rowId": "p1", "description": "Margherita"},
+                                                     {"title": "Sushi", "rowId": "s1"}]}],
+        }  # fmt: skip
+        [buttons] = fake.requests_to("POST", f"/message/sendButtons/{engine.id}")
+        assert buttons.json == {"number": ADA, "title": "", "description": "Confirm the order?",
+                                "buttons": [{"type": "reply", "displayText": "Yes", "id": "yes"},
+                                            {"type": "reply", "displayText": "No", "id": "no"}]}  # fmt: skip
+        cta = {"type": "cta_url", "body": {"text": "Site"}, "action": {"name": "cta_url", "parameters": {}}}
+        body = {"channel_id": engine.id, "to": ADA, "type": "interactive", "interactive": cta}
+        api.assert_error(api.post("/v1/messages", json=body), 400, "unsupported_by_provider")
+
+
+def test_waha_has_no_interactive_messages(api: Api):
+    with FakeWaha(api_key="k") as fake:
+        engine = Engine(api, "waha", fake)
+        body = {"channel_id": engine.id, "to": ADA, "type": "interactive", "interactive": LIST}
+        api.assert_error(api.post("/v1/messages", json=body), 400, "unsupported_by_provider")

@@ -177,9 +177,16 @@ def _check_recipient(contact: Item, state: dict[str, Item], conv: Item | None, r
 ENGINE_ONLY_TYPES = frozenset({"poll"})  # only adapters that list them in `message_types` can send these
 
 
-def _check_type(channel: Item, kind: str) -> None:
+def _check_type(channel: Item, kind: str, interactive: dict[str, Any] | None = None) -> None:
     adapter = provider_for(channel)
     types = adapter.message_types
+    if kind == "interactive" and interactive and adapter.interactive_types is not None:
+        shape = str(interactive.get("type"))
+        if shape not in adapter.interactive_types:
+            raise UnsupportedByProvider(
+                f"The channel's engine cannot send interactive {shape} messages.",
+                details=[{"platform": channel["platform"], "operation": f"send interactive {shape}"}],
+            )
     if (types is None and kind in ENGINE_ONLY_TYPES) or (types is not None and kind not in types):
         raise UnsupportedByProvider(
             f"The channel's engine cannot send {kind} messages.",
@@ -198,7 +205,7 @@ def send(store: Store, auth: AuthContext, body: models.SendMessage) -> models.Me
 
         validate_template_message(store, org, channel["id"], body.template)
     if channel["platform"] == "whatsapp_web" or body.type in ENGINE_ONLY_TYPES:  # refused before it is queued
-        _check_type(channel, body.type)
+        _check_type(channel, body.type, body.interactive)
     if channel["status"] != "connected" or not channel.get("is_active", True):
         raise Conflict("The channel is not connected.", details=[{"channel_status": channel["status"]}])
     ratelimit.hit_spread(store, f"send:{org}", limit=SENDS_PER_MINUTE, window_seconds=60, shards=shards.count())

@@ -261,6 +261,7 @@ class Provider:
 
     # Messages --------------------------------------------------------------------------------------------------------
     message_types: frozenset[str] | None = None  # the message types the provider can send; None: not restricted
+    interactive_types: frozenset[str] | None = None  # of `interactive` messages, the `type`s it can send; None: any
 
     def send(self, message: OutboundMessage) -> SendResult:
         raise self._unsupported("sending messages")

@@ -92,7 +92,9 @@ SEND_ROUTES = {
     "location": "sendLocation",
     "contacts": "sendContact",
     "poll": "sendPoll",  # src/api/routes/sendMessage.router.ts, src/validate/message.schema.ts pollMessageSchema
+    "interactive": "",  # list → sendList (listMessageSchema), button → sendButtons (buttonsMessageSchema)
 }
+INTERACTIVE_ROUTES = {"list": "sendList", "button": "sendButtons"}
 _KEY = re.compile(r"^(true|false)_([^_]+)_(.+)$")
 NOT_MESSAGES = {
     "reactionMessage",
@@ -189,6 +191,7 @@ class EvolutionProvider(LinkedDeviceProvider):
     engine = "evolution"
     provider_name = PROVIDER
     message_types = frozenset(SEND_ROUTES)
+    interactive_types = frozenset(INTERACTIVE_ROUTES)
 
     def api(self) -> HttpApi:
         return HttpApi(
@@ -329,6 +332,12 @@ class EvolutionProvider(LinkedDeviceProvider):
             # message.schema.ts `locationMessageSchema` requires all four (name and address may be empty)
             body |= {"latitude": media["latitude"], "longitude": media["longitude"],
                      "name": str(media.get("name") or ""), "address": str(media.get("address") or "")}  # fmt: skip
+        elif kind == "interactive":
+            shape = str((message.interactive or {}).get("type"))
+            if shape not in INTERACTIVE_ROUTES:
+                raise ProviderRejected(f"{PROVIDER} cannot send interactive {shape} messages.")
+            route = INTERACTIVE_ROUTES[shape]
+            body |= _interactive(message.interactive or {})
         elif kind == "poll":
             poll = message.poll or {}
             options = list(poll.get("options") or [])
@@ -652,6 +661,52 @@ class EvolutionProvider(LinkedDeviceProvider):
                 found_phones = tuple(p for p in phones if p)
                 out.append(GroupEvent(jid, "participants", action=action, participants=found_phones, event_at=at))
         return out
+
+
+def _text_of(part: Any) -> str:
+    return str(obj(part).get("text") or "")
+
+
+def _interactive(interactive: dict[str, Any]) -> dict[str, Any]:
+    """Meta's interactive `list` / `button` object as Evolution's sendList (message.schema.ts `listMessageSchema`:
+    `title`, `footerText`, `buttonText`, `sections[{title, rows[{title, description?, rowId}]}]` required, the
+    optional strings not empty when given) / sendButtons (`buttonsMessageSchema`: `buttons[{type: reply,
+    displayText, id}]`)."""
+    header, body, footer = _text_of(interactive.get("header")), _text_of(interactive.get("body")), _text_of(
+        interactive.get("footer"))  # fmt: skip
+    action = obj(interactive.get("action"))
+    if interactive.get("type") == "list":
+        sections = []
+        for section in action.get("sections") or []:
+            rows = []
+            for row in obj(section).get("rows") or []:
+                item = {"title": str(obj(row).get("title") or ""), "rowId": str(obj(row).get("id") or "")}
+                if not item["title"] or not item["rowId"]:
+                    raise ProviderRejected("Each list row needs an id and a title.")
+                if obj(row).get("description"):
+                    item["description"] = str(row["description"])
+                rows.append(item)
+            title = str(obj(section).get("title") or action.get("button") or header or "Options")
+            sections.append({"title": title, "rows": rows})
+        if not sections or not action.get("button"):
+            raise ProviderRejected("A list message needs action.button and action.sections.")
+        out: dict[str, Any] = {"title": header or body, "footerText": footer, "buttonText": str(action["button"]),
+                               "sections": sections}  # fmt: skip
+        if body:
+            out["description"] = body
+        return out
+    buttons = []
+    for button in action.get("buttons") or []:
+        reply = obj(obj(button).get("reply"))
+        if not reply.get("id") or not reply.get("title"):
+            raise ProviderRejected("Each reply button needs reply.id and reply.title.")
+        buttons.append({"type": "reply", "displayText": str(reply["title"]), "id": str(reply["id"])})
+    if not buttons:
+        raise ProviderRejected("A button message needs action.buttons.")
+    out = {"title": header, "description": body, "buttons": buttons}
+    if footer:
+        out["footer"] = footer
+    return out
 
 
 def _key_targets(key: dict[str, Any], chat: Any) -> tuple[str, ...]:
