@@ -321,6 +321,16 @@ class FakeEvolution(_GroupRoutes, FakeServer):
         return {"keyId": key_id, "remoteJid": record["remoteJid"], "fromMe": True, "participant": None,
                 "status": status, "instanceId": f"inst-{name}"}  # fmt: skip
 
+    def poll_update(self, name: str, key_id: str, voters: dict[str, list[str]]) -> dict[str, Any]:
+        """`messages.update` data for votes on one of our polls (whatsapp.baileys.service.ts `messages.update`:
+        `pollUpdates` is Baileys' `getAggregateVotesInPollMessage`, `[{name, voters}]` per answer; `status` is
+        `DELETED` as no status came with the update)."""
+        record = self.instances[name].messages[key_id]
+        rows = [{"name": answer, "voters": [f"{p}@s.whatsapp.net" for p in phones]}
+                for answer, phones in voters.items()]  # fmt: skip
+        return {"keyId": key_id, "remoteJid": record["remoteJid"], "fromMe": True, "participant": None,
+                "status": "DELETED", "pollUpdates": rows, "instanceId": f"inst-{name}"}  # fmt: skip
+
     @staticmethod
     def group_participants(jid: str, action: str, phones: list[str]) -> dict[str, Any]:
         """`group-participants.update` data (whatsapp.baileys.service.ts `groupHandler`), with `participantsData`."""

@@ -178,3 +178,29 @@ def test_waha_has_no_interactive_messages(api: Api):
         engine = Engine(api, "waha", fake)
         body = {"channel_id": engine.id, "to": ADA, "type": "interactive", "interactive": LIST}
         api.assert_error(api.post("/v1/messages", json=body), 400, "unsupported_by_provider")
+
+
+def test_evolution_poll_votes_come_back_as_the_polls_tally(api: Api):
+    with FakeEvolution(api_key="k") as fake:
+        engine = Engine(api, "evolution", fake)
+        sent, _ = engine.send_poll({**POLL, "selectable_count": 0})
+        key_id = fake.last_sent(engine.id)[0]
+        bob = "4915112345672"
+
+        def update(voters: dict[str, list[str]], at: str) -> None:
+            data = fake.poll_update(engine.id, key_id, voters)
+            body, headers = fake.webhook(engine.id, "messages.update", data, at=at)
+            _ok(api.post(f"/v1/providers/{engine.id}/callback", content=body, headers=headers))
+
+        def tally() -> dict[str, int]:
+            [conv] = _ok(api.get("/v1/conversations"))
+            [poll] = _ok(api.get(f"/v1/conversations/{conv['id']}/messages"))
+            assert poll["id"] == sent["id"] and poll["status"] == "sent"
+            return dict(poll["poll_tally"])
+
+        update({"Pizza": [ADA, bob], "Sushi": [bob]}, "2026-01-01T10:00:02.000Z")
+        assert tally() == {"Pizza": 2, "Sushi": 1, "Salad": 0}
+        update({"Pizza": [ADA]}, "2026-01-01T10:00:01.000Z")  # an older state, delivered late
+        assert tally() == {"Pizza": 2, "Sushi": 1, "Salad": 0}
+        update({"Salad": [ADA]}, "2026-01-01T10:00:03.000Z")  # Bob withdrew, Ada changed her answer
+        assert tally() == {"Pizza": 0, "Sushi": 0, "Salad": 1}

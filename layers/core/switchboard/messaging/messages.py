@@ -656,26 +656,41 @@ def _apply_vote(store: Store, org: str, message: Item, change: MessageChange) ->
     of the vote) keeps each voter's latest vote (an older one arriving late changes nothing), and `poll_tally`
     (answer → votes) is recounted from it. Answers the poll does not have are ignored. Conditional on the votes read
     (`poll_rev`), re-read on a concurrent vote."""
-    if message.get("type") != "poll" or not change.voter:
+    whole = change.kind == "poll_state"  # every voter's answers at once (Evolution's aggregate)
+    if message.get("type") != "poll" or not (change.voter or whole):
         return False
     offered = list(((message.get("media") or {}).get("poll") or {}).get("options") or [])
-    chosen = [o for o in dict.fromkeys(change.options) if o in offered]
+    at = change.event_at
     for _ in range(5):
         votes = dict(message.get("poll_votes") or {})
-        prior = votes.get(change.voter) or {}
-        if change.event_at is not None and prior.get("at") is not None and change.event_at < int(prior["at"]):
-            return False
-        if prior.get("options") == chosen and (change.event_at is None or prior.get("at") == change.event_at):
-            return False
-        votes[change.voter] = {"options": chosen, "at": change.event_at}
+        if whole:
+            stored_at = message.get("poll_state_at")
+            if at is not None and stored_at is not None and at < int(stored_at):
+                return False
+            votes = {voter: {"options": [o for o in dict.fromkeys(chosen) if o in offered], "at": at}
+                     for voter, chosen in change.ballots}  # fmt: skip
+            if votes == (message.get("poll_votes") or {}):
+                return False
+        else:
+            assert change.voter is not None
+            chosen = [o for o in dict.fromkeys(change.options) if o in offered]
+            prior = votes.get(change.voter) or {}
+            if at is not None and prior.get("at") is not None and at < int(prior["at"]):
+                return False
+            if prior.get("options") == chosen and (at is None or prior.get("at") == at):
+                return False
+            votes[change.voter] = {"options": chosen, "at": at}
         tally = {o: sum(o in v.get("options", []) for v in votes.values()) for o in offered}
         rev = int(message.get("poll_rev") or 0)
+        values = {":votes": votes, ":tally": tally, ":next": rev + 1, ":rev": rev, ":now": clock.now_iso(),
+                  ":at": at if whole else message.get("poll_state_at")}  # fmt: skip
         try:
             store.update(
                 shards.key_of(message),
-                "SET poll_votes = :votes, poll_tally = :tally, poll_rev = :next, updated_at = :now",
+                "SET poll_votes = :votes, poll_tally = :tally, poll_rev = :next, poll_state_at = :at, "
+                "updated_at = :now",
                 condition="attribute_exists(PK) AND (attribute_not_exists(poll_rev) OR poll_rev = :rev)",
-                values={":votes": votes, ":tally": tally, ":next": rev + 1, ":rev": rev, ":now": clock.now_iso()},
+                values=values,
                 return_values="NONE",
             )
         except Conflict:
@@ -701,7 +716,7 @@ def apply_change(store: Store, org: str, channel: Item, change: MessageChange) -
             break
     if message is None or message.get("deleted"):
         return False
-    if change.kind == "poll_vote":
+    if change.kind in ("poll_vote", "poll_state"):
         return _apply_vote(store, org, message, change)
     when = change.timestamp or clock.now_iso()
     if change.kind == "reaction":

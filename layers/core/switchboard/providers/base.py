@@ -177,7 +177,8 @@ class MessageChange:
     or a serialized one, so `targets` lists the provider message ids it may be stored under (the first stored one is
     changed). `kind` is `reaction` (`text`: the emoji, empty removes it), `edit` (`text`: the new text), `revoke`, or
     `poll_vote` (`voter`: the voter's phone, `options`: the answers now chosen, none = vote withdrawn; `event_at`
-    the engine's time of the vote, which orders one voter's votes)."""
+    the engine's time of the vote, which orders one voter's votes), or `poll_state` (`ballots`: every voter's
+    answers, the poll's whole state, ordered by `event_at` against earlier states)."""
 
     targets: tuple[str, ...]
     kind: str
@@ -186,6 +187,7 @@ class MessageChange:
     voter: str | None = None
     options: tuple[str, ...] = ()
     event_at: int | None = None
+    ballots: tuple[tuple[str, tuple[str, ...]], ...] = ()  # `poll_state`: every voter's answers (the whole state)
 
 
 @dataclass(frozen=True)

@@ -640,6 +640,8 @@ class EvolutionProvider(LinkedDeviceProvider):
                 ack = _ack(item)
                 if ack is not None:
                     out.append(ack)
+                if isinstance(item.get("pollUpdates"), list) and item.get("fromMe"):
+                    out.append(_poll_state(item, at))
             elif event == "labels.association":  # {type: add | remove, chatId, labelId}; the name from findLabels
                 chat = phone_of(item.get("chatId"))
                 listed = self._call("GET", "label", "findLabels") if chat else []
@@ -801,6 +803,21 @@ def _inbound(item: dict[str, Any]) -> InboundMessage | None:
         timestamp=iso(item.get("messageTimestamp")),
         group_jid=group,
     )
+
+
+def _poll_state(item: dict[str, Any], at: int | None) -> MessageChange:
+    """The votes on one of our polls: whatsapp.baileys.service.ts `messages.update` sends Baileys'
+    `getAggregateVotesInPollMessage` as `pollUpdates` (`[{name: answer, voters: [jid]}]`), the poll's whole state."""
+    chosen: dict[str, list[str]] = {}
+    for row in item["pollUpdates"]:
+        answer = obj(row).get("name")
+        for jid in obj(row).get("voters") or []:
+            voter = phone_of(jid)
+            if voter and isinstance(answer, str):
+                chosen.setdefault(voter, []).append(answer)
+    key = {"id": item.get("keyId"), "remoteJid": item.get("remoteJid"), "fromMe": True}
+    ballots = tuple((voter, tuple(answers)) for voter, answers in sorted(chosen.items()))
+    return MessageChange(_key_targets(key, None), "poll_state", ballots=ballots, event_at=at)
 
 
 def _ack(item: dict[str, Any]) -> StatusCallback | None:
