@@ -9,6 +9,10 @@ of the real engine (commit 3454bec of its main branch), each route citing the Ev
   `stateConnection`); `create` with `qrcode: true` starts connecting; `link()` is the phone scanning the QR code.
 - Sends answer 201 with Baileys' message `{key: {remoteJid, fromMe, id}, ...}` (src/api/routes/sendMessage.router.ts,
   `HttpStatus.CREATED`); a number not on WhatsApp is 400 with `[{exists: false, jid, number}]`.
+- Bodies are checked as Evolution's JSON schemas check them (src/validate/instance.schema.ts, message.schema.ts,
+  src/api/integrations/event/webhook/webhook.schema.ts; src/api/abstract/abstract.router.ts `groupValidate`: group
+  routes take `groupJid` in the query string), each route citing its schema; what they refuse is a 400 listing the
+  problems, and `webhook/set` enabled without its `events` list fails as webhook.controller.ts `set` does (500).
 - Webhooks: `webhook(event, data)` builds Evolution's body `{event, instance, data, destination, date_time, sender,
   server_url, apikey}` and, when the instance's webhook headers carry `jwt_key`, `Authorization: Bearer <JWT>` signed
   HS256 with `{iat, exp: iat + 600, app: "evolution", action: "webhook"}`
@@ -21,6 +25,7 @@ import base64
 import hashlib
 import hmac
 import json
+import re
 import secrets
 import time
 from dataclasses import dataclass, field
@@ -37,7 +42,8 @@ EVENTS = {  # src/api/integrations/event/event.controller.ts `events`
     "LOGOUT_INSTANCE", "INSTANCE_CREATE", "INSTANCE_DELETE", "STATUS_INSTANCE",
 }  # fmt: skip
 PRESENCES = {"unavailable", "available", "composing", "recording", "paused"}  # Baileys WAPresence
-SEND_ROUTES = {"sendText", "sendMedia", "sendWhatsAppAudio", "sendSticker", "sendLocation", "sendContact"}
+SEND_ROUTES = {"sendText", "sendMedia", "sendWhatsAppAudio", "sendSticker", "sendLocation", "sendContact",
+               "sendPoll", "sendList", "sendButtons"}  # fmt: skip
 
 
 def evo_error(status: int, message: Any) -> HttpError:
@@ -92,6 +98,8 @@ class _GroupRoutes:
         return self.numbers_on_whatsapp is None or number in self.numbers_on_whatsapp
 
     def _the_group(self, request: Request, instance: Instance) -> tuple[str, dict[str, Any]]:
+        """src/api/abstract/abstract.router.ts `groupValidate`: `groupJid` in the query string (Evolution reads a
+        body's first; the adapter sends none), else 400; `@g.us` is appended when missing."""
         jid = request.query.get("groupJid") or ""
         if not jid:
             raise evo_error(400, ["The group id needs to be informed in the query"])
@@ -313,6 +321,16 @@ class FakeEvolution(_GroupRoutes, FakeServer):
         return {"keyId": key_id, "remoteJid": record["remoteJid"], "fromMe": True, "participant": None,
                 "status": status, "instanceId": f"inst-{name}"}  # fmt: skip
 
+    def poll_update(self, name: str, key_id: str, voters: dict[str, list[str]]) -> dict[str, Any]:
+        """`messages.update` data for votes on one of our polls (whatsapp.baileys.service.ts `messages.update`:
+        `pollUpdates` is Baileys' `getAggregateVotesInPollMessage`, `[{name, voters}]` per answer; `status` is
+        `DELETED` as no status came with the update)."""
+        record = self.instances[name].messages[key_id]
+        rows = [{"name": answer, "voters": [f"{p}@s.whatsapp.net" for p in phones]}
+                for answer, phones in voters.items()]  # fmt: skip
+        return {"keyId": key_id, "remoteJid": record["remoteJid"], "fromMe": True, "participant": None,
+                "status": "DELETED", "pollUpdates": rows, "instanceId": f"inst-{name}"}  # fmt: skip
+
     @staticmethod
     def group_participants(jid: str, action: str, phones: list[str]) -> dict[str, Any]:
         """`group-participants.update` data (whatsapp.baileys.service.ts `groupHandler`), with `participantsData`."""
@@ -329,8 +347,10 @@ class FakeEvolution(_GroupRoutes, FakeServer):
             return [v for v in self.instances[name].messages.values() if v["fromMe"]]
 
     def webhook(
-        self, name: str, event: str, data: Any, *, key: str | None = None, exp_in: int = 600
+        self, name: str, event: str, data: Any, *, key: str | None = None, exp_in: int = 600, at: str | None = None
     ) -> tuple[bytes, dict[str, str]]:
+        """`date_time` is when Evolution emitted the event (src/api/services/channel.service.ts `sendDataWebhook`: the
+        server's local time as an ISO string); `at` sets it (an event emitted then, delivered now)."""
         instance = self.instances[name]
         body = json.dumps(
             {
@@ -338,7 +358,7 @@ class FakeEvolution(_GroupRoutes, FakeServer):
                 "instance": name,
                 "data": data,
                 "destination": instance.webhook.get("url"),
-                "date_time": datetime.now(UTC).isoformat(),
+                "date_time": at or datetime.now(UTC).isoformat(),
                 "sender": f"{self.phone}@s.whatsapp.net",
                 "server_url": self.url,
                 "apikey": f"instance-token-{name}",
@@ -382,6 +402,18 @@ class FakeEvolution(_GroupRoutes, FakeServer):
 
     # src/api/routes/instance.router.ts + src/api/controllers/instance.controller.ts -----------------------------------
     def _create(self, body: dict[str, Any]) -> Response:
+        """src/validate/instance.schema.ts `instanceSchema` (jsonschema: `number` a string matching `^\\d+[\\.@\\w-]+`,
+        `qrcode` a boolean, strings where strings), then instance.controller.ts `createInstance`: `qrcode: true`
+        starts the connection with `number` (a pairing code only then) and answers its `qrcode`; otherwise the
+        instance stays `close`."""
+        problems = [f"instance.{k} is not of a type(s) string" for k in ("instanceName", "token", "number")
+                    if k in body and not isinstance(body[k], str)]  # fmt: skip
+        if "qrcode" in body and not isinstance(body["qrcode"], bool):
+            problems.append("instance.qrcode is not of a type(s) boolean")
+        if isinstance(body.get("number"), str) and not re.match(r"^\d+[\.@\w-]+", body["number"]):
+            problems.append('instance.number does not match pattern "^\\d+[\\.@\\w-]+"')
+        if problems:
+            raise evo_error(400, problems)
         name = str(body.get("instanceName") or "")
         if not name:
             raise evo_error(400, '"instanceName" not provided.')
@@ -389,14 +421,12 @@ class FakeEvolution(_GroupRoutes, FakeServer):
             raise evo_error(403, [f'This name "{name}" is already in use.'])
         if body.get("integration") not in ("WHATSAPP-BAILEYS", "WHATSAPP-BUSINESS", "EVOLUTION"):
             raise evo_error(400, "Invalid integration")
-        instance = self.instances[name] = Instance(name)
-        if body.get("webhook"):
-            instance.webhook = self._check_webhook(body["webhook"])
+        hook = self._check_webhook(body["webhook"]) if body.get("webhook") else {}
+        instance = self.instances[name] = Instance(name, webhook=hook)
         qrcode = None
         if body.get("qrcode"):
-            self._connect(instance, None)
-            qrcode = {"pairingCode": None, "code": instance.qr, "base64": "data:image/png;base64,iVBOR", "count": 1}
-        hook = instance.webhook
+            self._connect(instance, body.get("number"))
+            qrcode = self._qrcode(instance)
         return Response(
             201,
             {
@@ -411,24 +441,35 @@ class FakeEvolution(_GroupRoutes, FakeServer):
         )  # fmt: skip
 
     def _connect(self, instance: Instance, number: str | None) -> None:
-        if instance.state == "close":
-            instance.state = "open" if instance.authorized else "connecting"
+        """instance.controller.ts `connectToWhatsapp`: only a `close` instance (re)starts, with `number`
+        (whatsapp.baileys.service.ts `connectToWhatsapp` keeps it as `phoneNumber`; the QR event requests a pairing
+        code only when there is one); a `connecting` one keeps the QR code, and pairing code, it started with."""
+        if instance.state != "close":
+            return
+        instance.state = "open" if instance.authorized else "connecting"
         if instance.state == "connecting":
             instance.qr = f"2@{secrets.token_urlsafe(24)},{secrets.token_urlsafe(16)}"
+            instance.pairing_code = None
             if number:
                 code = "".join(secrets.choice("ABCDEFGHJKLMNPQRSTVWXYZ123456789") for _ in range(8))
                 instance.pairing_code = code
+
+    @staticmethod
+    def _qrcode(instance: Instance) -> dict[str, Any]:
+        """whatsapp.baileys.service.ts `qrCode`: `{pairingCode, code, base64, count}`."""
+        return {"pairingCode": instance.pairing_code, "code": instance.qr, "base64": "data:image/png;base64,iVBOR",
+                "count": 1}  # fmt: skip
 
     def _instance_connectionState(self, request: Request, instance: Instance) -> Response:
         return Response(200, {"instance": {"instanceName": instance.name, "state": instance.state}})
 
     def _instance_connect(self, request: Request, instance: Instance) -> Response:
+        """instance.controller.ts `connectToWhatsapp`: `open` answers the connection state; `connecting` the QR code
+        it has (whatever `number` says now); `close` starts with `number`."""
         self._connect(instance, request.query.get("number"))
         if instance.state == "open":
             return Response(200, {"instance": {"instanceName": instance.name, "state": "open"}})
-        pairing = instance.pairing_code if request.query.get("number") else None
-        return Response(200, {"pairingCode": pairing, "code": instance.qr, "base64": "data:image/png;base64,iVBOR",
-                              "count": 1})  # fmt: skip
+        return Response(200, self._qrcode(instance))
 
     def _instance_logout(self, request: Request, instance: Instance) -> Response:
         if instance.state == "close":
@@ -442,18 +483,34 @@ class FakeEvolution(_GroupRoutes, FakeServer):
 
     # src/api/integrations/event/webhook/webhook.router.ts + webhook.controller.ts `set` -------------------------------
     @staticmethod
-    def _check_webhook(hook: dict[str, Any]) -> dict[str, Any]:
-        if hook.get("enabled") and not str(hook.get("url") or "").startswith(("http://", "https://")):
-            raise evo_error(400, ['Invalid "url" property'])
-        events = hook.get("events") or []
-        if any(e not in EVENTS for e in events):
-            raise evo_error(400, ["webhook.events must be one of the known events"])
-        if hook.get("enabled") and not events:
-            hook = {**hook, "events": sorted(EVENTS)}
-        return dict(hook)
+    def _check_webhook(hook: Any) -> dict[str, Any]:
+        """src/api/integrations/event/webhook/webhook.schema.ts `webhookSchema` (`enabled` and `url` required and not
+        empty, `events` an array of event.controller.ts `events`), then webhook.controller.ts `set`: disabled keeps
+        no events; enabled reads `events.length`, a TypeError (500) when the list is missing, and an empty list means
+        every event."""
+        if not isinstance(hook, dict):
+            raise evo_error(400, ["instance.webhook is not of a type(s) object"])
+        problems = [f'instance.webhook requires property "{k}"' for k in ("enabled", "url") if k not in hook]
+        if "enabled" in hook and not isinstance(hook["enabled"], bool):
+            problems.append("instance.webhook.enabled is not of a type(s) boolean")
+        if "url" in hook and (not isinstance(hook["url"], str) or not hook["url"]):
+            problems.append('The "url" cannot be empty')
+        events = hook.get("events")
+        if events is not None and (not isinstance(events, list) or any(e not in EVENTS for e in events)):
+            problems.append("instance.webhook.events is not one of enum values")
+        if problems:
+            raise evo_error(400, problems)
+        if not hook["enabled"]:
+            return {**hook, "events": []}
+        if events is None:
+            raise evo_error(500, "Cannot read properties of undefined (reading 'length')")
+        return {**hook, "events": list(events) or sorted(EVENTS)}
 
     def _webhook_set(self, request: Request, instance: Instance) -> Response:
-        instance.webhook = self._check_webhook(_json(request).get("webhook") or {})
+        body = _json(request)
+        if "webhook" not in body:
+            raise evo_error(400, ['instance requires property "webhook"'])
+        instance.webhook = self._check_webhook(body["webhook"])
         return Response(201, {"id": f"wh-{instance.name}", **instance.webhook})
 
     # src/api/routes/sendMessage.router.ts + src/api/dto/sendMessage.dto.ts --------------------------------------------
@@ -470,7 +527,9 @@ class FakeEvolution(_GroupRoutes, FakeServer):
             raise evo_error(400, ["number must be digits"])
         if self.numbers_on_whatsapp is not None and number not in self.numbers_on_whatsapp:
             raise evo_error(400, [{"exists": False, "jid": f"{number}@s.whatsapp.net", "number": number}])
-        quoted = body.get("quoted")
+        quoted = body.get("quoted")  # message.schema.ts `quotedOptionsSchema`: `key.id` required, not empty
+        if quoted is not None and not (isinstance(obj_get(quoted, "key", "id"), str) and obj_get(quoted, "key", "id")):
+            raise evo_error(400, ['The "id" cannot be empty'])
         if quoted is not None and obj_get(quoted, "key", "id") not in instance.messages:
             raise evo_error(400, ["quoted message not found"])
         return body, f"{number}@s.whatsapp.net"
@@ -518,17 +577,106 @@ class FakeEvolution(_GroupRoutes, FakeServer):
         return self._sent(instance, jid, {"kind": "sticker", "sticker": body["sticker"]}, "stickerMessage")
 
     def _message_sendLocation(self, request: Request, instance: Instance) -> Response:
+        """src/validate/message.schema.ts `locationMessageSchema`: `latitude`, `longitude` numbers and `name`,
+        `address` strings, all four required."""
         body, jid = self._sending(request, instance)
-        if not all(isinstance(body.get(k), (int, float)) for k in ("latitude", "longitude")):
-            raise evo_error(400, ["latitude and longitude are required"])
+        problems = [f'instance requires property "{k}"' for k in ("latitude", "longitude", "name", "address")
+                    if k not in body]  # fmt: skip
+        problems += [f"instance.{k} is not of a type(s) number" for k in ("latitude", "longitude")
+                     if k in body and not _is_number(body[k])]  # fmt: skip
+        problems += [f"instance.{k} is not of a type(s) string" for k in ("name", "address")
+                     if k in body and not isinstance(body[k], str)]  # fmt: skip
+        if problems:
+            raise evo_error(400, problems)
         record = {"kind": "location", **{k: body.get(k) for k in ("latitude", "longitude", "name", "address")}}
         return self._sent(instance, jid, record, "locationMessage")
 
+    def _message_sendPoll(self, request: Request, instance: Instance) -> Response:
+        """src/validate/message.schema.ts `pollMessageSchema`: `name` a string, `selectableCount` an integer 0 to 10,
+        `values` 2 to 10 distinct strings, all required (src/api/routes/sendMessage.router.ts `sendPoll`)."""
+        body, jid = self._sending(request, instance)
+        problems = [f'instance requires property "{k}"' for k in ("name", "selectableCount", "values") if k not in body]
+        count, values = body.get("selectableCount"), body.get("values")
+        if "name" in body and not isinstance(body["name"], str):
+            problems.append("instance.name is not of a type(s) string")
+        whole = isinstance(count, int) and not isinstance(count, bool)
+        if "selectableCount" in body and not (whole and 0 <= count <= 10):
+            problems.append("instance.selectableCount must be an integer from 0 to 10")
+        if "values" in body and (
+            not isinstance(values, list) or not 2 <= len(values) <= 10 or len(set(map(str, values))) != len(values)
+            or not all(isinstance(v, str) for v in values)
+        ):  # fmt: skip
+            problems.append("instance.values must be 2 to 10 distinct strings")
+        if problems:
+            raise evo_error(400, problems)
+        record = {"kind": "poll", "name": body["name"], "selectableCount": count, "values": values}
+        return self._sent(instance, jid, record, "pollCreationMessage")
+
+    def _message_sendList(self, request: Request, instance: Instance) -> Response:
+        """src/validate/message.schema.ts `listMessageSchema`: `title`, `footerText`, `buttonText` strings and
+        `sections` required; each section a `title` (not empty) and `rows`; each row `title` and `rowId` (not
+        empty), `description` not empty when given (src/api/routes/sendMessage.router.ts `sendList`)."""
+        body, jid = self._sending(request, instance)
+        problems = [f'instance requires property "{k}"' for k in ("title", "footerText", "buttonText", "sections")
+                    if k not in body]  # fmt: skip
+        problems += [f"instance.{k} is not of a type(s) string" for k in ("title", "description", "footerText",
+                     "buttonText") if k in body and not isinstance(body[k], str)]  # fmt: skip
+        sections = body.get("sections")
+        if "sections" in body and not isinstance(sections, list):
+            problems.append("instance.sections is not of a type(s) array")
+        for i, section in enumerate(sections if isinstance(sections, list) else []):
+            if not isinstance(section, dict) or not section.get("title") or not isinstance(section.get("rows"), list):
+                problems.append(f"instance.sections[{i}] requires a non-empty title and rows")
+                continue
+            for j, row in enumerate(section["rows"]):
+                if not isinstance(row, dict) or not row.get("title") or not row.get("rowId"):
+                    problems.append(f"instance.sections[{i}].rows[{j}] requires a non-empty title and rowId")
+                elif "description" in row and not row["description"]:
+                    problems.append('The "description" cannot be empty')
+        if problems:
+            raise evo_error(400, problems)
+        record = {"kind": "list", **{k: body[k] for k in ("title", "description", "footerText", "buttonText",
+                                                          "sections") if k in body}}  # fmt: skip
+        return self._sent(instance, jid, record, "listMessage")
+
+    def _message_sendButtons(self, request: Request, instance: Instance) -> Response:
+        """src/validate/message.schema.ts `buttonsMessageSchema`: `buttons[]` objects with `type` one of reply, copy,
+        url, call, pix, and `id` / `url` / `phoneNumber` not empty when given (src/api/routes/sendMessage.router.ts
+        `sendButtons`)."""
+        body, jid = self._sending(request, instance)
+        buttons = body.get("buttons")
+        problems = []
+        if buttons is not None and not isinstance(buttons, list):
+            problems.append("instance.buttons is not of a type(s) array")
+        for i, button in enumerate(buttons if isinstance(buttons, list) else []):
+            if not isinstance(button, dict) or button.get("type") not in ("reply", "copy", "url", "call", "pix"):
+                problems.append(f"instance.buttons[{i}].type is not one of enum values")
+            elif any(k in button and not button[k] for k in ("id", "url", "phoneNumber")):
+                problems.append(f"instance.buttons[{i}]: id, url and phoneNumber cannot be empty")
+        problems += [f"instance.{k} is not of a type(s) string" for k in ("title", "description", "footer")
+                     if k in body and not isinstance(body[k], str)]  # fmt: skip
+        if problems:
+            raise evo_error(400, problems)
+        record = {"kind": "buttons", **{k: body[k] for k in ("title", "description", "footer", "buttons")
+                                        if k in body}}  # fmt: skip
+        return self._sent(instance, jid, record, "buttonsMessage")
+
     def _message_sendContact(self, request: Request, instance: Instance) -> Response:
+        """src/validate/message.schema.ts `contactMessageSchema`: `contact` a non-empty array of objects with
+        `fullName` (not empty) and `phoneNumber` (a string of at least 10 characters); `wuid`, when given, a numeric
+        string of at least 10."""
         body, jid = self._sending(request, instance)
         contacts = body.get("contact")
-        if not isinstance(contacts, list) or not contacts or any(not c.get("fullName") for c in contacts):
-            raise evo_error(400, ["contact[].fullName is required"])
+        if not isinstance(contacts, list) or not contacts or not all(isinstance(c, dict) for c in contacts):
+            raise evo_error(400, ["instance.contact is not of a type(s) array"])
+        for index, card in enumerate(contacts):
+            if not isinstance(card.get("fullName"), str) or not card["fullName"]:
+                raise evo_error(400, [f'The "fullName" cannot be empty (contact[{index}])'])
+            if not isinstance(card.get("phoneNumber"), str) or len(card["phoneNumber"]) < 10:
+                raise evo_error(400, [f"instance.contact[{index}].phoneNumber does not meet minimum length of 10"])
+            wuid = card.get("wuid")
+            if wuid is not None and (not isinstance(wuid, str) or len(wuid) < 10 or not re.search(r"\d+", wuid)):
+                raise evo_error(400, ['"wuid" must be a numeric string'])
         return self._sent(instance, jid, {"kind": "contact", "contact": contacts}, "contactMessage")
 
     def _message_sendReaction(self, request: Request, instance: Instance) -> Response:
@@ -645,3 +793,8 @@ def _json(request: Request) -> dict[str, Any]:
     if not isinstance(data, dict):
         raise evo_error(400, "The body must be a JSON object")
     return data
+
+
+def _is_number(value: Any) -> bool:
+    """JSON Schema's `number` (jsonschema, which Evolution validates with): not a boolean."""
+    return isinstance(value, int | float) and not isinstance(value, bool)

@@ -212,6 +212,14 @@ class FakeWaha(FakeServer):
         people = [{"id": p if "@" in p else f"{p}@c.us", "role": role} for p in phones]
         return {"type": kind, "timestamp": int(time.time()), "group": {"id": jid}, "participants": people, "_data": {}}
 
+    def poll_vote(self, name: str, poll_id: str, from_phone: str, options: list[str], at_ms: int) -> dict[str, Any]:
+        """The `poll.vote` payload (src/structures/webhooks.dto.ts PollVotePayload: `vote` a PollVote with
+        `selectedOptions` and `timestamp`, `poll` the poll message's MessageDestination)."""
+        chat = f"{from_phone}@c.us"
+        vote = {"id": f"false_{chat}_{secrets.token_hex(10).upper()}", "to": f"{self.phone}@c.us", "from": chat,
+                "fromMe": False, "selectedOptions": options, "timestamp": at_ms}  # fmt: skip
+        return {"vote": vote, "poll": {"id": poll_id, "to": chat, "from": f"{self.phone}@c.us", "fromMe": True}}
+
     def last_sent(self, name: str) -> tuple[str, dict[str, Any]]:
         with self._lock:
             mine = [(k, v) for k, v in self.sessions[name].messages.items() if v["fromMe"]]
@@ -222,12 +230,16 @@ class FakeWaha(FakeServer):
             return [v for v in self.sessions[name].messages.values() if v["fromMe"]]
 
     def webhook(
-        self, name: str, event: str, payload: dict[str, Any], key: str | None = None
+        self, name: str, event: str, payload: dict[str, Any], key: str | None = None, *, at: int | None = None
     ) -> tuple[bytes, dict[str, str]]:
-        """The body and headers WAHA posts for an event (src/core/webhooks.core.ts `callWebhook`)."""
+        """The body and headers WAHA posts for an event (src/core/webhooks.core.ts `callWebhook`; the envelope's `id`
+        and `timestamp`, ms when WAHA saw the event, are src/structures/webhooks.dto.ts WAHAWebhook's of later
+        versions); `at` sets that timestamp (an event that happened then, delivered now)."""
         session = self.sessions[name]
         body = json.dumps(
             {
+                "id": f"evt_{secrets.token_hex(13)}",
+                "timestamp": int(time.time() * 1000) if at is None else at,
                 "event": event,
                 "session": name,
                 "metadata": session.config.get("metadata"),
@@ -275,6 +287,7 @@ class FakeWaha(FakeServer):
             ("POST", "/api/sendVideo"): self._send_file,
             ("POST", "/api/sendLocation"): self._send_location,
             ("POST", "/api/sendContactVcard"): self._send_vcard,
+            ("POST", "/api/sendPoll"): self._send_poll,
             ("PUT", "/api/reaction"): self._reaction,
             ("POST", "/api/sendSeen"): self._seen,
             ("POST", "/api/contacts/block"): self._block,
@@ -650,6 +663,22 @@ class FakeWaha(FakeServer):
         if not isinstance(body.get("text"), str) or not body["text"]:
             raise nest_error(400, "text must be a string")
         return self._answer(session, chat, {"kind": "text", "text": body["text"], **self._reply_to(session, body)})
+
+    def _send_poll(self, request: Request) -> Response:
+        """src/api/chatting.controller.ts `sendPoll` (MessagePollRequest: `poll` a MessagePoll `{name, options[],
+        multipleAnswers}`, src/structures/chatting.dto.ts); it has no count of answers beyond one or many."""
+        body = _json(request)
+        session, chat = self._sending(body)
+        poll = body.get("poll")
+        if not isinstance(poll, dict) or not isinstance(poll.get("name"), str) or not poll["name"]:
+            raise nest_error(400, "poll.name must be a string")
+        options = poll.get("options")
+        if not isinstance(options, list) or len(options) < 2 or not all(isinstance(o, str) and o for o in options):
+            raise nest_error(400, "poll.options must be an array of strings")
+        if not isinstance(poll.get("multipleAnswers", False), bool):
+            raise nest_error(400, "poll.multipleAnswers must be a boolean value")
+        record = {"kind": "poll", "poll": dict(poll), **self._reply_to(session, body)}
+        return self._answer(session, chat, record)
 
     def _send_file(self, request: Request) -> Response:
         body = _json(request)

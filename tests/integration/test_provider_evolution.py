@@ -9,6 +9,7 @@ import time
 from collections.abc import Iterator
 from typing import Any
 
+import httpx
 import pytest
 
 from switchboard.errors import Unauthenticated, UnsupportedByProvider, ValidationFailed
@@ -89,15 +90,15 @@ def test_capabilities_include_groups_labels_profile_and_privacy():
 # Instance lifecycle ------------------------------------------------------------------------------------------------
 def test_connect_creates_the_instance_with_our_jwt_webhook(evo, adapter):
     result = adapter.connect()
-    assert result.status == "pairing"
-    assert result.metadata == {"session": CHANNEL, "engine": "evolution", "engine_status": "connecting"}
+    assert result.status == "pairing"  # created, waiting for a QR code or a pairing code to be asked for
+    assert result.metadata == {"session": CHANNEL, "engine": "evolution", "engine_status": "close"}
     state, create = evo.requests
     assert (state.method, state.path) == ("GET", f"/instance/connectionState/{CHANNEL}")
     assert (create.method, create.path, create.headers["apikey"]) == ("POST", "/instance/create", "k")
     assert create.json == {
         "instanceName": CHANNEL,
         "integration": "WHATSAPP-BAILEYS",
-        "qrcode": True,
+        "qrcode": False,
         "webhook": {
             "enabled": True,
             "url": f"https://switchboard.test/v1/providers/{CHANNEL}/callback",
@@ -138,14 +139,62 @@ def test_qr_pairing_code_status_and_disconnect(evo, adapter):
     assert adapter.status() == "disconnected"
     adapter.connect()
     assert adapter.qr()["qr"].startswith("2@")
-    code = adapter.pairing_code("+1 555 0100 999")["code"]
-    assert len(code) == 8 and evo.last.query == {"number": "15550100999"}
     evo.link(CHANNEL)
     with pytest.raises(ProviderRejected, match="no QR code"):
         adapter.qr()
     adapter.disconnect()
     assert (evo.last.method, evo.last.path) == ("DELETE", f"/instance/delete/{CHANNEL}")
     adapter.disconnect()  # unknown instance: 404, nothing to do
+
+
+def test_a_pairing_code_starts_the_connection_with_the_number(evo, adapter):
+    """instance.controller.ts `connectToWhatsapp`: only a `close` instance starts with `?number=`; one created with
+    `qrcode: true` is `connecting` and answers its QR code with `pairingCode: null` (what the fake answers too)."""
+    adapter.connect()
+    assert evo.instances[CHANNEL].state == "close"
+    evo.clear()
+    code = adapter.pairing_code("+1 555 0100 999")["code"]
+    assert len(code) == 8 and evo.instances[CHANNEL].state == "connecting"
+    assert [(r.method, r.path, r.query) for r in evo.requests] == [
+        ("GET", f"/instance/connectionState/{CHANNEL}", {}),
+        ("GET", f"/instance/connect/{CHANNEL}", {"number": "15550100999"}),
+    ]
+
+
+def test_a_pairing_code_after_a_qr_code_recreates_the_instance_with_the_number(evo, adapter):
+    adapter.connect()
+    assert adapter.qr()["qr"].startswith("2@")  # now `connecting` with a QR code of no number
+    answer = httpx.get(f"{evo.url}/instance/connect/{CHANNEL}", params={"number": "15550100999"},
+                       headers={"apikey": "k"}).json()  # fmt: skip
+    assert answer["pairingCode"] is None  # what Evolution answers a connecting instance, number or not
+    evo.clear()
+    code = adapter.pairing_code("+1 555 0100 999")["code"]
+    assert len(code) == 8
+    calls = [(r.method, r.path) for r in evo.requests]
+    assert calls == [("GET", f"/instance/connectionState/{CHANNEL}"), ("DELETE", f"/instance/delete/{CHANNEL}"),
+                     ("POST", "/instance/create")]  # fmt: skip
+    create = evo.requests[-1].json
+    assert create["qrcode"] is True and create["number"] == "15550100999"
+    assert create["webhook"]["events"] and create["webhook"]["headers"]["jwt_key"]
+    evo.link(CHANNEL)
+    with pytest.raises(ProviderRejected, match="already paired"):
+        adapter.pairing_code("+1 555 0100 999")
+
+
+def test_the_fake_refuses_what_evolution_refuses(evo):
+    """src/validate/instance.schema.ts and webhook.schema.ts, webhook.controller.ts `set`."""
+    headers = {"apikey": "k"}
+    bad_number = {"instanceName": "x", "integration": "WHATSAPP-BAILEYS", "qrcode": True, "number": "+49 151"}
+    assert httpx.post(f"{evo.url}/instance/create", json=bad_number, headers=headers).status_code == 400
+    ok = {"instanceName": "x", "integration": "WHATSAPP-BAILEYS", "qrcode": False}
+    assert httpx.post(f"{evo.url}/instance/create", json=ok, headers=headers).status_code == 201
+    no_events = {"webhook": {"enabled": True, "url": "https://example.test/hook"}}
+    assert httpx.post(f"{evo.url}/webhook/set/x", json=no_events, headers=headers).status_code == 500
+    no_url = {"webhook": {"enabled": True, "events": ["MESSAGES_UPSERT"]}}
+    assert httpx.post(f"{evo.url}/webhook/set/x", json=no_url, headers=headers).status_code == 400
+    assert httpx.post(f"{evo.url}/webhook/set/x", json={}, headers=headers).status_code == 400
+    good = {"webhook": {"enabled": True, "url": "https://example.test/hook", "events": ["MESSAGES_UPSERT"]}}
+    assert httpx.post(f"{evo.url}/webhook/set/x", json=good, headers=headers).status_code == 201
 
 
 def test_a_wrong_api_key_and_an_outage(evo):
@@ -182,7 +231,8 @@ def test_send_every_type(evo, linked):
     linked.send(out("sticker", media={"url": "https://cdn.example/s.webp"}))
     assert evo.last.path == f"/message/sendSticker/{CHANNEL}"
     linked.send(out("location", media={"latitude": 52.52, "longitude": 13.405, "name": "Office"}))
-    assert evo.last.json == {"number": TO, "latitude": 52.52, "longitude": 13.405, "name": "Office"}
+    # locationMessageSchema requires name and address: the fake refuses the send without them, as Evolution does
+    assert evo.last.json == {"number": TO, "latitude": 52.52, "longitude": 13.405, "name": "Office", "address": ""}
     linked.send(
         out(
             "contacts",
@@ -273,9 +323,14 @@ def test_parse_upsert_update_and_connection(evo, linked):
     assert (
         linked.parse_callback(evo.webhook(CHANNEL, "messages.update", evo.update(CHANNEL, key_id, "PENDING"))[0]) == []
     )
-    [state] = linked.parse_callback(evo.webhook(CHANNEL, "connection.update", evo.connection_update(CHANNEL))[0])
+    emitted = "2025-05-01T10:00:00.000Z"  # `date_time`: when Evolution emitted it, which orders the events
+    update = evo.webhook(CHANNEL, "connection.update", evo.connection_update(CHANNEL), at=emitted)[0]
+    [state] = linked.parse_callback(update)
     assert state == SessionStatus(
-        "connected", "open", {"engine_status": "open", "wa_id": "15550100999", "push_name": "Acme"}
+        "connected",
+        "open",
+        {"engine_status": "open", "wa_id": "15550100999", "push_name": "Acme"},
+        event_at=1746093600000,
     )
     lid = evo.inbound(CHANNEL, "12345678901234@lid", "hi", remoteJidAlt="4915112345678@s.whatsapp.net")
     [from_lid] = linked.parse_callback(evo.webhook(CHANNEL, "messages.upsert", lid)[0])

@@ -138,6 +138,7 @@ def test_connect_creates_and_starts_the_session_with_our_signed_webhook(waha, ad
                         "message.reaction",
                         "message.revoked",
                         "message.edited",
+                        "poll.vote",
                     ],
                     "hmac": {"key": callback_secret(CHANNEL)},
                     "retries": {"policy": "exponential", "delaySeconds": 2, "attempts": 10},

@@ -5,7 +5,8 @@ whatever its model:
 - a document nested deeper than `MAX_DEPTH` (64) arrays and objects is malformed JSON (a `json.JSONDecodeError`, 400
   `invalid_json`), found by `too_deep` before the parser could recurse (the C scanner raises `RecursionError` near
   10,000 levels, Python code walking a document near 1,000; no route expects either); provider callbacks, whose
-  bodies are read with plain `json`, go through `parse` for the same check;
+  bodies are read with plain `json`, go through `parse` for the same check (a linked-device engine's, through
+  `parse_callback`, which also refuses a key given twice and a NUL character);
 - a key given twice in one object is refused (the last would win silently: `"role":"viewer","role":"owner"`);
 - a number DynamoDB cannot store (`switchboard.models.unstorable_number`) is refused, wherever it sits (typed
   fields, free-form documents, rule trees);
@@ -55,6 +56,44 @@ def parse(text: str | bytes) -> Any:
     if too_deep(text):
         raise TooDeep(text if isinstance(text, str) else "")
     return json.loads(text)
+
+
+def parse_callback(text: str | bytes) -> Any:
+    """A linked-device engine's signed callback body under the API's own rules for bodies: nested no deeper than
+    `MAX_DEPTH` (`TooDeep`), no key given twice in one object, and no NUL character (U+0000, which no text we store
+    may hold) in any key or string (`BodyRefused` naming the field); numbers are read as `json.loads` reads them (the
+    engine's). A `json.JSONDecodeError` for malformed JSON, raw control characters included."""
+    if too_deep(text):
+        raise TooDeep(text if isinstance(text, str) else "")
+    try:
+        doc = _KEYS.decode(text.decode("utf-8") if isinstance(text, bytes) else text)
+    except BodyRefused as err:
+        tolerant = _TOLERANT_KEYS.decode(text if isinstance(text, str) else text.decode("utf-8"))
+        raise _locate(tolerant, "body") or err from None
+    found = _nul(doc, "body")
+    if found is not None:
+        raise BodyRefused("holds a NUL character (U+0000)", found)
+    return doc
+
+
+def _nul(value: Any, path: str) -> str | None:
+    """Where the first NUL character in a key or string of a parsed document is (the document is at most
+    `MAX_DEPTH` deep); None when there is none."""
+    if isinstance(value, str):
+        return path if "\x00" in value else None
+    if isinstance(value, dict):
+        for key, child in value.items():
+            if "\x00" in key:
+                return f"{path}.{key.replace(chr(0), '?')}"
+            found = _nul(child, f"{path}.{key}")
+            if found is not None:
+                return found
+    elif isinstance(value, list):
+        for index, child in enumerate(value):
+            found = _nul(child, f"{path}.{index}")
+            if found is not None:
+                return found
+    return None
 
 
 class BodyRefused(ValueError):
@@ -120,6 +159,10 @@ def _tolerant_number(text: str) -> Any:
 _TOLERANT = json.JSONDecoder(
     object_pairs_hook=_tolerant_object, parse_float=_tolerant_number, parse_int=_tolerant_number
 )
+
+
+_KEYS = json.JSONDecoder(object_pairs_hook=_object)
+_TOLERANT_KEYS = json.JSONDecoder(object_pairs_hook=_tolerant_object)
 
 
 def _locate(value: Any, path: str) -> BodyRefused | None:

@@ -180,18 +180,37 @@ def detach_message(store: Store, auth: AuthContext, message_id: str, label: Item
 
 # Conversations -----------------------------------------------------------------------------------------------------
 def _set_conversation_label(
-    store: Store, auth: AuthContext, conv_id: str, label: Item, *, attach: bool
+    store: Store, auth: AuthContext, conv_id: str, label: Item, *, attach: bool, event_at: int | None = None
 ) -> tuple[Item, bool]:
     """Add or remove one label id on the conversation's `labels`; one `conversation.updated` per real change.
-    Optimistic: the conversation's `version` is the write's condition, re-read on a concurrent change."""
+    Optimistic: the conversation's `version` is the write's condition, re-read on a concurrent change. An engine's
+    event (`event_at`, its own time) older than the last one applied to this label on this conversation
+    (`label_event_at`) changes nothing; a newer one that finds the label already so is still recorded."""
     org, label_id = auth.org_id, label["id"]
     for _ in range(5):
         conv = conversations.get_item(store, org, conv_id, consistent=True)
         current = list(conv.get("labels") or [])
+        times = dict(conv.get("label_event_at") or {})
+        if event_at is not None:
+            if label_id in times and event_at < int(times[label_id]):
+                return conv, False  # a late delivery of an older attach or detach
+            stamp = times.get(label_id) != event_at
+            times[label_id] = event_at
+        else:
+            stamp = False
         if (label_id in current) == attach:
-            return conv, False
+            if not stamp:
+                return conv, False
+            stamped = {**conv, "label_event_at": times, "version": int(conv.get("version", 1)) + 1}
+            try:
+                store.put(stamped, **versioned(conv.get("version", 1)), error=_Changed())
+            except _Changed:
+                continue
+            return stamped, False
         labels = [*current, label_id] if attach else [x for x in current if x != label_id]
         new = {**conv, "labels": labels, "updated_at": clock.now_iso(), "version": int(conv.get("version", 1)) + 1}
+        if event_at is not None:
+            new["label_event_at"] = times
         ops: list[TxOp] = [
             Put(
                 item=new,
@@ -421,7 +440,9 @@ def message_label(
     )
 
 
-def apply_engine_chat_label(store: Store, channel: Item, name: str, chat_phone: str, *, attach: bool) -> bool:
+def apply_engine_chat_label(
+    store: Store, channel: Item, name: str, chat_phone: str, *, attach: bool, event_at: int | None = None
+) -> bool:
     """A provider says a chat gained or lost a label (set on the phone): the conversation's labels follow when the
     organization has a label of that name and a conversation with that chat on the channel. Nothing is sent back to
     the provider. True when the conversation changed."""
@@ -437,7 +458,7 @@ def apply_engine_chat_label(store: Store, channel: Item, name: str, chat_phone: 
         conv = conversation_for_chat(store, auth, channel["id"], chat_phone)
     except NotFound:
         return False
-    _, changed = _set_conversation_label(store, auth, conv["id"], label, attach=attach)
+    _, changed = _set_conversation_label(store, auth, conv["id"], label, attach=attach, event_at=event_at)
     return changed
 
 
@@ -447,21 +468,38 @@ def engine_label_key(org: str, channel_id: str, engine_label_id: str) -> dict[st
 
 
 def apply_engine_label(
-    store: Store, channel: Item, engine_label_id: str, name: str | None, color: str | None, *, deleted: bool
+    store: Store,
+    channel: Item,
+    engine_label_id: str,
+    name: str | None,
+    color: str | None,
+    *,
+    deleted: bool,
+    event_at: int | None = None,
 ) -> bool:
     """A label created, changed or deleted on the phone: our label for that engine label id follows. A new engine
     label becomes the organization's label of that name (created when there is none) and is remembered by its
     engine id; a rename or recolour updates it (a rename onto another label's name keeps ours); a deletion deletes
-    it. A repeat changes nothing. True when our catalogue changed."""
+    it. A repeat changes nothing. True when our catalogue changed. An event with the engine's own time (`event_at`)
+    older than the last one applied to that engine label changes nothing (the pointer keeps that time; a deletion
+    leaves it for a day as a tombstone so a late, older upsert cannot bring the label back)."""
     org = channel["organization_id"]
     auth = AuthContext("system", "system", None, org, "owner", "system")
     pointer_key = engine_label_key(org, channel["id"], engine_label_id)
     pointer = store.get(pointer_key, consistent=True)
+    if event_at is not None and pointer and pointer.get("event_at") is not None and event_at < pointer["event_at"]:
+        return False  # a late delivery of an older event about this label
+    if pointer and pointer.get("deleted"):
+        pointer = None
     label = store.get(label_key(org, pointer["label_id"]), consistent=True) if pointer else None
+    stamp: dict[str, Any] = {} if event_at is None else {"event_at": event_at}
     if deleted:
         if pointer is None:
             return False
-        store.delete(pointer_key)
+        if event_at is None:
+            store.delete(pointer_key)
+        else:
+            store.put({**pointer, **stamp, "deleted": True, "ttl": clock.epoch_now() + 86400})
         if label is None:
             return False
         with contextlib.suppress(NotFound):
@@ -475,6 +513,8 @@ def apply_engine_label(
             changes["name"] = name
         if color and label["color"] != color:
             changes["color"] = color
+        if stamp and pointer and pointer.get("event_at") != event_at:
+            store.put({**pointer, **stamp})
         if not changes:
             return False
         with contextlib.suppress(Conflict, NotFound):
@@ -491,5 +531,5 @@ def apply_engine_label(
             label = by_name(store, org, name)
             if label is None:
                 raise
-    store.put({**pointer_key, "entity": "EngineLabel", "label_id": label["id"], "channel_id": channel["id"]})
+    store.put({**pointer_key, "entity": "EngineLabel", "label_id": label["id"], "channel_id": channel["id"], **stamp})
     return created

@@ -488,11 +488,15 @@ _ROLES = {"join": "member", "promote": "admin", "demote": "member"}
 
 def apply_event(store: Store, channel: Item, event: GroupEvent) -> bool:
     """A provider's group event updates the group's record on that channel (unknown groups are ignored; the record's
-    `version` guards the write, read again once on a race). True when the record changed."""
+    `version` guards the write, read again once on a race). True when the record changed. An event carrying the
+    engine's own time (`event_at`) is ordered by it: the record keeps, in `engine_event_at`, the time of the latest
+    event applied to its info (`info`), to the channel's own membership (`self`) and to each participant (the
+    phone), and an older event about the same thing changes nothing (engines post concurrently and retry)."""
     org = channel["organization_id"]
     me = str((channel.get("metadata") or {}).get("wa_id") or channel.get("phone_number") or "")
     if event.kind in ("created", "create_failed"):
         return _complete_create(store, channel, event)
+    at = event.event_at
     for attempt in range(2):
         pointer = store.get(jid_key(org, common.group_jid(event.jid), channel["id"]), consistent=True)
         if pointer is None:
@@ -500,36 +504,51 @@ def apply_event(store: Store, channel: Item, event: GroupEvent) -> bool:
         group = store.get(group_key(org, pointer["group_id"]), consistent=True)
         if group is None:
             return False
+        times: dict[str, Any] = dict(group.get("engine_event_at") or {})
+
+        def current(subject: str, times: dict[str, Any] = times) -> bool:
+            """The event is not older than the last one applied to `subject` (and stamps it)."""
+            if at is None:
+                return True
+            if subject in times and at < int(times[subject]):
+                return False
+            times[subject] = at
+            return True
+
         changes: Item = {}
         if event.kind == "left" or (
             event.kind == "participants" and event.action == "leave" and me in event.participants
         ):
-            if group.get("status") != "left":
+            if current("self") and group.get("status") != "left":
                 changes = {"status": "left", "left_at": clock.now_iso()}
         elif event.kind == "update":
-            if event.name is not None and event.name != group.get("name"):
-                changes["name"] = event.name
-            if event.description is not None and event.description != group.get("description"):
-                changes["description"] = event.description
+            if current("info"):
+                if event.name is not None and event.name != group.get("name"):
+                    changes["name"] = event.name
+                if event.description is not None and event.description != group.get("description"):
+                    changes["description"] = event.description
         elif event.kind == "participants" and event.action in ("join", "leave", "promote", "demote"):
-            current = {p["phone"]: dict(p) for p in group.get("participants") or []}
+            members = {p["phone"]: dict(p) for p in group.get("participants") or []}
             now = clock.now_iso()
             for phone in event.participants:
-                if phone == me:
+                if phone == me or not current(phone):
                     continue
                 if event.action == "leave":
-                    current.pop(phone, None)
+                    members.pop(phone, None)
                 elif event.action == "join":
-                    current.setdefault(phone, {"phone": phone, "role": "member", "added_at": now})
-                elif phone in current:
-                    current[phone]["role"] = _ROLES[event.action]
-            if list(current.values()) != list(group.get("participants") or []):
-                changes["participants"] = list(current.values())
-        if not changes:
+                    members.setdefault(phone, {"phone": phone, "role": "member", "added_at": now})
+                elif phone in members:
+                    members[phone]["role"] = _ROLES[event.action]
+            if list(members.values()) != list(group.get("participants") or []):
+                changes["participants"] = list(members.values())
+        stamped = times != (group.get("engine_event_at") or {})
+        if not changes and not stamped:
             return False
+        if stamped:
+            changes["engine_event_at"] = times
         try:
             _save(store, group, changes)
-            return True
+            return set(changes) != {"engine_event_at"}
         except Conflict:
             if attempt:
                 raise

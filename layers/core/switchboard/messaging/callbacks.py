@@ -154,13 +154,21 @@ def _apply(store: Store, channel: Item, adapter: Provider, body: bytes) -> dict[
             # on first use: keeps switchboard.catalog.labels off the cold start
             from switchboard.catalog import labels
 
-            labels.apply_engine_chat_label(store, channel, event.name, event.chat_phone, attach=event.attach)
+            labels.apply_engine_chat_label(
+                store, channel, event.name, event.chat_phone, attach=event.attach, event_at=event.event_at
+            )
         elif isinstance(event, LabelCatalogEvent):  # a label made, changed or deleted on the phone
             # on first use: keeps switchboard.catalog.labels off the cold start
             from switchboard.catalog import labels
 
             labels.apply_engine_label(
-                store, channel, event.engine_label_id, event.name, event.color, deleted=event.deleted
+                store,
+                channel,
+                event.engine_label_id,
+                event.name,
+                event.color,
+                deleted=event.deleted,
+                event_at=event.event_at,
             )
         elif isinstance(event, MessageChange):  # the customer reacted to, edited or revoked a stored message
             messages.apply_change(store, channel["organization_id"], channel, event)

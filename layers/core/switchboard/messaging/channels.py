@@ -172,13 +172,18 @@ def _save(
     event: str,
     detail: dict[str, Any] | None = None,
     extra: list[TxOp] | None = None,
+    *,
+    guard: tuple[str, dict[str, Any]] | None = None,
 ) -> Item:
+    """Write the channel's new version (conditional on the version read and, when given, on `guard`'s condition and
+    values) with its log entry."""
     new = sealed_item({**old, **changes, "updated_at": clock.now_iso(), "version": int(old.get("version", 1)) + 1})
+    condition, values = guard if guard else (None, None)
     store.transact(
         [
             Put(
                 item=new,
-                **versioned(old.get("version", 1)),
+                **versioned(old.get("version", 1), condition=condition, values=values),
                 error=Conflict("The channel changed meanwhile; retry."),
             ),
             log_entry(auth.org_id, old["id"], event, detail),
@@ -285,13 +290,22 @@ def _rotated_key(item: Item) -> Item:
     return {"callback_key_generation": int(item.get("callback_key_generation") or 0) + 1}
 
 
+SESSION_GUARD = "(attribute_not_exists(session_event_at) OR session_event_at <= :at)"
+
+
 def record_session_status(store: Store, channel: Item, event: SessionStatus) -> Item:
     """An engine's callback says the linked-device session changed state: the channel's status follows it (a
-    callback that changes nothing writes nothing). Retried once when the channel changed meanwhile."""
+    callback that changes nothing writes nothing). Engines post their callbacks concurrently and retry them, so an
+    event carrying the engine's own time (`event_at`) is ordered by it: the channel keeps the time of the event that
+    set its state (`session_event_at`), an older event changes nothing, and every write is conditional on no newer
+    one having landed meanwhile. Retried once when the channel changed meanwhile."""
     org = channel["organization_id"]
     auth = AuthContext("system", "system", None, org, "owner", "system")
-    item = channel
+    item, at = channel, event.event_at
     for attempt in range(2):
+        stored_at = item.get("session_event_at")
+        if at is not None and stored_at is not None and at < int(stored_at):
+            return item  # a late delivery of an older state
         metadata = {**(item.get("metadata") or {}), **event.metadata}
         changes: Item = {"status": event.status, "metadata": metadata}
         if event.status == "connected":
@@ -300,15 +314,35 @@ def record_session_status(store: Store, channel: Item, event: SessionStatus) -> 
                 changes["last_connected_at"] = clock.now_iso()
         elif event.status == "error":
             changes["last_error"] = f"The engine reports the session as {event.engine_status}."
-        if all(item.get(k) == v for k, v in changes.items() if k != "last_connected_at"):
-            return item
+        guard = (SESSION_GUARD, {":at": at}) if at is not None else None
         try:
-            return _save(store, auth, item, changes, "session_status", {"engine_status": event.engine_status})
+            if all(item.get(k) == v for k, v in changes.items() if k != "last_connected_at"):
+                if at is None or stored_at == at:
+                    return item
+                return _stamp_session(store, item, at)  # the state stands; the newer time that confirms it is kept
+            if at is not None:
+                changes["session_event_at"] = at
+            return _save(store, auth, item, changes, "session_status", {"engine_status": event.engine_status},
+                         guard=guard)  # fmt: skip
         except Conflict:
             if attempt:
                 raise
             item = get_item(store, org, channel["id"], consistent=True)
     return item
+
+
+def _stamp_session(store: Store, item: Item, at: int) -> Item:
+    """Record that the engine confirmed the channel's session state at `at` (so an older state arriving later is
+    refused); the version moves so a concurrent whole-item write cannot put an older time back."""
+    version = int(item.get("version", 1))
+    store.update(
+        {"PK": item["PK"], "SK": item["SK"]},
+        "SET session_event_at = :at, #v = :next",
+        **versioned(version, condition=SESSION_GUARD, values={":at": at, ":next": version + 1}),
+        error=Conflict("The channel changed meanwhile; retry."),
+        return_values="NONE",
+    )
+    return {**item, "session_event_at": at, "version": version + 1}
 
 
 def disconnect(store: Store, auth: AuthContext, channel_id: str) -> models.Channel:

@@ -102,6 +102,10 @@ def _content(body: models.SendMessage) -> tuple[str | None, dict[str, Any] | Non
             (body.interactive.get("body") or {}).get("text") if isinstance(body.interactive.get("body"), dict) else None
         )
         return text, {"interactive": body.interactive}, text or f"[interactive {body.interactive['type']}]"
+    if body.type == "poll":
+        if not body.poll:
+            raise ValidationFailed.field("body.poll", "is required for poll messages")
+        return body.poll.name, {"poll": body.poll.model_dump()}, f"[poll] {body.poll.name}"
     if body.type == "contacts":
         if not body.contacts:
             raise ValidationFailed.field("body.contacts", "is required for contacts messages")
@@ -188,9 +192,20 @@ def _check_recipient(contact: Item, state: dict[str, Item], conv: Item | None, r
         raise Conflict(f"The recipient opted out of {CHANNEL_KIND} messages.", code="recipient_opted_out")
 
 
-def _check_type(channel: Item, kind: str) -> None:
+ENGINE_ONLY_TYPES = frozenset({"poll"})  # only adapters that list them in `message_types` can send these
+
+
+def _check_type(channel: Item, kind: str, interactive: dict[str, Any] | None = None) -> None:
     adapter = provider_for(channel)
-    if adapter.message_types is not None and kind not in adapter.message_types:
+    types = adapter.message_types
+    if kind == "interactive" and interactive and adapter.interactive_types is not None:
+        shape = str(interactive.get("type"))
+        if shape not in adapter.interactive_types:
+            raise UnsupportedByProvider(
+                f"The channel's engine cannot send interactive {shape} messages.",
+                details=[{"platform": channel["platform"], "operation": f"send interactive {shape}"}],
+            )
+    if (types is None and kind in ENGINE_ONLY_TYPES) or (types is not None and kind not in types):
         raise UnsupportedByProvider(
             f"The channel's engine cannot send {kind} messages.",
             details=[{"platform": channel["platform"], "operation": f"send {kind}"}],
@@ -211,8 +226,8 @@ def send(store: Store, auth: AuthContext, body: models.SendMessage) -> models.Me
         from switchboard.catalog.templates import validate_template_message
 
         validate_template_message(store, org, channel["id"], body.template)
-    if channel["platform"] == "whatsapp_web":  # engines differ in what they can send: refused before it is queued
-        _check_type(channel, body.type)
+    if channel["platform"] == "whatsapp_web" or body.type in ENGINE_ONLY_TYPES:  # refused before it is queued
+        _check_type(channel, body.type, body.interactive)
     if channel["status"] != "connected" or not channel.get("is_active", True):
         raise Conflict("The channel is not connected.", details=[{"channel_status": channel["status"]}])
     ratelimit.hit_spread(store, f"send:{org}", limit=SENDS_PER_MINUTE, window_seconds=60, shards=shards.count())
@@ -387,6 +402,7 @@ def _hand_off(store: Store, org: str, message: Item, channel: Item) -> str:
         preview_url=bool(content.get("preview_url")),
         interactive=content.get("interactive"),
         contacts=content.get("contacts"),
+        poll=content.get("poll"),
     )
     return provider_for(channel).send(outbound).provider_message_id
 
@@ -729,6 +745,58 @@ def status_callback(store: Store, org: str, channel: Item, callback: StatusCallb
     return status.apply(store, org, message, callback.status, error=callback.error)
 
 
+def _apply_vote(store: Store, org: str, message: Item, change: MessageChange) -> bool:
+    """A customer's vote on one of our polls: `poll_votes` (voter phone → the answers chosen and the engine's time
+    of the vote) keeps each voter's latest vote (an older one arriving late changes nothing), and `poll_tally`
+    (answer → votes) is recounted from it. Answers the poll does not have are ignored. Conditional on the votes read
+    (`poll_rev`), re-read on a concurrent vote."""
+    whole = change.kind == "poll_state"  # every voter's answers at once (Evolution's aggregate)
+    if message.get("type") != "poll" or not (change.voter or whole):
+        return False
+    offered = list(((message.get("media") or {}).get("poll") or {}).get("options") or [])
+    at = change.event_at
+    for _ in range(5):
+        votes = dict(message.get("poll_votes") or {})
+        if whole:
+            stored_at = message.get("poll_state_at")
+            if at is not None and stored_at is not None and at < int(stored_at):
+                return False
+            votes = {voter: {"options": [o for o in dict.fromkeys(chosen) if o in offered], "at": at}
+                     for voter, chosen in change.ballots}  # fmt: skip
+            if votes == (message.get("poll_votes") or {}):
+                return False
+        else:
+            assert change.voter is not None
+            chosen = [o for o in dict.fromkeys(change.options) if o in offered]
+            prior = votes.get(change.voter) or {}
+            if at is not None and prior.get("at") is not None and at < int(prior["at"]):
+                return False
+            if prior.get("options") == chosen and (at is None or prior.get("at") == at):
+                return False
+            votes[change.voter] = {"options": chosen, "at": at}
+        tally = {o: sum(o in v.get("options", []) for v in votes.values()) for o in offered}
+        rev = int(message.get("poll_rev") or 0)
+        values = {":votes": votes, ":tally": tally, ":next": rev + 1, ":rev": rev, ":now": clock.now_iso(),
+                  ":at": at if whole else message.get("poll_state_at")}  # fmt: skip
+        try:
+            store.update(
+                shards.key_of(message),
+                "SET poll_votes = :votes, poll_tally = :tally, poll_rev = :next, poll_state_at = :at, "
+                "updated_at = :now",
+                condition="attribute_exists(PK) AND (attribute_not_exists(poll_rev) OR poll_rev = :rev)",
+                values=values,
+                return_values="NONE",
+            )
+        except Conflict:
+            fresh = status.get_message(store, org, message["id"], consistent=True)
+            if fresh is None:
+                return False
+            message = fresh
+            continue
+        return True
+    raise Conflict("The poll changed meanwhile; retry.")
+
+
 def apply_change(store: Store, org: str, channel: Item, change: MessageChange) -> bool:
     """The customer's reaction, edit or revoke applied to the stored message it names (never a new message): a
     reaction sets `customer_reaction` (an empty emoji clears it), an edit sets `text` and `edited_at`, a revoke sets
@@ -742,6 +810,8 @@ def apply_change(store: Store, org: str, channel: Item, change: MessageChange) -
             break
     if message is None or message.get("deleted"):
         return False
+    if change.kind in ("poll_vote", "poll_state"):
+        return _apply_vote(store, org, message, change)
     when = change.timestamp or clock.now_iso()
     if change.kind == "reaction":
         changes: Item = {"customer_reaction": change.text or None}

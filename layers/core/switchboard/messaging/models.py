@@ -287,7 +287,7 @@ class InboundAccepted(BaseModel):
 
 # Messages ----------------------------------------------------------------------------------------------------------
 MessageType = Literal[
-    "text", "image", "audio", "video", "document", "sticker", "location", "template", "interactive", "contacts"
+    "text", "image", "audio", "video", "document", "sticker", "location", "template", "interactive", "contacts", "poll"
 ]
 
 
@@ -328,6 +328,28 @@ class LocationContent(Strict):
     longitude: float = Field(ge=-180, le=180, description="Degrees, -180 to 180")
     name: Name | None = Field(default=None, max_length=200, description="The place's name")
     address: str | None = Field(default=None, max_length=500, description="The place's address")
+
+
+class PollContent(Strict):
+    """`poll` of a `type: poll` message (linked-device engines: WAHA `sendPoll`, Evolution `sendPoll`; other
+    platforms answer 400 `unsupported_by_provider`). Votes come back as changes of the message (`poll_votes`,
+    `poll_tally`)."""
+
+    name: str = Field(min_length=1, max_length=255, description="The question")
+    options: list[Annotated[str, Field(min_length=1, max_length=100)]] = Field(
+        min_length=2, max_length=12, description="The answers, distinct"
+    )
+    selectable_count: int = Field(
+        default=1, ge=0, le=12, description="How many answers one person may choose (0: any number)"
+    )
+
+    @model_validator(mode="after")
+    def _distinct(self) -> PollContent:
+        if len(set(self.options)) != len(self.options):
+            raise ValueError("options must be distinct")
+        if self.selectable_count > len(self.options):
+            raise ValueError("selectable_count cannot exceed the number of options")
+        return self
 
 
 def _contact_card(card: dict[str, Any]) -> dict[str, Any]:
@@ -377,6 +399,7 @@ class SendMessage(Strict):
     contacts: list[ContactCard] | None = Field(
         default=None, min_length=1, max_length=5, description="Meta's contact cards (name, phones, emails, …)"
     )
+    poll: PollContent | None = Field(default=None, description="A poll (linked-device engines only)")
     reply_to: str | None = Field(default=None, max_length=64, description="id of a message in the conversation")
 
     openapi_examples = (
@@ -454,6 +477,9 @@ class ConversationMessage(BaseModel):
     last_error: str | None = Field(default=None, description="Why it failed, when `status` is `failed`")
     reaction: str | None = Field(default=None, description="our reaction to the message (`POST /v1/messages/react`)")
     customer_reaction: str | None = Field(default=None, description="the customer's reaction to the message")
+    poll_tally: dict[str, int] | None = Field(
+        default=None, description="a poll's votes per answer (each voter's latest vote counts)"
+    )
     edited_at: Timestamp | None = Field(
         default=None, description="when the text was last edited (by us or the customer)"
     )

@@ -74,6 +74,7 @@ class OutboundMessage:
     interactive: dict[str, Any] | None = None  # Meta's interactive object
     contacts: list[dict[str, Any]] | None = None  # Meta's contact cards
     to_group: str | None = None  # a group's chat instead of `to_phone` (a WhatsApp JID, or Meta's Cloud group id)
+    poll: dict[str, Any] | None = None  # {name, options, selectable_count} (0: any number of answers)
 
 
 def contact_cards(message: OutboundMessage) -> list[tuple[str, str, str]]:
@@ -145,6 +146,7 @@ class SessionStatus:
     status: str  # disconnected | pairing | connected | error
     engine_status: str
     metadata: dict[str, Any] = field(default_factory=dict)
+    event_at: int | None = None  # the engine's own time of the event, ms since the epoch (orders its callbacks)
 
 
 @dataclass(frozen=True)
@@ -161,6 +163,7 @@ class GroupEvent:
     name: str | None = None
     description: str | None = None
     request_id: str | None = None
+    event_at: int | None = None  # the engine's own time of the event, ms since the epoch (orders its callbacks)
 
 
 @dataclass(frozen=True)
@@ -170,6 +173,7 @@ class LabelEvent:
     name: str
     chat_phone: str
     attach: bool
+    event_at: int | None = None  # the engine's own time of the event, ms since the epoch (orders its callbacks)
 
 
 @dataclass(frozen=True)
@@ -181,18 +185,26 @@ class LabelCatalogEvent:
     name: str | None = None
     color: str | None = None
     deleted: bool = False
+    event_at: int | None = None  # the engine's own time of the event, ms since the epoch (orders its callbacks)
 
 
 @dataclass(frozen=True)
 class MessageChange:
     """The customer reacted to, edited or revoked a message we already store. Engines name the target by a bare id
     or a serialized one, so `targets` lists the provider message ids it may be stored under (the first stored one is
-    changed). `kind` is `reaction` (`text`: the emoji, empty removes it), `edit` (`text`: the new text) or `revoke`."""
+    changed). `kind` is `reaction` (`text`: the emoji, empty removes it), `edit` (`text`: the new text), `revoke`, or
+    `poll_vote` (`voter`: the voter's phone, `options`: the answers now chosen, none = vote withdrawn; `event_at`
+    the engine's time of the vote, which orders one voter's votes), or `poll_state` (`ballots`: every voter's
+    answers, the poll's whole state, ordered by `event_at` against earlier states)."""
 
     targets: tuple[str, ...]
     kind: str
     text: str | None = None
     timestamp: str | None = None
+    voter: str | None = None
+    options: tuple[str, ...] = ()
+    event_at: int | None = None
+    ballots: tuple[tuple[str, tuple[str, ...]], ...] = ()  # `poll_state`: every voter's answers (the whole state)
 
 
 @dataclass(frozen=True)
@@ -305,6 +317,7 @@ class Provider:
 
     # Messages --------------------------------------------------------------------------------------------------------
     message_types: frozenset[str] | None = None  # the message types the provider can send; None: not restricted
+    interactive_types: frozenset[str] | None = None  # of `interactive` messages, the `type`s it can send; None: any
 
     def send(self, message: OutboundMessage) -> SendResult:
         raise self._unsupported("sending messages")

@@ -5,7 +5,8 @@ Routes and bodies are Evolution's own (src/api/routes/*.router.ts, src/api/dto/*
 `{status, error, response: {message}}`.
 
 - Instance: `GET /instance/connectionState/{instance}` (404 when unknown) → `{instance: {instanceName, state}}`;
-  `POST /instance/create` `{instanceName, integration: "WHATSAPP-BAILEYS", qrcode: true, webhook}`, or for an
+  `POST /instance/create` `{instanceName, integration: "WHATSAPP-BAILEYS", qrcode: false, webhook}` (the instance
+  waits, `close`, until a QR code or a pairing code is asked for), or for an
   existing instance `POST /webhook/set/{instance}` `{webhook}` then `GET /instance/connect/{instance}`;
   `DELETE /instance/delete/{instance}` on disconnect. States `open`, `connecting`, `close` → channel `connected`,
   `pairing`, `disconnected`.
@@ -13,8 +14,9 @@ Routes and bodies are Evolution's own (src/api/routes/*.router.ts, src/api/dto/*
   `headers: {jwt_key: <channel secret>}`: Evolution then sends `Authorization: Bearer <JWT>` signed HS256 with that
   key, `{iat, exp: iat + 600, app: "evolution", action: "webhook"}` (src/api/integrations/event/webhook/
   webhook.controller.ts `generateJwtToken`), which we verify; the body names the instance.
-- Pairing: `GET /instance/connect/{instance}` → `{code, pairingCode, base64, count}` (`?number=` asks for a pairing
-  code).
+- Pairing: `GET /instance/connect/{instance}` → `{code, pairingCode, base64, count}`; a pairing code needs the
+  connection to start with the number: `?number=` on a `close` instance, else the instance is deleted and created
+  again with `{number, qrcode: true}` (its answer's `qrcode.pairingCode`).
 - Sends: `POST /message/sendText|sendMedia|sendWhatsAppAudio|sendSticker|sendLocation|sendContact/{instance}`; the
   answer is Baileys' message `{key: {remoteJid, fromMe, id}, ...}`. Our provider message id is
   `<fromMe>_<remoteJid>_<id>` (the key in one string), so later actions can name the key again.
@@ -66,6 +68,7 @@ from switchboard.providers.whatsapp_web import (
     LinkedDeviceProvider,
     callback_url,
     digits,
+    event_ms,
     header,
     iso,
     obj,
@@ -91,7 +94,10 @@ SEND_ROUTES = {
     "sticker": "sendSticker",
     "location": "sendLocation",
     "contacts": "sendContact",
+    "poll": "sendPoll",  # src/api/routes/sendMessage.router.ts, src/validate/message.schema.ts pollMessageSchema
+    "interactive": "",  # list → sendList (listMessageSchema), button → sendButtons (buttonsMessageSchema)
 }
+INTERACTIVE_ROUTES = {"list": "sendList", "button": "sendButtons"}
 _KEY = re.compile(r"^(true|false)_([^_]+)_(.+)$")
 NOT_MESSAGES = {
     "reactionMessage",
@@ -188,6 +194,7 @@ class EvolutionProvider(LinkedDeviceProvider):
     engine = "evolution"
     provider_name = PROVIDER
     message_types = frozenset(SEND_ROUTES)
+    interactive_types = frozenset(INTERACTIVE_ROUTES)
 
     def api(self) -> HttpApi:
         return HttpApi(
@@ -231,20 +238,27 @@ class EvolutionProvider(LinkedDeviceProvider):
             raise
         return str(obj(data.get("instance")).get("state") or "")
 
+    def _create(self, number: str | None = None) -> dict[str, Any]:
+        """`POST /instance/create` (src/validate/instance.schema.ts `instanceSchema`): without a number the instance
+        stays `close` (`qrcode: false`: nothing is started until a QR code or a pairing code is asked for); with one,
+        `qrcode: true` starts it with that number, so the answer's `qrcode.pairingCode` is the code
+        (instance.controller.ts `createInstance` → `connectToWhatsapp(instanceData.number)`)."""
+        body: dict[str, Any] = {"instanceName": self.session, "integration": "WHATSAPP-BAILEYS",
+                                "qrcode": number is not None, "webhook": self._webhook()}  # fmt: skip
+        if number is not None:
+            body["number"] = number
+        return obj(self.api().call("POST", "/instance/create", json_body=body))
+
     def connect(self) -> ConnectResult:
-        state = self._state()
-        if state is None:
-            body = {
-                "instanceName": self.session,
-                "integration": "WHATSAPP-BAILEYS",
-                "qrcode": True,
-                "webhook": self._webhook(),
-            }
-            data = obj(self.api().call("POST", "/instance/create", json_body=body))
-            state = str(obj(data.get("instance")).get("status") or "connecting")
+        found = self._state()
+        fresh = found is None
+        if found is None:
+            data = self._create()
+            state = str(obj(data.get("instance")).get("status") or "close")
         else:
+            state = found
             self._call("POST", "webhook", "set", {"webhook": self._webhook()})
-            if state == "close":
+            if state == "close":  # a paired instance reconnects; an unpaired one starts showing QR codes
                 self._call("GET", "instance", "connect")
                 state = self._state() or "close"
         status = STATES.get(state)
@@ -252,6 +266,8 @@ class EvolutionProvider(LinkedDeviceProvider):
             raise ProviderUnavailable(f"{PROVIDER} answered an unknown connection state {state!r}.")
         metadata: dict[str, Any] = {"session": self.session, "engine": self.engine, "engine_status": state}
         if status == "disconnected":
+            if fresh:  # created and waiting for a QR code or a pairing code to be asked for
+                return ConnectResult("pairing", metadata)
             status = "error"
             metadata["error"] = f"The {PROVIDER} instance stayed closed; reconnect, or scan the QR code again."
         return ConnectResult(status, metadata)
@@ -278,7 +294,22 @@ class EvolutionProvider(LinkedDeviceProvider):
         return {"qr": str(data["code"]), "expires_in": None}
 
     def pairing_code(self, phone: str) -> dict[str, Any]:
-        data = obj(self._call("GET", "instance", "connect", params={"number": digits(phone)}))
+        """Evolution computes a pairing code only when the connection starts with the number
+        (instance.controller.ts `connectToWhatsapp`: a `close` instance is started with `number`; a `connecting` one
+        answers the QR code it already has, `pairingCode: null`). A closed instance is connected with `?number=`; one
+        already showing QR codes is deleted and created again with the number."""
+        number = digits(phone)
+        if not number:
+            raise ProviderRejected("A pairing code needs the phone number of the WhatsApp account.")
+        state = self._state()
+        if state == "open":
+            raise ProviderRejected(f"The {PROVIDER} instance is already paired.")
+        if state == "close":
+            data = obj(self._call("GET", "instance", "connect", params={"number": number}))
+        else:
+            if state is not None:
+                self._call("DELETE", "instance", "delete")
+            data = obj(self._create(number).get("qrcode"))
         if not data.get("pairingCode"):
             raise ProviderRejected(f"{PROVIDER} answered without a pairing code; is the instance waiting to pair?")
         return {"code": str(data["pairingCode"])}
@@ -301,7 +332,22 @@ class EvolutionProvider(LinkedDeviceProvider):
         elif kind == "location":
             if "latitude" not in media or "longitude" not in media:
                 raise ProviderRejected("A location message needs latitude and longitude.")
-            body |= {k: media[k] for k in ("latitude", "longitude", "name", "address") if media.get(k) is not None}
+            # message.schema.ts `locationMessageSchema` requires all four (name and address may be empty)
+            body |= {"latitude": media["latitude"], "longitude": media["longitude"],
+                     "name": str(media.get("name") or ""), "address": str(media.get("address") or "")}  # fmt: skip
+        elif kind == "interactive":
+            shape = str((message.interactive or {}).get("type"))
+            if shape not in INTERACTIVE_ROUTES:
+                raise ProviderRejected(f"{PROVIDER} cannot send interactive {shape} messages.")
+            route = INTERACTIVE_ROUTES[shape]
+            body |= _interactive(message.interactive or {})
+        elif kind == "poll":
+            poll = message.poll or {}
+            options = list(poll.get("options") or [])
+            if len(options) > 10:  # pollMessageSchema: `values` 2 to 10, `selectableCount` 0 to 10
+                raise ProviderRejected(f"{PROVIDER} polls have at most 10 options.")
+            count = int(poll.get("selectable_count", 1))
+            body |= {"name": poll.get("name"), "selectableCount": count, "values": options}
         elif kind == "contacts":
             cards = contact_cards(message)
             if not cards or not all(number for _, number, _ in cards):
@@ -550,7 +596,9 @@ class EvolutionProvider(LinkedDeviceProvider):
 
     def parse_callback(self, body: bytes) -> list[CallbackEvent]:
         try:
-            doc = jsonbody.parse(body)
+            doc = jsonbody.parse_callback(body)  # the API's rules: no key twice, no NUL, the depth limit
+        except jsonbody.BodyRefused as err:
+            raise ValidationFailed.field(err.field, str(err)) from None
         except ValueError:
             raise ValidationFailed.field("body", "is not valid JSON") from None
         if not isinstance(doc, dict) or not isinstance(doc.get("event"), str):
@@ -558,6 +606,7 @@ class EvolutionProvider(LinkedDeviceProvider):
         if doc.get("instance") != self.session:
             return []
         event, data = doc["event"], doc.get("data")
+        at = event_ms(doc.get("date_time"))  # webhook.controller.ts: the body's `date_time`, when Evolution emitted it
         items = data if isinstance(data, list) else [data]
         out: list[CallbackEvent] = []
         for item in items:
@@ -572,7 +621,7 @@ class EvolutionProvider(LinkedDeviceProvider):
                     metadata["wa_id"] = phone_of(item["wuid"]) or str(item["wuid"])
                 if item.get("profileName"):
                     metadata["push_name"] = str(item["profileName"])
-                out.append(SessionStatus(STATES[state], state, metadata))
+                out.append(SessionStatus(STATES[state], state, metadata, event_at=at))
             elif event == "messages.upsert":
                 upsert = _change_in_upsert(item) or _inbound(item)
                 if upsert is not None:
@@ -590,7 +639,7 @@ class EvolutionProvider(LinkedDeviceProvider):
                 if item.get("id") is None:
                     raise ValidationFailed.field("body.data.id", "is required")
                 if item.get("deleted"):
-                    out.append(LabelCatalogEvent(str(item["id"]), deleted=True))
+                    out.append(LabelCatalogEvent(str(item["id"]), deleted=True, event_at=at))
                     continue
                 name = item.get("name")
                 if not isinstance(name, str) or not name.strip():
@@ -600,17 +649,19 @@ class EvolutionProvider(LinkedDeviceProvider):
                 except (TypeError, ValueError):
                     index = -1
                 color = LABEL_COLORS[index] if 0 <= index < len(LABEL_COLORS) else None
-                out.append(LabelCatalogEvent(str(item["id"]), name=name.strip(), color=color))
+                out.append(LabelCatalogEvent(str(item["id"]), name=name.strip(), color=color, event_at=at))
             elif event == "messages.update":
                 ack = _ack(item)
                 if ack is not None:
                     out.append(ack)
+                if isinstance(item.get("pollUpdates"), list) and item.get("fromMe"):
+                    out.append(_poll_state(item, at))
             elif event == "labels.association":  # {type: add | remove, chatId, labelId}; the name from findLabels
                 chat = phone_of(item.get("chatId"))
                 listed = self._call("GET", "label", "findLabels") if chat else []
                 found = next((obj(x) for x in listed or [] if str(obj(x).get("id")) == str(item.get("labelId"))), {})
                 if chat and found.get("name") and item.get("type") in ("add", "remove"):
-                    out.append(LabelEvent(str(found["name"]), chat, attach=item["type"] == "add"))
+                    out.append(LabelEvent(str(found["name"]), chat, attach=item["type"] == "add", event_at=at))
             elif event == "group-participants.update":
                 jid, action = str(item.get("id") or ""), GROUP_ACTIONS.get(str(item.get("action")))
                 if not jid.endswith("@g.us"):
@@ -623,8 +674,55 @@ class EvolutionProvider(LinkedDeviceProvider):
                     str(d.get("jid")): phone_of(d.get("phoneNumber")) or digits(d.get("phoneNumber")) for d in data_rows
                 }
                 phones = [phone_of(p) or known.get(str(p)) for p in item.get("participants") or []]
-                out.append(GroupEvent(jid, "participants", action=action, participants=tuple(p for p in phones if p)))
+                found_phones = tuple(p for p in phones if p)
+                out.append(GroupEvent(jid, "participants", action=action, participants=found_phones, event_at=at))
         return out
+
+
+def _text_of(part: Any) -> str:
+    return str(obj(part).get("text") or "")
+
+
+def _interactive(interactive: dict[str, Any]) -> dict[str, Any]:
+    """Meta's interactive `list` / `button` object as Evolution's sendList (message.schema.ts `listMessageSchema`:
+    `title`, `footerText`, `buttonText`, `sections[{title, rows[{title, description?, rowId}]}]` required, the
+    optional strings not empty when given) / sendButtons (`buttonsMessageSchema`: `buttons[{type: reply,
+    displayText, id}]`)."""
+    header, body, footer = _text_of(interactive.get("header")), _text_of(interactive.get("body")), _text_of(
+        interactive.get("footer"))  # fmt: skip
+    action = obj(interactive.get("action"))
+    if interactive.get("type") == "list":
+        sections = []
+        for section in action.get("sections") or []:
+            rows = []
+            for row in obj(section).get("rows") or []:
+                item = {"title": str(obj(row).get("title") or ""), "rowId": str(obj(row).get("id") or "")}
+                if not item["title"] or not item["rowId"]:
+                    raise ProviderRejected("Each list row needs an id and a title.")
+                if obj(row).get("description"):
+                    item["description"] = str(row["description"])
+                rows.append(item)
+            title = str(obj(section).get("title") or action.get("button") or header or "Options")
+            sections.append({"title": title, "rows": rows})
+        if not sections or not action.get("button"):
+            raise ProviderRejected("A list message needs action.button and action.sections.")
+        out: dict[str, Any] = {"title": header or body, "footerText": footer, "buttonText": str(action["button"]),
+                               "sections": sections}  # fmt: skip
+        if body:
+            out["description"] = body
+        return out
+    buttons = []
+    for button in action.get("buttons") or []:
+        reply = obj(obj(button).get("reply"))
+        if not reply.get("id") or not reply.get("title"):
+            raise ProviderRejected("Each reply button needs reply.id and reply.title.")
+        buttons.append({"type": "reply", "displayText": str(reply["title"]), "id": str(reply["id"])})
+    if not buttons:
+        raise ProviderRejected("A button message needs action.buttons.")
+    out = {"title": header, "description": body, "buttons": buttons}
+    if footer:
+        out["footer"] = footer
+    return out
 
 
 def _key_targets(key: dict[str, Any], chat: Any) -> tuple[str, ...]:
@@ -722,6 +820,21 @@ def _inbound(item: dict[str, Any]) -> InboundMessage | None:
         group_jid=group,
         from_me=mine,
     )
+
+
+def _poll_state(item: dict[str, Any], at: int | None) -> MessageChange:
+    """The votes on one of our polls: whatsapp.baileys.service.ts `messages.update` sends Baileys'
+    `getAggregateVotesInPollMessage` as `pollUpdates` (`[{name: answer, voters: [jid]}]`), the poll's whole state."""
+    chosen: dict[str, list[str]] = {}
+    for row in item["pollUpdates"]:
+        answer = obj(row).get("name")
+        for jid in obj(row).get("voters") or []:
+            voter = phone_of(jid)
+            if voter and isinstance(answer, str):
+                chosen.setdefault(voter, []).append(answer)
+    key = {"id": item.get("keyId"), "remoteJid": item.get("remoteJid"), "fromMe": True}
+    ballots = tuple((voter, tuple(answers)) for voter, answers in sorted(chosen.items()))
+    return MessageChange(_key_targets(key, None), "poll_state", ballots=ballots, event_at=at)
 
 
 def _ack(item: dict[str, Any]) -> StatusCallback | None:

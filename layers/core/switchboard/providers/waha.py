@@ -60,6 +60,7 @@ from switchboard.providers.whatsapp_web import (
     LinkedDeviceProvider,
     callback_url,
     digits,
+    event_ms,
     header,
     iso,
     obj,
@@ -71,7 +72,7 @@ SIGNATURE_HEADER = "x-webhook-hmac"
 # what parse_callback consumes (group.v2.* and the lids API are WAHA's since 2025; see docs/providers.md)
 EVENTS = ["message", "message.any", "message.ack", "session.status", "group.v2.participants", "group.v2.update",
           "group.v2.leave", "label.chat.added", "label.chat.deleted", "label.upsert", "label.deleted",
-          "message.reaction", "message.revoked", "message.edited"]  # fmt: skip
+          "message.reaction", "message.revoked", "message.edited", "poll.vote"]  # fmt: skip
 SESSION_STATUS = {
     "STOPPED": "disconnected",
     "STARTING": "pairing",
@@ -90,6 +91,7 @@ SEND_ROUTES = {
     "video": "/api/sendVideo",
     "location": "/api/sendLocation",
     "contacts": "/api/sendContactVcard",
+    "poll": "/api/sendPoll",  # src/api/chatting.controller.ts sendPoll, src/structures/chatting.dto.ts MessagePoll
 }
 _SERIALIZED = re.compile(r"^(true|false)_([^_]+)_(.+)$")
 
@@ -290,6 +292,13 @@ class WahaProvider(LinkedDeviceProvider):
                 raise ProviderRejected("A location message needs latitude and longitude.")
             body |= {"latitude": media["latitude"], "longitude": media["longitude"]}
             body["title"] = str(media.get("name") or media.get("address") or "")
+        elif kind == "poll":
+            poll = message.poll or {}
+            count = int(poll.get("selectable_count", 1))
+            if count not in (0, 1, len(poll.get("options") or [])):  # MessagePoll has only `multipleAnswers`
+                raise ProviderRejected(f"{PROVIDER} polls allow one answer or any number (selectable_count 1 or 0).")
+            body["poll"] = {"name": poll.get("name"), "options": list(poll.get("options") or []),
+                            "multipleAnswers": count != 1}  # fmt: skip
         elif kind == "contacts":
             cards = contact_cards(message)
             if not cards or not all(number for _, number, _ in cards):
@@ -597,7 +606,9 @@ class WahaProvider(LinkedDeviceProvider):
 
     def parse_callback(self, body: bytes) -> list[CallbackEvent]:
         try:
-            doc = jsonbody.parse(body)
+            doc = jsonbody.parse_callback(body)  # the API's rules: no key twice, no NUL, the depth limit
+        except jsonbody.BodyRefused as err:
+            raise ValidationFailed.field(err.field, str(err)) from None
         except ValueError:
             raise ValidationFailed.field("body", "is not valid JSON") from None
         if not isinstance(doc, dict) or not isinstance(doc.get("event"), str):
@@ -608,6 +619,7 @@ class WahaProvider(LinkedDeviceProvider):
         if doc.get("session") != self.session:  # signed with this channel's key, but about another session
             return []
         event = doc["event"]
+        at = event_ms(doc.get("timestamp"))  # the webhook's `timestamp` (ms): when WAHA saw the event
         if event == "session.status":
             state = str(payload.get("status") or "")
             if state not in SESSION_STATUS:
@@ -616,7 +628,7 @@ class WahaProvider(LinkedDeviceProvider):
             me = obj(doc.get("me"))
             if me.get("id"):
                 metadata["wa_id"] = phone_of(me["id"]) or str(me["id"])
-            return [SessionStatus(SESSION_STATUS[state], state, metadata)]
+            return [SessionStatus(SESSION_STATUS[state], state, metadata, event_at=at)]
         if event in ("message", "message.any"):  # `message`: the customer's; `message.any`: ours too (echoes)
             if event == "message.any" and not payload.get("fromMe"):
                 return []  # the customer's message arrives as `message` as well
@@ -634,19 +646,35 @@ class WahaProvider(LinkedDeviceProvider):
                 name = known.get("name")
             if chat is None or not name:
                 return []
-            return [LabelEvent(str(name), chat, attach=event == "label.chat.added")]
+            return [LabelEvent(str(name), chat, attach=event == "label.chat.added", event_at=at)]
         if event in ("label.upsert", "label.deleted"):  # src/structures/labels.dto.ts Label {id, name, color, colorHex}
             if payload.get("id") is None:
                 raise ValidationFailed.field("body.payload.id", "is required")
             if event == "label.deleted":
-                return [LabelCatalogEvent(str(payload["id"]), deleted=True)]
+                return [LabelCatalogEvent(str(payload["id"]), deleted=True, event_at=at)]
             name, hex_color = payload.get("name"), str(payload.get("colorHex") or "").lower()
             if not isinstance(name, str) or not name.strip():
                 raise ValidationFailed.field("body.payload.name", "is required")
             color = payload.get("color")
             if not hex_color and isinstance(color, int) and 0 <= color < len(LABEL_COLORS):
                 hex_color = LABEL_COLORS[color]
-            return [LabelCatalogEvent(str(payload["id"]), name=name.strip(), color=hex_color or None)]
+            return [LabelCatalogEvent(str(payload["id"]), name=name.strip(), color=hex_color or None, event_at=at)]
+        if event == "poll.vote":  # src/structures/webhooks.dto.ts PollVotePayload {vote: PollVote, poll}
+            vote, poll = obj(payload.get("vote")), obj(payload.get("poll"))
+            if not poll.get("id"):
+                raise ValidationFailed.field("body.payload.poll.id", "is required")
+            chosen = vote.get("selectedOptions")
+            if not isinstance(chosen, list):
+                raise ValidationFailed.field("body.payload.vote.selectedOptions", "must be an array")
+            if vote.get("fromMe"):
+                return []
+            voter = self._participant(vote.get("participant") or vote.get("from"))
+            if voter is None:
+                return []
+            targets = _targets(str(poll["id"]), poll.get("to") or vote.get("from"))
+            stamp = event_ms(vote.get("timestamp")) or at
+            return [MessageChange(targets, "poll_vote", voter=voter, options=tuple(str(o) for o in chosen),
+                                  event_at=stamp)]  # fmt: skip
         if event in ("message.reaction", "message.edited", "message.revoked"):
             change = self._change(event, payload)
             return [change] if change else []
@@ -656,15 +684,15 @@ class WahaProvider(LinkedDeviceProvider):
             if not jid.endswith("@g.us"):
                 raise ValidationFailed.field("body.payload.group.id", "is not a group id")
             if event == "group.v2.leave":
-                return [GroupEvent(jid, "left")]
+                return [GroupEvent(jid, "left", event_at=at)]
             if event == "group.v2.update":
                 name, about = group.get("subject"), group.get("description")
                 return [GroupEvent(jid, "update", name=str(name) if name is not None else None,
-                                   description=str(about) if about is not None else None)]  # fmt: skip
+                                   description=str(about) if about is not None else None, event_at=at)]  # fmt: skip
             if event == "group.v2.participants" and payload.get("type") in ("join", "leave", "promote", "demote"):
                 phones = [self._participant(obj(p).get("id")) for p in payload.get("participants") or []]
                 found = tuple(p for p in phones if p)
-                return [GroupEvent(jid, "participants", action=str(payload["type"]), participants=found)]
+                return [GroupEvent(jid, "participants", action=str(payload["type"]), participants=found, event_at=at)]
         return []
 
     def _change(self, event: str, payload: dict[str, Any]) -> MessageChange | None:

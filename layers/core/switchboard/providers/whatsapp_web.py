@@ -85,6 +85,26 @@ def iso(epoch: Any) -> str | None:
         return None
 
 
+def event_ms(value: Any) -> int | None:
+    """An engine's event time as ms since the epoch: WAHA's `timestamp` (ms; seconds accepted) or Evolution's
+    `date_time` (ISO 8601, the engine's local time written as if UTC: comparable between one engine's events, which
+    is all it orders). None when absent or unreadable (such an event is applied in arrival order)."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int | float):
+        number = float(value)
+        return int(number if number > 1e11 else number * 1000) if number > 0 else None
+    if isinstance(value, str) and value.strip():
+        try:
+            moment = datetime.fromisoformat(value.strip().replace("Z", "+00:00"))
+        except ValueError:
+            return None
+        if moment.tzinfo is None:
+            moment = moment.replace(tzinfo=UTC)
+        return int(moment.timestamp() * 1000)
+    return None
+
+
 def obj(value: Any) -> dict[str, Any]:
     """The value when it is a JSON object, else an empty one (engine payloads are not trusted to be well formed)."""
     return value if isinstance(value, dict) else {}
