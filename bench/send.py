@@ -114,8 +114,8 @@ class Send(BaseModel):
 
 def build_floor(fake: FakeDynamoDB) -> APIGatewayRestResolver:
     """The same DynamoDB requests as the route, written out by hand: the two rate-limit updates, the reads the rules
-    need, and the one transaction with the same four items (message, conversation, status history, outbox event),
-    the same conditions and the same kinds of ids and timestamps; the same response body. No models, no
+    need, and the one transaction with the same five items (message, conversation, its `conversation.updated` event,
+    status history, the `message.queued` event), the same conditions and the same kinds of ids and timestamps; the same response body. No models, no
     authentication, no middleware (`same_calls` checks the requests' shape against the route's)."""
     import hashlib
     from datetime import UTC, datetime
@@ -201,6 +201,23 @@ def build_floor(fake: FakeDynamoDB) -> APIGatewayRestResolver:
             "applied": True,
             "at": now,
         }
+        updated_ulid = str(ULID())
+        updated = {
+            "PK": f"{pk}#{shard_of(updated_ulid)}",
+            "SK": f"EVENT#{updated_ulid}",
+            "entity": "Event",
+            "event_id": f"evt_{updated_ulid.lower()}",
+            "event_type": "conversation.updated",
+            "organization_id": ORG,
+            "occurred_at": now,
+            "payload": {
+                "conversation_id": conv_id,
+                "status": conv["status"],
+                "organization_id": ORG,
+                "changes": ["preview"],
+            },
+            "ttl": epoch + 86400,
+        }
         event_ulid = str(ULID())
         event = {
             "PK": f"{pk}#{shard_of(event_ulid)}",
@@ -226,6 +243,7 @@ def build_floor(fake: FakeDynamoDB) -> APIGatewayRestResolver:
                         "ExpressionAttributeValues": {":v": {"N": str(version)}},
                     }
                 },
+                {"Put": {"TableName": "bench", "Item": serialize(updated), "ConditionExpression": new}},
                 {"Put": {"TableName": "bench", "Item": serialize(history)}},
                 {"Put": {"TableName": "bench", "Item": serialize(event), "ConditionExpression": new}},
             ]

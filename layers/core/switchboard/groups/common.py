@@ -8,6 +8,7 @@ from typing import Any
 from switchboard import clock
 from switchboard.contacts.identifiers import Numbers, normalize_phone
 from switchboard.errors import Conflict, NotFound, UnsupportedByProvider, ValidationFailed
+from switchboard.groups.keys import group_key, jid_key
 from switchboard.groups.models import INVITE_CODE_PATTERN
 from switchboard.providers import provider_for
 from switchboard.providers.base import Provider
@@ -105,3 +106,25 @@ def bump(item: Item, changes: Item, error: Conflict) -> tuple[Item, Put]:
 
 def not_found(what: str) -> NotFound:
     return NotFound(f"No such {what}.")
+
+
+def resolve(store: Store, org: str, ref: str, channel_id: str | None = None, *, consistent: bool = False) -> Item:
+    """A group of the organization by id or JID (404 otherwise; a JID on several channels needs `channel_id`)."""
+    ref = ref.strip()
+    if ref.startswith("grp_"):
+        item = store.get(group_key(org, ref), consistent=consistent)
+    elif GROUP_JID.match(ref.lower()) or PROVIDER_GROUP_ID.match(ref):
+        jid = group_jid(ref)
+        if channel_id:
+            pointer = store.get(jid_key(org, jid, channel_id))
+        else:
+            found = store.query(keys.org_pk(org), sk_prefix=f"GROUPJID#{jid}#", limit=2).items
+            if len(found) > 1:
+                raise ValidationFailed.field("channel_id", "the group is on several of your channels: give channel_id")
+            pointer = found[0] if found else None
+        item = store.get(group_key(org, pointer["group_id"]), consistent=consistent) if pointer else None
+    else:
+        item = None
+    if item is None or item.get("entity") != "Group" or (channel_id and item["channel_id"] != channel_id):
+        raise not_found("group")
+    return item

@@ -16,6 +16,7 @@ from switchboard.audit import audit_put
 from switchboard.contacts.identifiers import numbers_for
 from switchboard.errors import Conflict, NotFound, ValidationFailed
 from switchboard.groups import common, models
+from switchboard.groups.common import resolve
 from switchboard.groups.keys import group_key, invite_key, jid_key, request_key
 from switchboard.ids import new_id
 from switchboard.paging import cursor_page, query_fingerprint
@@ -45,28 +46,6 @@ def view(item: Item) -> models.Group:
 
 
 # Lookups -----------------------------------------------------------------------------------------------------------
-def resolve(store: Store, org: str, ref: str, channel_id: str | None = None, *, consistent: bool = False) -> Item:
-    """A group of the organization by id or JID (404 otherwise; a JID on several channels needs `channel_id`)."""
-    ref = ref.strip()
-    if ref.startswith("grp_"):
-        item = store.get(group_key(org, ref), consistent=consistent)
-    elif common.GROUP_JID.match(ref.lower()) or common.PROVIDER_GROUP_ID.match(ref):
-        jid = common.group_jid(ref)
-        if channel_id:
-            pointer = store.get(jid_key(org, jid, channel_id))
-        else:
-            found = store.query(keys.org_pk(org), sk_prefix=f"GROUPJID#{jid}#", limit=2).items
-            if len(found) > 1:
-                raise ValidationFailed.field("channel_id", "the group is on several of your channels: give channel_id")
-            pointer = found[0] if found else None
-        item = store.get(group_key(org, pointer["group_id"]), consistent=consistent) if pointer else None
-    else:
-        item = None
-    if item is None or item.get("entity") != "Group" or (channel_id and item["channel_id"] != channel_id):
-        raise common.not_found("group")
-    return item
-
-
 def resolve_many(store: Store, org: str, refs: list[str]) -> list[Item]:
     """Groups by id or JID, in the order given, duplicates dropped; any unknown one is 404."""
     by_id = {i["id"]: i for i in store.batch_get([group_key(org, r) for r in refs if r.startswith("grp_")])}

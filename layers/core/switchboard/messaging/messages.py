@@ -159,7 +159,7 @@ def _target(store: Store, org: str, channel_id: str, body: models.SendMessage) -
         return (None, conv["contact_id"]) if not conv.get("group_jid") else (conv, None)
     if body.group_id:
         # on first use: keeps switchboard.groups off the cold start of a plain send
-        from switchboard.groups.service import resolve
+        from switchboard.groups.common import resolve
 
         group = resolve(store, org, body.group_id, channel_id)
         if not group.get("jid"):
