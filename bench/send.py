@@ -115,8 +115,9 @@ class Send(BaseModel):
 def build_floor(fake: FakeDynamoDB) -> APIGatewayRestResolver:
     """The same DynamoDB requests as the route, written out by hand: the two rate-limit updates, the reads the rules
     need, and the one transaction with the same five items (message, conversation, its `conversation.updated` event,
-    status history, the `message.queued` event), the same conditions and the same kinds of ids and timestamps; the same response body. No models, no
-    authentication, no middleware (`same_calls` checks the requests' shape against the route's)."""
+    status history, the `message.queued` event), the same conditions and the same kinds of ids and timestamps; the
+    same response body. No models, no authentication, no middleware (`same_calls` checks the requests' shape against
+    the route's)."""
     import hashlib
     from datetime import UTC, datetime
 
