@@ -19,7 +19,7 @@ def _wait(fn, *, timeout: float = 20.0, every: float = 0.1):
 
 def test_labels_chats_and_templates_over_http(local_only):
     tag = uuid.uuid4().hex[:6]
-    phone = f"+1415{str(uuid.uuid4().int)[:7]}"
+    phone = f"+14155{str(uuid.uuid4().int)[:6]}"  # an exchange starting 5: a valid US number
     with local_only.client() as client:
         ch = client.post("/v1/channels", json={"name": f"cat-{tag}", "platform": "sandbox"}).json()["data"]
         channel = client.post(f"/v1/channels/{ch['id']}/connect").json()["data"]

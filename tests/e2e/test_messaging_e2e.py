@@ -29,9 +29,9 @@ def _channel(client) -> dict:
 
 
 def _number(suffix: str = "") -> str:
-    """A fresh US number (+1 415 and seven digits), optionally ending in `suffix`."""
-    digits = str(uuid.uuid4().int)[:7]
-    return f"+1415{digits[: 7 - len(suffix)]}{suffix}"
+    """A fresh valid US number (+1 415, an exchange starting 5, six more digits), optionally ending in `suffix`."""
+    digits = str(uuid.uuid4().int)[:6]
+    return f"+14155{digits[: 6 - len(suffix)]}{suffix}"
 
 
 def test_send_moves_pending_sent_delivered_read(local_only):

@@ -33,7 +33,7 @@ def test_metered_usage_to_a_paid_invoice_over_http(local_only):
         ch = client.post("/v1/channels", json={"name": f"billing-{tag}", "platform": "sandbox"}).json()["data"]
         client.post(f"/v1/channels/{ch['id']}/connect").raise_for_status()
         for n in range(2):
-            phone = f"+1415{str(uuid.uuid4().int)[:7]}"
+            phone = f"+14155{str(uuid.uuid4().int)[:6]}"  # an exchange starting 5: a valid US number
             sent = client.post("/v1/messages", json={"channel_id": ch["id"], "to": phone, "text": {"body": f"#{n}"}})
             assert sent.status_code == 202, sent.text
         assert _wait(lambda: _sent_on(client, ch["id"]) == 2)

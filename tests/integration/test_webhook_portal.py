@@ -251,7 +251,7 @@ def test_deliveries_with_filters_attempts_and_retry(api: Api, pipeline: Pipeline
     retrying = page(visitor, f"{PORTAL}/deliveries", status="retrying")
     assert failed[0]["id"] in retrying and retrying.split("<tbody>")[1].count("<tr>") == 1
     assert "No deliveries match" in page(visitor, f"{PORTAL}/deliveries", since="2999-01-01T00:00:00Z")
-    assert "ISO 8601" in page(visitor, f"{PORTAL}/deliveries", 400, since="yesterday")
+    assert "RFC 3339" in page(visitor, f"{PORTAL}/deliveries", 400, since="yesterday")
     assert page(visitor, f"{PORTAL}/deliveries", 400, status="lost")
 
     msg = failed[0]["id"]
