@@ -565,7 +565,9 @@ def test_recover_pages_through_sparse_failures_in_chunks_and_a_redelivered_chunk
         assert pipeline.invoke(jobs_handler, "JobsQueue", records) == {"batchItemFailures": []}
         chunks += len(records)
     job = jobs.get_job(get_store(), started["job_id"])
-    assert job is not None and job["status"] == "completed" and chunks == job["progress"]["chunks"] >= 3
+    # 9 deliveries at about 3 evaluated per chunk: at least 2 chunks, however the random ids split over the 2 shards
+    # (a query that ends its shard spends only the items its filter kept, so a chunk may read a whole short shard)
+    assert job is not None and job["status"] == "completed" and chunks == job["progress"]["chunks"] >= 2
     pipeline.pump()
     sent = receiver.of("/sparse")[before:]
     assert sorted(c.headers["webhook-id"] for c in sent) == sorted(failed)  # each failed one once, no other
